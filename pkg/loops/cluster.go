@@ -1,0 +1,400 @@
+// Package loops is the render engine: one in-memory cluster of fake clients whose informer indexers are fed
+// synchronously by client reactors, in-memory operator clients, and a runner that drives control loops in a fixed
+// order until a whole pass writes nothing.
+//
+// Informers are never started. Every write that reaches a fake clientset goes through a reactor prepended in front
+// of the default one: it applies the write to the tracker itself, re-reads the stored object and puts a copy into
+// every informer indexer that could list it. A lister therefore sees a write as soon as the client call returns,
+// which is what library-go's controllers assume (they read through listers and write through clients).
+package loops
+
+import (
+	"crypto/sha1"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	configfake "github.com/openshift/client-go/config/clientset/versioned/fake"
+	configscheme "github.com/openshift/client-go/config/clientset/versioned/scheme"
+	configinformers "github.com/openshift/client-go/config/informers/externalversions"
+	operatorfake "github.com/openshift/client-go/operator/clientset/versioned/fake"
+	operatorscheme "github.com/openshift/client-go/operator/clientset/versioned/scheme"
+	operatorinformers "github.com/openshift/client-go/operator/informers/externalversions"
+	"github.com/openshift/library-go/pkg/operator/events"
+	"github.com/openshift/library-go/pkg/operator/v1helpers"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/informers"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+)
+
+// Cluster is the in-memory cluster every loop of a render runs against.
+type Cluster struct {
+	Kube     *kubefake.Clientset
+	Config   *configfake.Clientset
+	Operator *operatorfake.Clientset
+	Dynamic  *dynamicfake.FakeDynamicClient
+
+	// KubeInformers holds one never-started informer factory per namespace the loops use, plus the
+	// all-namespaces factory "".
+	KubeInformers     v1helpers.KubeInformersForNamespaces
+	ConfigInformers   configinformers.SharedInformerFactory
+	OperatorInformers operatorinformers.SharedInformerFactory
+
+	// Recorder receives the events the loops emit (kept in memory).
+	Recorder events.Recorder
+	// Clock is the clock handed to loops.
+	Clock clock.PassiveClock
+
+	mu        sync.Mutex
+	journal   []Write
+	current   string // loop being run; writes are attributed to it
+	pass      int
+	phase     string
+	uidSerial int
+	operators map[string]*OperatorClient
+	dynGVRs   map[schema.GroupVersionResource]string
+}
+
+// Write is one change to the cluster: which loop made it, in which phase and pass.
+type Write struct {
+	Phase     string
+	Pass      int
+	Loop      string
+	Verb      string // create, update, delete
+	Resource  string // "secrets", "configmaps.v1", "kubeapiservers.operator.openshift.io/status"
+	Namespace string
+	Name      string
+}
+
+func (w Write) String() string {
+	obj := w.Name
+	if w.Namespace != "" {
+		obj = w.Namespace + "/" + w.Name
+	}
+	return fmt.Sprintf("%-8s pass %-2d %-58s %-7s %s %s", w.Phase, w.Pass, w.Loop, w.Verb, w.Resource, obj)
+}
+
+// NewCluster builds the fakes, seeded with objects (typed kube, config.openshift.io or operator.openshift.io
+// objects, routed by their Go type), and informer factories for the given namespaces. dynamicKinds maps every
+// GVR a loop may create through the dynamic client to its list kind (e.g. ServiceMonitorList).
+func NewCluster(namespaces []string, dynamicKinds map[schema.GroupVersionResource]string, seeds ...runtime.Object) (*Cluster, error) {
+	var kubeSeeds, configSeeds, operatorSeeds []runtime.Object
+	for _, o := range seeds {
+		o = o.DeepCopyObject()
+		stampCreate(o, "seed", 0)
+		switch {
+		case isInScheme(kubescheme.Scheme, o):
+			kubeSeeds = append(kubeSeeds, o)
+		case isInScheme(configscheme.Scheme, o):
+			configSeeds = append(configSeeds, o)
+		case isInScheme(operatorscheme.Scheme, o):
+			operatorSeeds = append(operatorSeeds, o)
+		default:
+			return nil, fmt.Errorf("seed %T: not a kube, config or operator type", o)
+		}
+	}
+	c := &Cluster{
+		Kube:      kubefake.NewSimpleClientset(kubeSeeds...),
+		Config:    configfake.NewSimpleClientset(configSeeds...),
+		Operator:  operatorfake.NewSimpleClientset(operatorSeeds...),
+		Clock:     clock.RealClock{},
+		operators: map[string]*OperatorClient{},
+		dynGVRs:   map[schema.GroupVersionResource]string{},
+		phase:     "seed",
+		current:   "seed",
+	}
+	for gvr, k := range dynamicKinds {
+		c.dynGVRs[gvr] = k
+	}
+	c.Dynamic = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), dynamicKinds)
+	c.Recorder = events.NewInMemoryRecorder("render-static", clock.RealClock{})
+
+	nsSet := map[string]bool{"": true}
+	for _, ns := range namespaces {
+		nsSet[ns] = true
+	}
+	var all []string
+	for ns := range nsSet {
+		all = append(all, ns)
+	}
+	sort.Strings(all)
+	c.KubeInformers = v1helpers.NewKubeInformersForNamespaces(c.Kube, all...)
+	c.ConfigInformers = configinformers.NewSharedInformerFactory(c.Config, 0)
+	c.OperatorInformers = operatorinformers.NewSharedInformerFactory(c.Operator, 0)
+
+	c.Kube.Fake.PrependReactor("*", "*", c.reactor(c.Kube.Tracker(), c.kubeIndexers))
+	c.Config.Fake.PrependReactor("*", "*", c.reactor(c.Config.Tracker(), c.configIndexers))
+	c.Operator.Fake.PrependReactor("*", "*", c.reactor(c.Operator.Tracker(), c.operatorIndexers))
+	c.Dynamic.Fake.PrependReactor("*", "*", c.reactor(c.Dynamic.Tracker(), nil))
+
+	// Seeds went into the trackers through the constructors, not through the reactors: prime the indexers.
+	for _, o := range kubeSeeds {
+		c.feed(c.kubeIndexers, o, false)
+	}
+	for _, o := range configSeeds {
+		c.feed(c.configIndexers, o, false)
+	}
+	for _, o := range operatorSeeds {
+		c.feed(c.operatorIndexers, o, false)
+	}
+	return c, nil
+}
+
+func isInScheme(s *runtime.Scheme, o runtime.Object) bool {
+	kinds, _, err := s.ObjectKinds(o)
+	return err == nil && len(kinds) > 0
+}
+
+// Namespaces returns the namespaces that have their own informer factory.
+func (c *Cluster) Namespaces() []string {
+	return sets(c.KubeInformers.Namespaces().UnsortedList())
+}
+
+func sets(in []string) []string {
+	sort.Strings(in)
+	return in
+}
+
+// indexersFor returns the indexers that must see an object of gvr in namespace ns.
+type indexerFunc func(gvr schema.GroupVersionResource, ns string) ([]cache.Indexer, error)
+
+func (c *Cluster) kubeIndexers(gvr schema.GroupVersionResource, ns string) ([]cache.Indexer, error) {
+	var out []cache.Indexer
+	for _, fns := range c.Namespaces() {
+		if ns != "" && fns != "" && fns != ns {
+			continue
+		}
+		inf, err := c.KubeInformers.InformersFor(fns).ForResource(gvr)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, inf.Informer().GetIndexer())
+	}
+	return out, nil
+}
+
+func (c *Cluster) configIndexers(gvr schema.GroupVersionResource, _ string) ([]cache.Indexer, error) {
+	inf, err := c.ConfigInformers.ForResource(gvr)
+	if err != nil {
+		return nil, err
+	}
+	return []cache.Indexer{inf.Informer().GetIndexer()}, nil
+}
+
+func (c *Cluster) operatorIndexers(gvr schema.GroupVersionResource, _ string) ([]cache.Indexer, error) {
+	inf, err := c.OperatorInformers.ForResource(gvr)
+	if err != nil {
+		return nil, err
+	}
+	return []cache.Indexer{inf.Informer().GetIndexer()}, nil
+}
+
+// schemeFor returns the scheme of the clientset an object belongs to.
+func schemeFor(o runtime.Object) *runtime.Scheme {
+	for _, s := range []*runtime.Scheme{kubescheme.Scheme, configscheme.Scheme, operatorscheme.Scheme} {
+		if isInScheme(s, o) {
+			return s
+		}
+	}
+	return kubescheme.Scheme
+}
+
+func gvrOf(s *runtime.Scheme, o runtime.Object) (schema.GroupVersionResource, error) {
+	kinds, _, err := s.ObjectKinds(o)
+	if err != nil || len(kinds) == 0 {
+		return schema.GroupVersionResource{}, fmt.Errorf("unknown kind %T: %v", o, err)
+	}
+	gvr, _ := meta.UnsafeGuessKindToResource(kinds[0])
+	return gvr, nil
+}
+
+// feed puts o (or its deletion) into every indexer that lists it. Objects of kinds no informer factory knows
+// (e.g. unstructured objects of the dynamic fake) are skipped: nothing can list them through an informer.
+func (c *Cluster) feed(indexers indexerFunc, o runtime.Object, deleted bool) {
+	if indexers == nil {
+		return
+	}
+	gvr, err := gvrOf(schemeFor(o), o)
+	if err != nil {
+		return
+	}
+	m, err := meta.Accessor(o)
+	if err != nil {
+		return
+	}
+	idx, err := indexers(gvr, m.GetNamespace())
+	if err != nil {
+		return
+	}
+	for _, i := range idx {
+		if deleted {
+			_ = i.Delete(o)
+		} else {
+			_ = i.Update(o.DeepCopyObject())
+		}
+	}
+}
+
+// reactor handles every write to a fake itself, so that it can stamp metadata, detect no-op updates, record the
+// write in the journal and feed the informer indexers before the client call returns.
+func (c *Cluster) reactor(tracker clienttesting.ObjectTracker, indexers indexerFunc) clienttesting.ReactionFunc {
+	defaultReaction := clienttesting.ObjectReaction(tracker)
+	return func(action clienttesting.Action) (bool, runtime.Object, error) {
+		verb := action.GetVerb()
+		switch verb {
+		case "create", "update", "patch", "delete":
+		default:
+			return defaultReaction(action)
+		}
+		gvr := action.GetResource()
+		ns := action.GetNamespace()
+		name := actionName(action)
+
+		var before runtime.Object
+		if name != "" {
+			if o, err := tracker.Get(gvr, ns, name); err == nil {
+				before = o.DeepCopyObject()
+			}
+		}
+		if verb == "create" {
+			ca, ok := action.(clienttesting.CreateActionImpl)
+			if ok {
+				obj := ca.Object.DeepCopyObject()
+				c.mu.Lock()
+				c.uidSerial++
+				serial := c.uidSerial
+				c.mu.Unlock()
+				stampCreate(obj, gvr.String(), serial)
+				ca.Object = obj
+				action = ca
+				if m, err := meta.Accessor(obj); err == nil {
+					name = m.GetName()
+				}
+			}
+		}
+		handled, ret, err := defaultReaction(action)
+		if err != nil || !handled {
+			return handled, ret, err
+		}
+		if verb == "delete" {
+			if before != nil {
+				c.record(verb, gvr, ns, name)
+				c.feed(indexers, before, true)
+			}
+			return true, ret, nil
+		}
+		after, gerr := tracker.Get(gvr, ns, name)
+		if gerr != nil {
+			return true, ret, nil
+		}
+		if verb != "create" && before != nil && sameObject(before, after) {
+			return true, ret, nil // a no-op update is not a write
+		}
+		c.record(verb, gvr, ns, name)
+		c.feed(indexers, after, false)
+		return true, after.DeepCopyObject(), nil
+	}
+}
+
+func actionName(a clienttesting.Action) string {
+	switch x := a.(type) {
+	case clienttesting.UpdateActionImpl:
+		if m, err := meta.Accessor(x.Object); err == nil {
+			return m.GetName()
+		}
+	case clienttesting.PatchActionImpl:
+		return x.Name
+	case clienttesting.DeleteActionImpl:
+		return x.Name
+	case clienttesting.CreateActionImpl:
+		if m, err := meta.Accessor(x.Object); err == nil {
+			return m.GetName()
+		}
+	}
+	return ""
+}
+
+// sameObject compares two stored versions, ignoring what the store itself changes.
+func sameObject(a, b runtime.Object) bool {
+	a, b = a.DeepCopyObject(), b.DeepCopyObject()
+	for _, o := range []runtime.Object{a, b} {
+		if m, err := meta.Accessor(o); err == nil {
+			m.SetResourceVersion("")
+			m.SetManagedFields(nil)
+		}
+	}
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// stampCreate sets what an API server sets on create and the fakes do not: a UID and a creation timestamp.
+// UIDs are derived from the object's identity and a serial, so a render is reproducible up to key material.
+func stampCreate(o runtime.Object, gvr string, serial int) {
+	m, err := meta.Accessor(o)
+	if err != nil {
+		return
+	}
+	if m.GetUID() == "" {
+		m.SetUID(uidFor(gvr, m.GetNamespace(), m.GetName(), serial))
+	}
+	if ts := m.GetCreationTimestamp(); ts.IsZero() {
+		m.SetCreationTimestamp(metav1.NewTime(time.Now().Truncate(time.Second)))
+	}
+}
+
+// uidFor derives a UUID-shaped UID from an object's identity and a serial.
+func uidFor(gvr, ns, name string, serial int) types.UID {
+	sum := sha1.Sum([]byte(fmt.Sprintf("%s/%s/%s/%d", gvr, ns, name, serial)))
+	return types.UID(fmt.Sprintf("%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16]))
+}
+
+func (c *Cluster) record(verb string, gvr schema.GroupVersionResource, ns, name string) {
+	res := gvr.Resource
+	if gvr.Group != "" {
+		res += "." + gvr.Group
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.journal = append(c.journal, Write{Phase: c.phase, Pass: c.pass, Loop: c.current, Verb: verb, Resource: res, Namespace: ns, Name: name})
+}
+
+// Journal returns every write so far, in order.
+func (c *Cluster) Journal() []Write {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Write(nil), c.journal...)
+}
+
+func (c *Cluster) writeCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.journal)
+}
+
+func (c *Cluster) setCurrent(phase string, pass int, loop string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.phase, c.pass, c.current = phase, pass, loop
+}
+
+// DynamicResources lists the GVRs the dynamic fake was told about.
+func (c *Cluster) DynamicResources() map[schema.GroupVersionResource]string {
+	out := map[schema.GroupVersionResource]string{}
+	for k, v := range c.dynGVRs {
+		out[k] = v
+	}
+	return out
+}
+
+// KubeFactory is the all-namespaces kube informer factory.
+func (c *Cluster) KubeFactory() informers.SharedInformerFactory { return c.KubeInformers.InformersFor("") }

@@ -1,0 +1,429 @@
+package loops
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"sync"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	applyoperatorv1 "github.com/openshift/client-go/operator/applyconfigurations/operator/v1"
+	"github.com/openshift/library-go/pkg/apiserver/jsonpatch"
+	"github.com/openshift/library-go/pkg/operator/v1helpers"
+	jsonpatchlib "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+)
+
+// OperatorClient is an in-memory v1helpers.StaticPodOperatorClient for one operator resource
+// (e.g. operator.openshift.io/v1 KubeAPIServer "cluster"). library-go's fakes panic on spec updates, keep the
+// observed config without its raw bytes (so observers never settle) and drop node statuses on apply; this one
+// behaves like the API server for what the loops use:
+//   - every write is JSON round-tripped, so RawExtension.Raw is always filled;
+//   - resourceVersion is checked on updates and bumped only on real changes;
+//   - applies merge: conditions by type (keeping lastTransitionTime when the status is unchanged), node statuses
+//     by node name, generations by group/resource/namespace/name, scalars when set;
+//   - every real change is recorded in the cluster journal like any other write.
+type OperatorClient struct {
+	cluster  *Cluster
+	GVK      schema.GroupVersionKind
+	Resource string // plural, e.g. "kubeapiservers"
+
+	mu     sync.Mutex
+	meta   metav1.ObjectMeta
+	spec   operatorv1.StaticPodOperatorSpec
+	status operatorv1.StaticPodOperatorStatus
+	rv     int
+	inf    cache.SharedIndexInformer
+}
+
+var _ v1helpers.StaticPodOperatorClient = (*OperatorClient)(nil)
+
+// NewOperatorClient registers an operator resource named "cluster" of the given kind in the cluster.
+func (c *Cluster) NewOperatorClient(kind, resource string, spec operatorv1.StaticPodOperatorSpec, status operatorv1.StaticPodOperatorStatus) *OperatorClient {
+	oc := &OperatorClient{
+		cluster:  c,
+		GVK:      operatorv1.GroupVersion.WithKind(kind),
+		Resource: resource,
+		meta:     metav1.ObjectMeta{Name: "cluster", Generation: 1},
+		rv:       1,
+	}
+	oc.meta.UID = uidFor(resource, "", oc.meta.Name, 0)
+	oc.meta.CreationTimestamp = metav1.NewTime(time.Now().Truncate(time.Second))
+	roundTrip(&spec, &oc.spec)
+	roundTrip(&status, &oc.status)
+	oc.meta.ResourceVersion = "1"
+	// A never-started informer: controllers register handlers on it and nothing else.
+	oc.inf = cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return &operatorv1.KubeAPIServerList{}, nil },
+		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+	}, &operatorv1.KubeAPIServer{}, 0, cache.Indexers{})
+	c.mu.Lock()
+	c.operators[resource] = oc
+	c.mu.Unlock()
+	return oc
+}
+
+// OperatorClients returns every operator client of the cluster, by resource name.
+func (c *Cluster) OperatorClients() map[string]*OperatorClient {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]*OperatorClient{}
+	for k, v := range c.operators {
+		out[k] = v
+	}
+	return out
+}
+
+func roundTrip(in, out interface{}) {
+	b, err := json.Marshal(in)
+	if err != nil {
+		panic(fmt.Sprintf("operator client: marshal %T: %v", in, err))
+	}
+	v := reflect.ValueOf(out).Elem()
+	v.Set(reflect.Zero(v.Type()))
+	if err := json.Unmarshal(b, out); err != nil {
+		panic(fmt.Sprintf("operator client: unmarshal %T: %v", out, err))
+	}
+}
+
+func (o *OperatorClient) Informer() cache.SharedIndexInformer { return o.inf }
+
+func (o *OperatorClient) GetObjectMeta() (*metav1.ObjectMeta, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	m := o.meta.DeepCopy()
+	return m, nil
+}
+
+func (o *OperatorClient) GetOperatorState() (*operatorv1.OperatorSpec, *operatorv1.OperatorStatus, string, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	spec := o.spec.OperatorSpec.DeepCopy()
+	status := o.status.OperatorStatus.DeepCopy()
+	return spec, status, o.meta.ResourceVersion, nil
+}
+
+func (o *OperatorClient) GetOperatorStateWithQuorum(context.Context) (*operatorv1.OperatorSpec, *operatorv1.OperatorStatus, string, error) {
+	return o.GetOperatorState()
+}
+
+func (o *OperatorClient) GetStaticPodOperatorState() (*operatorv1.StaticPodOperatorSpec, *operatorv1.StaticPodOperatorStatus, string, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.spec.DeepCopy(), o.status.DeepCopy(), o.meta.ResourceVersion, nil
+}
+
+func (o *OperatorClient) GetStaticPodOperatorStateWithQuorum(context.Context) (*operatorv1.StaticPodOperatorSpec, *operatorv1.StaticPodOperatorStatus, string, error) {
+	return o.GetStaticPodOperatorState()
+}
+
+func (o *OperatorClient) conflict(rv string) error {
+	if rv != o.meta.ResourceVersion {
+		return apierrors.NewConflict(schema.GroupResource{Group: o.GVK.Group, Resource: o.Resource}, o.meta.Name,
+			fmt.Errorf("resourceVersion %q is not the current %q", rv, o.meta.ResourceVersion))
+	}
+	return nil
+}
+
+// commit stores new spec/status if they differ from the current ones; the caller holds the lock.
+func (o *OperatorClient) commit(verb, sub string, spec *operatorv1.StaticPodOperatorSpec, status *operatorv1.StaticPodOperatorStatus) {
+	var ns operatorv1.StaticPodOperatorSpec
+	var nst operatorv1.StaticPodOperatorStatus
+	roundTrip(spec, &ns)
+	roundTrip(status, &nst)
+	if jsonEqual(&ns, &o.spec) && jsonEqual(&nst, &o.status) {
+		return
+	}
+	if !jsonEqual(&ns, &o.spec) {
+		o.meta.Generation++
+	}
+	o.spec, o.status = ns, nst
+	o.rv++
+	o.meta.ResourceVersion = strconv.Itoa(o.rv)
+	o.cluster.record(verb, schema.GroupVersionResource{Group: o.GVK.Group, Version: o.GVK.Version, Resource: o.Resource + "/" + sub}, "", o.meta.Name)
+}
+
+func jsonEqual(a, b interface{}) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}
+
+func (o *OperatorClient) UpdateOperatorSpec(_ context.Context, rv string, in *operatorv1.OperatorSpec) (*operatorv1.OperatorSpec, string, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.conflict(rv); err != nil {
+		return nil, "", err
+	}
+	spec := o.spec.DeepCopy()
+	spec.OperatorSpec = *in.DeepCopy()
+	o.commit("update", "spec", spec, &o.status)
+	return o.spec.OperatorSpec.DeepCopy(), o.meta.ResourceVersion, nil
+}
+
+func (o *OperatorClient) UpdateOperatorStatus(_ context.Context, rv string, in *operatorv1.OperatorStatus) (*operatorv1.OperatorStatus, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.conflict(rv); err != nil {
+		return nil, err
+	}
+	status := o.status.DeepCopy()
+	status.OperatorStatus = *in.DeepCopy()
+	o.commit("update", "status", &o.spec, status)
+	return o.status.OperatorStatus.DeepCopy(), nil
+}
+
+func (o *OperatorClient) UpdateStaticPodOperatorSpec(_ context.Context, rv string, in *operatorv1.StaticPodOperatorSpec) (*operatorv1.StaticPodOperatorSpec, string, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.conflict(rv); err != nil {
+		return nil, "", err
+	}
+	o.commit("update", "spec", in, &o.status)
+	return o.spec.DeepCopy(), o.meta.ResourceVersion, nil
+}
+
+func (o *OperatorClient) UpdateStaticPodOperatorStatus(_ context.Context, rv string, in *operatorv1.StaticPodOperatorStatus) (*operatorv1.StaticPodOperatorStatus, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.conflict(rv); err != nil {
+		return nil, err
+	}
+	o.commit("update", "status", &o.spec, in)
+	return o.status.DeepCopy(), nil
+}
+
+// apply merges an apply configuration (as JSON) into the current spec or status.
+func (o *OperatorClient) apply(sub string, cfg interface{}) error {
+	if cfg == nil || reflect.ValueOf(cfg).IsNil() {
+		return nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	patch, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	var target interface{} = &o.status
+	if sub == "spec" {
+		target = &o.spec
+	}
+	cur, err := json.Marshal(target)
+	if err != nil {
+		return err
+	}
+	var curMap, patchMap map[string]interface{}
+	if err := json.Unmarshal(cur, &curMap); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(patch, &patchMap); err != nil {
+		return err
+	}
+	merged := mergeJSON(curMap, patchMap)
+	stampConditionTimes(curMap, merged)
+	b, err := json.Marshal(merged)
+	if err != nil {
+		return err
+	}
+	spec, status := o.spec.DeepCopy(), o.status.DeepCopy()
+	if sub == "spec" {
+		*spec = operatorv1.StaticPodOperatorSpec{}
+		err = json.Unmarshal(b, spec)
+	} else {
+		*status = operatorv1.StaticPodOperatorStatus{}
+		err = json.Unmarshal(b, status)
+	}
+	if err != nil {
+		return err
+	}
+	o.commit("apply", sub, spec, status)
+	return nil
+}
+
+// listKeys names the fields that identify an element of each list the operator resources hold: server-side
+// apply merges such lists by key instead of replacing them.
+var listKeys = map[string][]string{
+	"conditions":   {"type"},
+	"nodeStatuses": {"nodeName"},
+	"generations":  {"group", "resource", "namespace", "name"},
+}
+
+func mergeJSON(cur, patch map[string]interface{}) map[string]interface{} {
+	out := map[string]interface{}{}
+	for k, v := range cur {
+		out[k] = v
+	}
+	for k, pv := range patch {
+		cv, exists := out[k]
+		switch p := pv.(type) {
+		case map[string]interface{}:
+			if c, ok := cv.(map[string]interface{}); ok && exists && k != "observedConfig" && k != "unsupportedConfigOverrides" {
+				out[k] = mergeJSON(c, p)
+			} else {
+				out[k] = p
+			}
+		case []interface{}:
+			keys, keyed := listKeys[k]
+			c, ok := cv.([]interface{})
+			if !keyed || !ok {
+				out[k] = p
+				continue
+			}
+			out[k] = mergeList(c, p, keys)
+		default:
+			out[k] = pv
+		}
+	}
+	return out
+}
+
+func mergeList(cur, patch []interface{}, keys []string) []interface{} {
+	keyOf := func(e interface{}) string {
+		m, _ := e.(map[string]interface{})
+		s := ""
+		for _, k := range keys {
+			s += fmt.Sprintf("%v\x00", m[k])
+		}
+		return s
+	}
+	out := append([]interface{}(nil), cur...)
+	for _, pe := range patch {
+		pm, _ := pe.(map[string]interface{})
+		found := false
+		for i, ce := range out {
+			if keyOf(ce) == keyOf(pe) {
+				cm, _ := ce.(map[string]interface{})
+				out[i] = mergeJSON(cm, pm)
+				found = true
+				break
+			}
+		}
+		if !found {
+			out = append(out, pe)
+		}
+	}
+	return out
+}
+
+// stampConditionTimes keeps a condition's lastTransitionTime when its status did not change and sets it to now
+// when a condition is new or changed status without saying when.
+func stampConditionTimes(before, after map[string]interface{}) {
+	prev := map[string]map[string]interface{}{}
+	if l, ok := before["conditions"].([]interface{}); ok {
+		for _, e := range l {
+			if m, ok := e.(map[string]interface{}); ok {
+				prev[fmt.Sprint(m["type"])] = m
+			}
+		}
+	}
+	l, ok := after["conditions"].([]interface{})
+	if !ok {
+		return
+	}
+	now := time.Now().UTC().Truncate(time.Second).Format(time.RFC3339)
+	for _, e := range l {
+		m, ok := e.(map[string]interface{})
+		if !ok {
+			continue
+		}
+		p := prev[fmt.Sprint(m["type"])]
+		switch {
+		case p != nil && p["status"] == m["status"] && p["lastTransitionTime"] != nil:
+			m["lastTransitionTime"] = p["lastTransitionTime"]
+		case m["lastTransitionTime"] == nil:
+			m["lastTransitionTime"] = now
+		}
+	}
+}
+
+func (o *OperatorClient) ApplyOperatorSpec(_ context.Context, _ string, cfg *applyoperatorv1.OperatorSpecApplyConfiguration) error {
+	return o.apply("spec", cfg)
+}
+
+func (o *OperatorClient) ApplyOperatorStatus(_ context.Context, _ string, cfg *applyoperatorv1.OperatorStatusApplyConfiguration) error {
+	return o.apply("status", cfg)
+}
+
+func (o *OperatorClient) ApplyStaticPodOperatorSpec(_ context.Context, _ string, cfg *applyoperatorv1.StaticPodOperatorSpecApplyConfiguration) error {
+	return o.apply("spec", cfg)
+}
+
+func (o *OperatorClient) ApplyStaticPodOperatorStatus(_ context.Context, _ string, cfg *applyoperatorv1.StaticPodOperatorStatusApplyConfiguration) error {
+	return o.apply("status", cfg)
+}
+
+func (o *OperatorClient) PatchOperatorStatus(ctx context.Context, p *jsonpatch.PatchSet) error {
+	return o.PatchStaticOperatorStatus(ctx, p)
+}
+
+// PatchStaticOperatorStatus applies a JSON patch to the status (paths are relative to /status).
+func (o *OperatorClient) PatchStaticOperatorStatus(_ context.Context, p *jsonpatch.PatchSet) error {
+	if p == nil || p.IsEmpty() {
+		return nil
+	}
+	raw, err := p.Marshal()
+	if err != nil {
+		return err
+	}
+	patch, err := jsonpatchlib.DecodePatch(raw)
+	if err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	doc, err := json.Marshal(map[string]interface{}{"status": &o.status})
+	if err != nil {
+		return err
+	}
+	out, err := patch.Apply(doc)
+	if err != nil {
+		return apierrors.NewInvalid(o.GVK.GroupKind(), o.meta.Name, nil)
+	}
+	var wrapped struct {
+		Status operatorv1.StaticPodOperatorStatus `json:"status"`
+	}
+	if err := json.Unmarshal(out, &wrapped); err != nil {
+		return err
+	}
+	o.commit("patch", "status", &o.spec, &wrapped.Status)
+	return nil
+}
+
+// Object returns the operator resource as the API would serve it, for export.
+func (o *OperatorClient) Object() map[string]interface{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var spec, status map[string]interface{}
+	b, _ := json.Marshal(&o.spec)
+	_ = json.Unmarshal(b, &spec)
+	b, _ = json.Marshal(&o.status)
+	_ = json.Unmarshal(b, &status)
+	return map[string]interface{}{
+		"apiVersion": o.GVK.GroupVersion().String(),
+		"kind":       o.GVK.Kind,
+		"metadata":   map[string]interface{}{"name": o.meta.Name},
+		"spec":       spec,
+		"status":     status,
+	}
+}
+
+// DegradedConditions returns the conditions named *Degraded whose status is True.
+func (o *OperatorClient) DegradedConditions() []operatorv1.OperatorCondition {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []operatorv1.OperatorCondition
+	for _, c := range o.status.Conditions {
+		if len(c.Type) >= len("Degraded") && c.Type[len(c.Type)-len("Degraded"):] == "Degraded" && c.Status == operatorv1.ConditionTrue {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,204 @@
+package loops
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/openshift/library-go/pkg/controller/factory"
+	"github.com/openshift/library-go/pkg/operator/events"
+)
+
+// Loop is one control loop of a render: a name (as it appears in the trace) and a sync that reads through
+// listers and writes through the fake clients.
+type Loop struct {
+	Name   string
+	Sync   func(ctx context.Context) error
+	closer func()
+}
+
+// Syncer is what library-go controllers expose for running one sync synchronously.
+type Syncer interface {
+	Sync(ctx context.Context, syncCtx factory.SyncContext) error
+}
+
+// ControllerLoop wraps a library-go controller as a Loop. It owns one SyncContext, reused for every pass; Close
+// releases it (see Runner.Close).
+func ControllerLoop(name string, ctrl Syncer, recorder events.Recorder) Loop {
+	syncCtx := factory.NewSyncContext(name, recorder)
+	return Loop{Name: name, Sync: func(ctx context.Context) error {
+		return ctrl.Sync(ctx, syncCtx)
+	}, closer: func() { syncCtx.Queue().ShutDown() }}
+}
+
+// Close releases what a Loop holds (a controller's workqueue goroutine).
+func (l Loop) Close() {
+	if l.closer != nil {
+		l.closer()
+	}
+}
+
+// Phase is a set of loops the runner drives to a fixpoint together, in order.
+type Phase struct {
+	Name  string
+	Loops []Loop
+}
+
+// PassStat is what one pass of one phase did.
+type PassStat struct {
+	Phase  string
+	Pass   int
+	Writes int
+	Errors int
+	Took   time.Duration
+}
+
+// Result is what a run did.
+type Result struct {
+	Passes   []PassStat
+	Writes   []Write
+	LoopTime map[string]time.Duration
+}
+
+// TotalPasses counts the passes of every phase.
+func (r *Result) TotalPasses() int { return len(r.Passes) }
+
+// Trace renders the journal as text: every write with its phase, pass and loop, and one line per pass saying how
+// many writes it made, so a final pass with no writes is visible.
+func (r *Result) Trace() string {
+	var b strings.Builder
+	b.WriteString("# phase   pass  loop                                                       verb    resource namespace/name\n")
+	byPass := map[string][]Write{}
+	for _, w := range r.Writes {
+		k := fmt.Sprintf("%s/%d", w.Phase, w.Pass)
+		byPass[k] = append(byPass[k], w)
+	}
+	for _, w := range byPass["seed/0"] {
+		b.WriteString(w.String() + "\n")
+	}
+	for _, p := range r.Passes {
+		for _, w := range byPass[fmt.Sprintf("%s/%d", p.Phase, p.Pass)] {
+			b.WriteString(w.String() + "\n")
+		}
+		verdict := ""
+		if p.Writes == 0 && p.Errors == 0 {
+			verdict = " (fixpoint)"
+		}
+		fmt.Fprintf(&b, "# %s pass %d: %d writes, %d loop errors, %s%s\n", p.Phase, p.Pass, p.Writes, p.Errors, p.Took.Round(time.Millisecond), verdict)
+	}
+	return b.String()
+}
+
+// Runner drives phases against one cluster.
+type Runner struct {
+	Cluster *Cluster
+	// MaxPasses bounds every phase; 0 means 10.
+	MaxPasses int
+	result    Result
+}
+
+// NotConvergedError says a phase hit its pass bound, or stopped making progress while loops still failed.
+type NotConvergedError struct {
+	Phase   string
+	Passes  int
+	Writing []string          // loops that still wrote in the last pass
+	Errors  map[string]string // last error of each failing loop
+}
+
+func (e *NotConvergedError) Error() string {
+	var b strings.Builder
+	if len(e.Writing) > 0 {
+		fmt.Fprintf(&b, "phase %s did not reach a fixpoint in %d passes; loops still writing: %s", e.Phase, e.Passes, strings.Join(e.Writing, ", "))
+	} else {
+		fmt.Fprintf(&b, "phase %s stopped after %d passes with failing loops", e.Phase, e.Passes)
+	}
+	names := make([]string, 0, len(e.Errors))
+	for n := range e.Errors {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(&b, "\n  %s: %s", n, e.Errors[n])
+	}
+	return b.String()
+}
+
+// Run drives one phase: the loops in order, pass after pass, until a pass writes nothing and no loop fails.
+// Errors of a loop are retried in the next pass (a loop may wait for another's output); a pass with no write but
+// failing loops cannot make progress and ends the run with those errors.
+func (r *Runner) Run(ctx context.Context, phase Phase) error {
+	max := r.MaxPasses
+	if max <= 0 {
+		max = 10
+	}
+	if r.result.LoopTime == nil {
+		r.result.LoopTime = map[string]time.Duration{}
+	}
+	c := r.Cluster
+	for pass := 1; pass <= max; pass++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		start := time.Now()
+		errs := map[string]string{}
+		var writing []string
+		before := c.writeCount()
+		for _, l := range phase.Loops {
+			c.setCurrent(phase.Name, pass, l.Name)
+			n := c.writeCount()
+			t := time.Now()
+			err := safeSync(ctx, l)
+			r.result.LoopTime[l.Name] += time.Since(t)
+			if err != nil {
+				errs[l.Name] = err.Error()
+			}
+			if c.writeCount() > n {
+				writing = append(writing, l.Name)
+			}
+		}
+		c.setCurrent("", 0, "")
+		writes := c.writeCount() - before
+		r.result.Passes = append(r.result.Passes, PassStat{Phase: phase.Name, Pass: pass, Writes: writes, Errors: len(errs), Took: time.Since(start)})
+		if writes == 0 && len(errs) == 0 {
+			return nil
+		}
+		if writes == 0 || pass == max {
+			return &NotConvergedError{Phase: phase.Name, Passes: pass, Writing: writing, Errors: errs}
+		}
+	}
+	return nil
+}
+
+// safeSync turns a panic in a loop into an error naming the loop: a render never panics.
+func safeSync(ctx context.Context, l Loop) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return l.Sync(ctx)
+}
+
+// CheckDegraded fails if any operator resource is left with a *Degraded=True condition.
+func (r *Runner) CheckDegraded() error {
+	var msgs []string
+	for res, oc := range r.Cluster.OperatorClients() {
+		for _, cond := range oc.DegradedConditions() {
+			msgs = append(msgs, fmt.Sprintf("%s: %s=True (%s): %s", res, cond.Type, cond.Reason, cond.Message))
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	sort.Strings(msgs)
+	return fmt.Errorf("degraded after the loops settled:\n  %s", strings.Join(msgs, "\n  "))
+}
+
+// Result returns what the runner did so far, with the journal.
+func (r *Runner) Result() *Result {
+	res := r.result
+	res.Writes = r.Cluster.Journal()
+	return &res
+}
