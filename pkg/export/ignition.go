@@ -1,0 +1,231 @@
+package export
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/coreos/ignition/v2/config/v3_2"
+	"github.com/coreos/ignition/v2/config/v3_2/types"
+	"github.com/coreos/ignition/v2/config/validate"
+)
+
+// IgnitionOptions are the parts of aio.ign that are not files, directories or units.
+type IgnitionOptions struct {
+	SSHAuthorizedKeys []string // for user "core"
+}
+
+// Ignition builds an Ignition spec 3.2.0 config from t:
+//
+//   - every file root:root (uid/gid 0), overwrite true, with its mode, and its contents as a data URL:
+//     base64 of gzip with compression "gzip" when that is shorter than the plain form, otherwise the
+//     shorter of "data:,<percent-escaped>" and "data:;base64,<base64>";
+//   - every explicit directory root:root with its mode (implied directories are left to Ignition, which
+//     creates missing parents 0755 root:root);
+//   - every unit with its contents and drop-ins; enabled units get "enabled": true, the others leave
+//     "enabled" unset (Ignition then does not touch their enablement);
+//   - user "core" with opts.SSHAuthorizedKeys (no passwd section when there are no keys).
+//
+// The config is checked with the Ignition library's own validation, both on the struct
+// (validate.ValidateWithContext) and by parsing the marshalled JSON back with v3_2.Parse; any report
+// entry (error, warning or info) makes Ignition fail with the report text. Output is deterministic for
+// the same tree and options.
+func Ignition(t *Tree, opts IgnitionOptions) ([]byte, error) {
+	if t == nil {
+		return nil, fmt.Errorf("building ignition config: nil tree")
+	}
+	cfg := types.Config{Ignition: types.Ignition{Version: types.MaxVersion.String()}}
+
+	for _, d := range t.Dirs() {
+		cfg.Storage.Directories = append(cfg.Storage.Directories, types.Directory{
+			Node:               rootNode(d.Path, false),
+			DirectoryEmbedded1: types.DirectoryEmbedded1{Mode: intPtr(int(d.Mode.Perm()))},
+		})
+	}
+	for _, f := range t.Files() {
+		src, compressed, err := encodeContents(f.Contents)
+		if err != nil {
+			return nil, fmt.Errorf("building ignition config: %s: %w", f.Path, err)
+		}
+		res := types.Resource{Source: &src}
+		if compressed {
+			res.Compression = strPtr("gzip")
+		}
+		cfg.Storage.Files = append(cfg.Storage.Files, types.File{
+			Node:          rootNode(f.Path, true),
+			FileEmbedded1: types.FileEmbedded1{Contents: res, Mode: intPtr(int(f.Mode.Perm()))},
+		})
+	}
+	for _, u := range t.Units() {
+		iu := types.Unit{Name: u.Name}
+		if u.Contents != "" {
+			iu.Contents = strPtr(u.Contents)
+		}
+		if u.Enabled {
+			iu.Enabled = boolPtr(true)
+		}
+		for _, d := range u.Dropins {
+			iu.Dropins = append(iu.Dropins, types.Dropin{Name: d.Name, Contents: strPtr(d.Contents)})
+		}
+		cfg.Systemd.Units = append(cfg.Systemd.Units, iu)
+	}
+
+	if len(opts.SSHAuthorizedKeys) > 0 {
+		user := types.PasswdUser{Name: "core"}
+		seen := map[string]bool{}
+		for i, k := range opts.SSHAuthorizedKeys {
+			k = strings.TrimSpace(k)
+			if k == "" || strings.ContainsAny(k, "\r\n") {
+				return nil, fmt.Errorf("building ignition config: SSH authorized key %d is empty or spans several lines", i)
+			}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			user.SSHAuthorizedKeys = append(user.SSHAuthorizedKeys, types.SSHAuthorizedKey(k))
+		}
+		cfg.Passwd.Users = []types.PasswdUser{user}
+	}
+
+	raw, err := marshalCompact(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building ignition config: marshalling: %w", err)
+	}
+
+	if rpt := validate.ValidateWithContext(cfg, raw); len(rpt.Entries) > 0 {
+		return nil, fmt.Errorf("building ignition config: validation reported:\n%s", reportText(rpt))
+	}
+	if _, rpt, err := v3_2.Parse(raw); err != nil || len(rpt.Entries) > 0 {
+		msg := reportText(rpt)
+		if err != nil {
+			msg = err.Error() + "\n" + msg
+		}
+		return nil, fmt.Errorf("building ignition config: parsing the result back reported:\n%s", msg)
+	}
+	return raw, nil
+}
+
+// marshalCompact marshals cfg to JSON without the empty objects encoding/json emits for unset struct
+// fields (`"verification":{}` and the like; an absent object means the same to Ignition). Object keys come
+// out sorted, HTML characters are not escaped, and the output ends in a newline.
+func marshalCompact(cfg types.Config) ([]byte, error) {
+	first, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(first))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return nil, err
+	}
+	generic, _ = pruneEmpty(generic)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(generic); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// pruneEmpty removes empty objects from v, recursively; it reports whether v itself became an empty
+// object. Arrays, strings, numbers, booleans and null are kept as they are.
+func pruneEmpty(v any) (any, bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, child := range x {
+			pruned, empty := pruneEmpty(child)
+			if empty {
+				delete(x, k)
+			} else {
+				x[k] = pruned
+			}
+		}
+		return x, len(x) == 0
+	case []any:
+		for i, child := range x {
+			x[i], _ = pruneEmpty(child)
+		}
+		return x, false
+	default:
+		return v, false
+	}
+}
+
+// reportText is a report's text without the trailing newline.
+func reportText(r fmt.Stringer) string {
+	return strings.TrimRight(r.String(), "\n")
+}
+
+func rootNode(p string, overwrite bool) types.Node {
+	n := types.Node{
+		Path:  p,
+		User:  types.NodeUser{ID: intPtr(0)},
+		Group: types.NodeGroup{ID: intPtr(0)},
+	}
+	if overwrite {
+		n.Overwrite = boolPtr(true)
+	}
+	return n
+}
+
+func intPtr(i int) *int       { return &i }
+func strPtr(s string) *string { return &s }
+func boolPtr(b bool) *bool    { return &b }
+
+// encodeContents returns the data URL for data and whether it holds gzip-compressed bytes.
+func encodeContents(data []byte) (string, bool, error) {
+	plain := "data:," + escapeDataURL(data)
+	if b64 := "data:;base64," + base64.StdEncoding.EncodeToString(data); len(b64) < len(plain) {
+		plain = b64
+	}
+	if len(data) == 0 {
+		return plain, false, nil
+	}
+	var zbuf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&zbuf, gzip.BestCompression)
+	if err != nil {
+		return "", false, err
+	}
+	if _, err := zw.Write(data); err != nil {
+		return "", false, err
+	}
+	if err := zw.Close(); err != nil {
+		return "", false, err
+	}
+	if gz := "data:;base64," + base64.StdEncoding.EncodeToString(zbuf.Bytes()); len(gz) < len(plain) {
+		return gz, true, nil
+	}
+	return plain, false, nil
+}
+
+// escapeDataURL percent-escapes data for the data part of a "data:," URL. Bytes left as they are:
+// ASCII letters and digits and -._~!$&'()*,;=:@/ — all valid unescaped in a URL and taken literally
+// by data URL decoders. Everything else (including '%', '+', '?', '#', space and non-ASCII) becomes %XX.
+func escapeDataURL(data []byte) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	b.Grow(len(data))
+	for _, c := range data {
+		if dataURLLiteral(c) {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&0xf])
+	}
+	return b.String()
+}
+
+func dataURLLiteral(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~!$&'()*,;=:@/", c) >= 0
+}

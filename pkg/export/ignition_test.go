@@ -1,0 +1,362 @@
+package export
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/coreos/ignition/v2/config/v3_2"
+	"github.com/coreos/ignition/v2/config/v3_2/types"
+	"github.com/vincent-petithory/dataurl"
+)
+
+const (
+	testKey1 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeKeyForTestsOnly0000000000000000000000 one@example"
+	testKey2 = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQFakeKeyForTestsOnly two@example"
+
+	kubeletUnit = "[Unit]\nDescription=Kubelet\n[Service]\nExecStart=/usr/bin/kubelet\n[Install]\nWantedBy=multi-user.target\n"
+)
+
+// randomBytes returns n bytes from a fixed-seed generator (incompressible, but the same every run).
+func randomBytes(n int) []byte {
+	r := rand.NewChaCha8([32]byte{1, 2, 3})
+	b := make([]byte, n)
+	_, _ = r.Read(b)
+	return b
+}
+
+// testFiles are the contents the round-trip test packs, by path.
+func testFiles() map[string]struct {
+	mode fs.FileMode
+	data []byte
+	gzip bool // whether gzip must be chosen
+} {
+	type f = struct {
+		mode fs.FileMode
+		data []byte
+		gzip bool
+	}
+	return map[string]f{
+		"/etc/empty":                              {0o644, nil, false},
+		"/etc/hello.txt":                          {0o644, []byte("hello world\n"), false},
+		"/etc/special.txt":                        {0o640, []byte("100% a+b=c #x ?y <z> \"q\" \\ ü\t\r\n"), false},
+		"/etc/kubernetes/manifests/big.yaml":      {0o644, bytes.Repeat([]byte("- name: repeated-line\n  value: 1234567890\n"), 4000), true},
+		"/usr/local/bin/random.bin":               {0o755, randomBytes(8192), false},
+		"/etc/kubernetes/secrets/tls.key":         {0o600, randomBytes(100), false},
+		"/etc/kubernetes/bootstrap/run-me.sh":     {0o700, []byte("#!/bin/sh\necho hi\n"), false},
+		"/var/lib/kubelet/config.json":            {0o400, []byte(`{"auths":{}}`), false},
+		"/etc/kubernetes/static-pod-resources/x1": {0o644, []byte{0, 1, 2, 3, 255, 254}, false},
+	}
+}
+
+func buildTestTree(t *testing.T) *Tree {
+	t.Helper()
+	tr := NewTree()
+	for p, f := range testFiles() {
+		if err := tr.AddFile(p, f.mode, f.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustAddDir(t, tr, "/etc/kubernetes/secrets", 0o700)
+	mustAddDir(t, tr, "/var/lib/etcd", 0o700)
+	mustAddDir(t, tr, "/var/log/empty", 0o755)
+	mustAddUnit(t, tr, Unit{Name: "kubelet.service", Contents: kubeletUnit, Enabled: true,
+		Dropins: []Dropin{{"20-extra.conf", "[Service]\nEnvironment=B=2\n"}, {"10-env.conf", "[Service]\nEnvironment=A=1\n"}}})
+	mustAddUnit(t, tr, Unit{Name: "crio.service", Enabled: true})
+	mustAddUnit(t, tr, Unit{Name: "zincati.service", Dropins: []Dropin{{"10-off.conf", "[Unit]\nConditionPathExists=/nonexistent\n"}}})
+	mustAddUnit(t, tr, Unit{Name: "helper.service", Contents: "[Service]\nType=oneshot\nExecStart=/bin/true\n"})
+	return tr
+}
+
+// decodeSource decodes an Ignition resource the way Ignition does: data URL, then gunzip if compressed.
+func decodeSource(t *testing.T, res types.Resource) []byte {
+	t.Helper()
+	if res.Source == nil {
+		t.Fatal("nil source")
+	}
+	du, err := dataurl.DecodeString(*res.Source)
+	if err != nil {
+		t.Fatalf("decoding data URL %.60q: %v", *res.Source, err)
+	}
+	if res.Compression == nil || *res.Compression == "" {
+		return du.Data
+	}
+	if *res.Compression != "gzip" {
+		t.Fatalf("unexpected compression %q", *res.Compression)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(du.Data))
+	if err != nil {
+		t.Fatalf("gunzip: %v", err)
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("gunzip: %v", err)
+	}
+	return out
+}
+
+func parseIgnition(t *testing.T, raw []byte) types.Config {
+	t.Helper()
+	cfg, rpt, err := v3_2.Parse(raw)
+	if err != nil {
+		t.Fatalf("v3_2.Parse: %v\n%s", err, rpt.String())
+	}
+	if len(rpt.Entries) != 0 {
+		t.Fatalf("v3_2.Parse reported %d entries:\n%s", len(rpt.Entries), rpt.String())
+	}
+	return cfg
+}
+
+func TestIgnitionRoundTrip(t *testing.T) {
+	tr := buildTestTree(t)
+	raw, err := Ignition(tr, IgnitionOptions{SSHAuthorizedKeys: []string{testKey1, " " + testKey2 + "\n", testKey1}})
+	if err != nil {
+		t.Fatalf("Ignition: %v", err)
+	}
+	cfg := parseIgnition(t, raw)
+	if cfg.Ignition.Version != "3.2.0" {
+		t.Errorf("version %q, want 3.2.0", cfg.Ignition.Version)
+	}
+
+	want := testFiles()
+	if len(cfg.Storage.Files) != len(want) {
+		t.Errorf("%d files in config, want %d", len(cfg.Storage.Files), len(want))
+	}
+	for i, f := range cfg.Storage.Files {
+		if i > 0 && cfg.Storage.Files[i-1].Path >= f.Path {
+			t.Errorf("files not sorted: %s before %s", cfg.Storage.Files[i-1].Path, f.Path)
+		}
+		w, ok := want[f.Path]
+		if !ok {
+			t.Errorf("unexpected file %s", f.Path)
+			continue
+		}
+		if f.User.ID == nil || *f.User.ID != 0 || f.Group.ID == nil || *f.Group.ID != 0 || f.User.Name != nil || f.Group.Name != nil {
+			t.Errorf("%s: owner is not uid/gid 0: %+v %+v", f.Path, f.User, f.Group)
+		}
+		if f.Overwrite == nil || !*f.Overwrite {
+			t.Errorf("%s: overwrite not true", f.Path)
+		}
+		if f.Mode == nil || fs.FileMode(*f.Mode) != w.mode {
+			t.Errorf("%s: mode %v, want %#o", f.Path, f.Mode, w.mode)
+		}
+		if len(f.Append) != 0 {
+			t.Errorf("%s: has append", f.Path)
+		}
+		gz := f.Contents.Compression != nil && *f.Contents.Compression == "gzip"
+		if gz != w.gzip {
+			t.Errorf("%s: gzip chosen = %v, want %v (source %.40q)", f.Path, gz, w.gzip, *f.Contents.Source)
+		}
+		if got := decodeSource(t, f.Contents); !bytes.Equal(got, w.data) {
+			t.Errorf("%s: contents do not round-trip: got %d bytes %.40q, want %d bytes %.40q", f.Path, len(got), got, len(w.data), w.data)
+		}
+	}
+
+	wantDirs := map[string]int{"/etc/kubernetes/secrets": 0o700, "/var/lib/etcd": 0o700, "/var/log/empty": 0o755}
+	if len(cfg.Storage.Directories) != len(wantDirs) {
+		t.Errorf("directories: %+v", cfg.Storage.Directories)
+	}
+	for _, d := range cfg.Storage.Directories {
+		if d.Mode == nil || *d.Mode != wantDirs[d.Path] {
+			t.Errorf("dir %s: mode %v, want %#o", d.Path, d.Mode, wantDirs[d.Path])
+		}
+		if d.User.ID == nil || *d.User.ID != 0 || d.Group.ID == nil || *d.Group.ID != 0 {
+			t.Errorf("dir %s: not root:root", d.Path)
+		}
+	}
+
+	units := map[string]types.Unit{}
+	var names []string
+	for _, u := range cfg.Systemd.Units {
+		units[u.Name] = u
+		names = append(names, u.Name)
+	}
+	if want := []string{"crio.service", "helper.service", "kubelet.service", "zincati.service"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("units %v, want %v", names, want)
+	}
+	k := units["kubelet.service"]
+	if k.Contents == nil || *k.Contents != kubeletUnit || k.Enabled == nil || !*k.Enabled {
+		t.Errorf("kubelet.service: %+v", k)
+	}
+	if len(k.Dropins) != 2 || k.Dropins[0].Name != "10-env.conf" || *k.Dropins[1].Contents != "[Service]\nEnvironment=B=2\n" {
+		t.Errorf("kubelet.service drop-ins: %+v", k.Dropins)
+	}
+	if c := units["crio.service"]; c.Contents != nil || c.Enabled == nil || !*c.Enabled {
+		t.Errorf("crio.service: %+v", c)
+	}
+	if z := units["zincati.service"]; z.Contents != nil || z.Enabled != nil || len(z.Dropins) != 1 {
+		t.Errorf("zincati.service: %+v", z)
+	}
+	if h := units["helper.service"]; h.Enabled != nil {
+		t.Errorf("helper.service: enabled set for a unit not enabled: %+v", h)
+	}
+
+	if len(cfg.Passwd.Users) != 1 || cfg.Passwd.Users[0].Name != "core" {
+		t.Fatalf("users: %+v", cfg.Passwd.Users)
+	}
+	gotKeys := cfg.Passwd.Users[0].SSHAuthorizedKeys
+	if want := []types.SSHAuthorizedKey{testKey1, testKey2}; !reflect.DeepEqual(gotKeys, want) {
+		t.Errorf("core keys %q, want %q", gotKeys, want)
+	}
+}
+
+func TestIgnitionEncodingChoice(t *testing.T) {
+	for _, tc := range []struct {
+		name, data, want string
+		gzip             bool
+	}{
+		{"empty", "", "data:,", false},
+		{"text", "hello world\n", "data:,hello%20world%0A", false},
+		{"escapes", "a%b+c#d?e", "data:,a%25b%2Bc%23d%3Fe", false},
+		{"binary", "\x00\x01\x02\xff\xfe\xfd", "data:;base64,AAEC//79", false},
+		{"repetitive", strings.Repeat("a", 1000), "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, gz, err := encodeContents([]byte(tc.data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gz != tc.gzip {
+				t.Errorf("gzip = %v, want %v", gz, tc.gzip)
+			}
+			if tc.want != "" && src != tc.want {
+				t.Errorf("source %q, want %q", src, tc.want)
+			}
+			if gz && len(src) >= len("data:,"+strings.Repeat("a", 1000)) {
+				t.Errorf("gzip form %d bytes is not shorter", len(src))
+			}
+		})
+	}
+}
+
+func TestIgnitionNoUserWithoutKeys(t *testing.T) {
+	tr := NewTree()
+	mustAddFile(t, tr, "/etc/x", 0o644, "x")
+	raw, err := Ignition(tr, IgnitionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := parseIgnition(t, raw)
+	if len(cfg.Passwd.Users) != 0 {
+		t.Errorf("users without keys: %+v", cfg.Passwd.Users)
+	}
+	var generic map[string]any
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := generic["passwd"]; ok {
+		t.Errorf("passwd section present without keys: %s", raw)
+	}
+	for _, bad := range [][]string{{""}, {"  "}, {testKey1 + "\n" + testKey2}} {
+		if out, err := Ignition(tr, IgnitionOptions{SSHAuthorizedKeys: bad}); err == nil || out != nil {
+			t.Errorf("keys %q: got err=%v, %d bytes", bad, err, len(out))
+		}
+	}
+}
+
+func TestIgnitionEmptyTree(t *testing.T) {
+	raw, err := Ignition(NewTree(), IgnitionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parseIgnition(t, raw)
+}
+
+func TestIgnitionDeterministic(t *testing.T) {
+	tr := buildTestTree(t)
+	opts := IgnitionOptions{SSHAuthorizedKeys: []string{testKey1}}
+	a, err := Ignition(tr, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Ignition(tr, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Error("two calls on the same tree differ")
+	}
+	// A tree with the same contents added in the opposite order gives the same bytes.
+	src := buildTestTree(t)
+	rev := NewTree()
+	files := src.Files()
+	for i := len(files) - 1; i >= 0; i-- {
+		mustAddFile(t, rev, files[i].Path, files[i].Mode, string(files[i].Contents))
+	}
+	units := src.Units()
+	for i := len(units) - 1; i >= 0; i-- {
+		mustAddUnit(t, rev, units[i])
+	}
+	dirs := src.Dirs()
+	for i := len(dirs) - 1; i >= 0; i-- {
+		mustAddDir(t, rev, dirs[i].Path, dirs[i].Mode)
+	}
+	c, err := Ignition(rev, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, c) {
+		t.Error("same tree built in another order gives different bytes")
+	}
+}
+
+func TestIgnitionRejectsInvalidConfig(t *testing.T) {
+	for name, u := range map[string]Unit{
+		// Ignition warns: an enabled unit without [Install] cannot be enabled.
+		"no install section": {Name: "x.service", Contents: "[Service]\nExecStart=/bin/true\n", Enabled: true},
+		// Ignition errors: not a unit file.
+		"unparsable contents": {Name: "y.service", Contents: "[Unit\nDescription=broken\n"},
+		"unparsable drop-in":  {Name: "z.service", Dropins: []Dropin{{"10-x.conf", "[Service\n"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr := NewTree()
+			mustAddUnit(t, tr, u)
+			out, err := Ignition(tr, IgnitionOptions{})
+			if err == nil || out != nil {
+				t.Fatalf("got err=%v and %d bytes, want an error and no output", err, len(out))
+			}
+			t.Logf("error (expected): %v", err)
+			if !strings.Contains(err.Error(), "systemd") {
+				t.Errorf("error does not carry the report text: %v", err)
+			}
+		})
+	}
+}
+
+// TestIgnitionValidateTool runs the real ignition-validate on a produced config.
+func TestIgnitionValidateTool(t *testing.T) {
+	bin, err := exec.LookPath("ignition-validate")
+	if err != nil {
+		msg := "ignition-validate not found on PATH; run hack/install-test-deps.sh"
+		if os.Getenv("CI") != "" || os.Getenv("RENDER_STATIC_REQUIRE_TOOLS") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	raw, err := Ignition(buildTestTree(t), IgnitionOptions{SSHAuthorizedKeys: []string{testKey1, testKey2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "aio.ign")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", bin, path, err, out)
+	}
+	if len(bytes.TrimSpace(out)) != 0 {
+		t.Errorf("ignition-validate printed findings:\n%s", out)
+	}
+	ver, _ := exec.Command(bin, "-version").CombinedOutput()
+	t.Logf("%s: exit 0, no output", strings.TrimSpace(string(ver)))
+}

@@ -1,0 +1,347 @@
+package export
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// noFollow makes WriteFile refuse to write through a symlink.
+const noFollow = syscall.O_NOFOLLOW
+
+// MarkerFile is the file WriteDirAtomic puts at the top of every output directory it writes. A directory
+// holding it may be replaced by a later WriteDirAtomic; any other non-empty directory is never touched.
+const MarkerFile = ".render-static"
+
+const markerContents = "This directory was written by render-static and is replaced as a whole on every run.\n"
+
+// WriteDirAtomic writes an output directory atomically: it builds the whole output in a fresh temporary
+// directory next to dest (same parent, named ".<base>.tmp-XXXX"), calls fill(tmpDir), adds the marker
+// file MarkerFile, fsyncs every file and directory, and only then renames the temporary directory to dest.
+//
+// If dest already exists it must be a directory written earlier by this function (it holds MarkerFile)
+// or an empty directory; otherwise WriteDirAtomic returns an error before doing anything. An existing
+// output is replaced by renaming it aside (".<base>.old-XXXX"), renaming the new one to dest, and then
+// removing the old one. An existing dest keeps its permission bits; a new one gets 0755.
+//
+// On any failure the temporary directory is removed and dest is left exactly as it was. The parent of
+// dest must exist: it is never created.
+func WriteDirAtomic(dest string, fill func(tmpDir string) error) (err error) {
+	if dest == "" {
+		return fmt.Errorf("writing output: empty destination path")
+	}
+	dest = filepath.Clean(dest)
+	parent, base := filepath.Dir(dest), filepath.Base(dest)
+	if base == "." || base == ".." || base == string(filepath.Separator) {
+		return fmt.Errorf("writing output: invalid destination %q", dest)
+	}
+	if st, err := os.Stat(parent); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("writing output %s: parent directory %s does not exist", dest, parent)
+		}
+		return fmt.Errorf("writing output %s: %w", dest, err)
+	} else if !st.IsDir() {
+		return fmt.Errorf("writing output %s: parent %s is not a directory", dest, parent)
+	}
+	exists, destMode, err := checkOutputDest(dest)
+	if err != nil {
+		return err
+	}
+
+	tmp, err := os.MkdirTemp(parent, "."+base+".tmp-")
+	if err != nil {
+		return fmt.Errorf("writing output %s: creating temporary directory: %w", dest, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(tmp)
+		}
+	}()
+
+	if err := fill(tmp); err != nil {
+		return fmt.Errorf("writing output %s: %w", dest, err)
+	}
+	if err := WriteFile(filepath.Join(tmp, MarkerFile), 0o644, []byte(markerContents)); err != nil {
+		return fmt.Errorf("writing output %s: %w", dest, err)
+	}
+	if !exists {
+		destMode = 0o755
+	}
+	if err := os.Chmod(tmp, destMode); err != nil {
+		return fmt.Errorf("writing output %s: %w", dest, err)
+	}
+	if err := syncTree(tmp); err != nil {
+		return fmt.Errorf("writing output %s: syncing: %w", dest, err)
+	}
+
+	// Check again: dest may have changed while fill ran.
+	exists, _, err = checkOutputDest(dest)
+	if err != nil {
+		return err
+	}
+	if !exists || isEmptyDir(dest) {
+		// rename(2) atomically replaces an empty directory, and fails if it is not empty (any more).
+		if err := renameDir(tmp, dest); err != nil {
+			return fmt.Errorf("writing output %s: %w", dest, err)
+		}
+		return syncDir(parent)
+	}
+
+	// Replace a previous output: move it aside onto a fresh (empty, so replaceable) directory name.
+	old, err := os.MkdirTemp(parent, "."+base+".old-")
+	if err != nil {
+		return fmt.Errorf("writing output %s: reserving a name for the previous output: %w", dest, err)
+	}
+	if err := renameDir(dest, old); err != nil {
+		_ = os.Remove(old)
+		return fmt.Errorf("writing output %s: moving the previous output aside: %w", dest, err)
+	}
+	if err := renameDir(tmp, dest); err != nil {
+		if rerr := renameDir(old, dest); rerr != nil {
+			return fmt.Errorf("writing output %s: %w; restoring the previous output from %s also failed: %v", dest, err, old, rerr)
+		}
+		return fmt.Errorf("writing output %s: %w", dest, err)
+	}
+	if err := syncDir(parent); err != nil {
+		return fmt.Errorf("writing output %s: %w", dest, err)
+	}
+	if err := os.RemoveAll(old); err != nil {
+		// The new output is complete and in place; only the clean-up failed.
+		return fmt.Errorf("output %s written, but removing the previous output at %s failed: %w", dest, old, err)
+	}
+	return nil
+}
+
+// renameDir is rename(2). Unlike os.Rename, which refuses any existing directory as the new name, it
+// replaces an empty directory at newpath (and fails if that directory is not empty).
+func renameDir(oldpath, newpath string) error {
+	if err := syscall.Rename(oldpath, newpath); err != nil {
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+	}
+	return nil
+}
+
+// checkOutputDest reports whether dest exists (and its permission bits); it returns an error if dest
+// exists and must not be replaced.
+func checkOutputDest(dest string) (bool, fs.FileMode, error) {
+	st, err := os.Lstat(dest)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, 0, nil
+	}
+	if err != nil {
+		return false, 0, fmt.Errorf("writing output %s: %w", dest, err)
+	}
+	if !st.IsDir() {
+		return false, 0, fmt.Errorf("writing output %s: it exists and is not a directory; refusing to replace it", dest)
+	}
+	if mst, err := os.Lstat(filepath.Join(dest, MarkerFile)); err == nil && mst.Mode().IsRegular() {
+		return true, st.Mode().Perm(), nil
+	}
+	if !isEmptyDir(dest) {
+		return false, 0, fmt.Errorf("writing output %s: it is a non-empty directory without the %s marker, so it was not written by render-static; refusing to replace it", dest, MarkerFile)
+	}
+	return true, st.Mode().Perm(), nil
+}
+
+func isEmptyDir(dir string) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	_, err = f.Readdirnames(1)
+	return errors.Is(err, io.EOF)
+}
+
+// syncTree fsyncs every regular file and directory under root (root included).
+func syncTree(root string) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() && !d.IsDir() {
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		serr := f.Sync()
+		cerr := f.Close()
+		if serr != nil {
+			return fmt.Errorf("fsync %s: %w", p, serr)
+		}
+		return cerr
+	})
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	serr := f.Sync()
+	cerr := f.Close()
+	if serr != nil {
+		return fmt.Errorf("fsync %s: %w", dir, serr)
+	}
+	return cerr
+}
+
+// WriteFile writes one file inside an output dir with exactly the given mode (set with chmod after
+// writing, so the umask does not apply); missing parent directories are created with mode 0755 (also
+// exact). An existing file is truncated and rewritten; a symlink at path is not followed (error).
+// It does not fsync: WriteDirAtomic syncs the whole output.
+func WriteFile(p string, mode fs.FileMode, data []byte) error {
+	if mode&^fs.ModePerm != 0 {
+		return fmt.Errorf("writing %s: mode %v has bits other than permission bits", p, mode)
+	}
+	if err := mkdirAllExact(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("writing %s: %w", p, err)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|noFollow, 0o600)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", p, err)
+	}
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Chmod(mode)
+	}
+	cerr := f.Close()
+	if werr != nil {
+		return fmt.Errorf("writing %s: %w", p, werr)
+	}
+	if cerr != nil {
+		return fmt.Errorf("writing %s: %w", p, cerr)
+	}
+	return nil
+}
+
+// mkdirAllExact creates dir and its missing parents, each with exactly mode. Existing directories are
+// left as they are.
+func mkdirAllExact(dir string, mode fs.FileMode) error {
+	st, err := os.Stat(dir)
+	if err == nil {
+		if !st.IsDir() {
+			return fmt.Errorf("%s exists and is not a directory", dir)
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if parent := filepath.Dir(dir); parent != dir {
+		if err := mkdirAllExact(parent, mode); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			if st, serr := os.Stat(dir); serr == nil && st.IsDir() {
+				return nil
+			}
+		}
+		return err
+	}
+	return os.Chmod(dir, mode)
+}
+
+// WriteRootfs writes the tree into dir as if dir were "/", mirroring what Ignition lays down on the node:
+// files with their exact modes, explicit directories with their modes, implied directories 0755 (all
+// exact, not subject to the umask), unit files at etc/systemd/system/<name> and drop-ins at
+// etc/systemd/system/<name>.d/<dropin> (0644), and the enabled units as "enable <name>" lines, sorted, in
+// etc/systemd/system-preset/20-render-static.preset (0644; only written when some unit is enabled).
+// dir is created (0755) if missing; its own mode is not changed. Directories inside dir that already exist
+// get the tree's modes; symlinks inside dir are never followed.
+func WriteRootfs(dir string, t *Tree) error {
+	if t == nil {
+		return fmt.Errorf("writing rootfs: nil tree")
+	}
+	if err := mkdirAllExact(dir, 0o755); err != nil {
+		return fmt.Errorf("writing rootfs to %s: %w", dir, err)
+	}
+
+	// Everything to write, as node paths.
+	files := t.Files()
+	units := t.Units()
+	var enabled []string
+	for _, u := range units {
+		if u.Contents != "" {
+			files = append(files, File{Path: path.Join(systemdUnitDir, u.Name), Mode: 0o644, Contents: []byte(u.Contents)})
+		}
+		for _, d := range u.Dropins {
+			files = append(files, File{Path: path.Join(systemdUnitDir, u.Name+".d", d.Name), Mode: 0o644, Contents: []byte(d.Contents)})
+		}
+		if u.Enabled {
+			enabled = append(enabled, "enable "+u.Name+"\n")
+		}
+	}
+	if len(enabled) > 0 {
+		slices.Sort(enabled)
+		files = append(files, File{Path: presetPath, Mode: 0o644, Contents: []byte(strings.Join(enabled, ""))})
+	}
+
+	dirModes := map[string]fs.FileMode{}
+	for _, d := range t.Dirs() {
+		dirModes[d.Path] = d.Mode
+	}
+	implied := func(p string) {
+		for _, d := range parents(p) {
+			if _, ok := dirModes[d]; !ok {
+				dirModes[d] = 0o755
+			}
+		}
+	}
+	for _, d := range t.Dirs() {
+		implied(d.Path)
+	}
+	for _, f := range files {
+		implied(f.Path)
+	}
+	dirs := make([]string, 0, len(dirModes))
+	for d := range dirModes {
+		dirs = append(dirs, d)
+	}
+	slices.Sort(dirs) // parents sort before their children
+
+	host := func(p string) string { return filepath.Join(dir, filepath.FromSlash(p)) }
+
+	// Create directories owner-writable first, write the files, then set the final directory modes
+	// deepest first, so that read-only directories (e.g. 0500) can still be filled.
+	for _, d := range dirs {
+		hp := host(d)
+		if err := os.Mkdir(hp, 0o700); err != nil {
+			if !errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("writing rootfs: %w", err)
+			}
+			st, serr := os.Lstat(hp)
+			if serr != nil {
+				return fmt.Errorf("writing rootfs: %w", serr)
+			}
+			if !st.IsDir() {
+				return fmt.Errorf("writing rootfs: %s exists and is not a directory", hp)
+			}
+		}
+		if err := os.Chmod(hp, 0o700); err != nil {
+			return fmt.Errorf("writing rootfs: %w", err)
+		}
+	}
+	for _, f := range files {
+		if err := WriteFile(host(f.Path), f.Mode, f.Contents); err != nil {
+			return fmt.Errorf("writing rootfs: %w", err)
+		}
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := os.Chmod(host(dirs[i]), dirModes[dirs[i]]); err != nil {
+			return fmt.Errorf("writing rootfs: %w", err)
+		}
+	}
+	return nil
+}
