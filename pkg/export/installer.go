@@ -1,0 +1,140 @@
+package export
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/render-static/render-static/pkg/staticpod"
+)
+
+// The node paths the static-pod installer writes to.
+const (
+	ResourceDir    = "/etc/kubernetes/static-pod-resources"
+	PodManifestDir = "/etc/kubernetes/manifests"
+)
+
+// Install lays out one revision of a static pod exactly as library-go's installer pod does on the node:
+//   - revisioned content under <ResourceDir>/<pod>-<N>/{configmaps,secrets}/<name>/<key> (name without -N);
+//   - unrevisioned content under <ResourceDir>/<CertDir>/{configmaps,secrets}/<name>/<key>;
+//   - files are 0600; scripts (*.sh) are 0755 in configmaps and 0700 in secrets;
+//   - in every value, REVISION becomes N, NODE_NAME the node name, and NODE_ENVVAR_NAME the node name with '-'
+//     and '.' turned into '_';
+//   - the pod configmap's pod.yaml becomes <pod>.yaml, and every other key ending in -pod.yaml keeps its name;
+//     each is re-serialised as JSON without a UID (kubelets newer than 1.22) and written both into the revision
+//     directory and into PodManifestDir.
+//
+// revision 0 lays out only the cert directory (a component without its revision yet). A missing required
+// resource is an error naming it.
+func Install(ctx context.Context, kube kubernetes.Interface, sp staticpod.StaticPod, revision int, nodeName string) (*Tree, error) {
+	t := NewTree()
+	subst := substituter(revision, nodeName)
+	if revision > 0 {
+		revDir := path.Join(ResourceDir, fmt.Sprintf("%s-%d", sp.PodConfigMap, revision))
+		suffix := "-" + strconv.Itoa(revision)
+		if err := copyResources(ctx, kube, t, sp.Namespace, revDir, sp.ConfigMaps, sp.Secrets, suffix, subst); err != nil {
+			return nil, err
+		}
+		podCM, err := kube.CoreV1().ConfigMaps(sp.Namespace).Get(ctx, sp.PodConfigMap+suffix, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("pod configmap %s/%s: %w", sp.Namespace, sp.PodConfigMap+suffix, err)
+		}
+		if _, ok := podCM.Data["pod.yaml"]; !ok {
+			return nil, fmt.Errorf("pod configmap %s/%s has no pod.yaml", sp.Namespace, podCM.Name)
+		}
+		for _, key := range sortedKeys(podCM.Data) {
+			name := key
+			if key == "pod.yaml" {
+				name = sp.PodConfigMap + ".yaml"
+			} else if !strings.HasSuffix(key, "-pod.yaml") {
+				continue
+			}
+			pod, err := resourceread.ReadPodV1([]byte(subst(podCM.Data[key])))
+			if err != nil {
+				return nil, fmt.Errorf("pod configmap %s/%s key %s: %w", sp.Namespace, podCM.Name, key, err)
+			}
+			pod.UID = ""
+			raw := []byte(resourceread.WritePodV1OrDie(pod))
+			for _, p := range []string{path.Join(revDir, name), path.Join(PodManifestDir, name)} {
+				if err := t.AddFile(p, 0600, raw); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if sp.CertDir != "" {
+		certDir := path.Join(ResourceDir, sp.CertDir)
+		if err := copyResources(ctx, kube, t, sp.Namespace, certDir, sp.CertConfigMaps, sp.CertSecrets, "", subst); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+func substituter(revision int, nodeName string) func(string) string {
+	envName := strings.NewReplacer("-", "_", ".", "_").Replace(nodeName)
+	return func(s string) string {
+		// Sequential, like the installer: REVISION first, then NODE_NAME, then NODE_ENVVAR_NAME.
+		s = strings.ReplaceAll(s, "REVISION", strconv.Itoa(revision))
+		s = strings.ReplaceAll(s, "NODE_NAME", nodeName)
+		return strings.ReplaceAll(s, "NODE_ENVVAR_NAME", envName)
+	}
+}
+
+func copyResources(ctx context.Context, kube kubernetes.Interface, t *Tree, ns, dir string, cms, secrets []staticpod.Resource, suffix string, subst func(string) string) error {
+	for _, r := range secrets {
+		s, err := kube.CoreV1().Secrets(ns).Get(ctx, r.Name+suffix, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) && r.Optional {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("secret %s/%s: %w", ns, r.Name+suffix, err)
+		}
+		for _, k := range sortedKeys(s.Data) {
+			mode := fs.FileMode(0600)
+			if strings.HasSuffix(k, ".sh") {
+				mode = 0700
+			}
+			if err := t.AddFile(path.Join(dir, "secrets", r.Name, k), mode, []byte(subst(string(s.Data[k])))); err != nil {
+				return err
+			}
+		}
+	}
+	for _, r := range cms {
+		c, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, r.Name+suffix, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) && r.Optional {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("configmap %s/%s: %w", ns, r.Name+suffix, err)
+		}
+		for _, k := range sortedKeys(c.Data) {
+			mode := fs.FileMode(0600)
+			if strings.HasSuffix(k, ".sh") {
+				mode = 0755
+			}
+			if err := t.AddFile(path.Join(dir, "configmaps", r.Name, k), mode, []byte(subst(c.Data[k]))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

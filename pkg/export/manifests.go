@@ -1,0 +1,188 @@
+package export
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	configscheme "github.com/openshift/client-go/config/clientset/versioned/scheme"
+	operatorscheme "github.com/openshift/client-go/operator/clientset/versioned/scheme"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
+	clienttesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/yaml"
+
+	"github.com/render-static/render-static/pkg/loops"
+)
+
+// Manifest is one exported object.
+type Manifest struct {
+	// File is the manifest's file name: <order>_<namespace or "cluster">_<kind>.<group>_<name>.yaml, so that a
+	// lexical order is an apply order (namespaces, then CRDs, then everything else).
+	File      string
+	GVK       schema.GroupVersionKind
+	Namespace string
+	Name      string
+	Object    map[string]interface{}
+	YAML      []byte
+}
+
+// Secret says whether the manifest carries secret material.
+func (m Manifest) Secret() bool { return m.GVK.Group == "" && m.GVK.Kind == "Secret" }
+
+// Manifests exports every object the cluster's fakes hold, and every operator resource, as manifests that can be
+// created on a fresh cluster: apiVersion and kind set; uid, resourceVersion, generation, creationTimestamp,
+// managedFields and ownerReferences stripped (owners get new UIDs on a new cluster, and garbage collection
+// would delete dependents whose owner UID does not match). Sorted by file name.
+func Manifests(c *loops.Cluster) ([]Manifest, error) {
+	var objs []runtime.Object
+	for _, src := range []struct {
+		tracker clienttesting.ObjectTracker
+		scheme  *runtime.Scheme
+	}{
+		{c.Kube.Tracker(), kubescheme.Scheme},
+		{c.Config.Tracker(), configscheme.Scheme},
+		{c.Operator.Tracker(), operatorscheme.Scheme},
+	} {
+		got, err := listAll(src.tracker, src.scheme)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, got...)
+	}
+	for gvr := range c.DynamicResources() {
+		l, err := c.Dynamic.Tracker().List(gvr, schema.GroupVersionKind{Group: gvr.Group, Version: gvr.Version}, "")
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", gvr, err)
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, items...)
+	}
+	var out []Manifest
+	for _, o := range objs {
+		m, err := toManifest(o)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	for _, oc := range c.OperatorClients() {
+		m, err := fromMap(oc.Object())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
+	for i := 1; i < len(out); i++ {
+		if out[i].File == out[i-1].File {
+			return nil, fmt.Errorf("two objects export to %s", out[i].File)
+		}
+	}
+	return out, nil
+}
+
+// listAll lists every object of every kind a tracker's scheme knows. The tracker has no "list everything", so the
+// scheme's types are walked; a kind without a list type cannot be stored and is skipped.
+func listAll(tracker clienttesting.ObjectTracker, s *runtime.Scheme) ([]runtime.Object, error) {
+	var out []runtime.Object
+	seen := map[schema.GroupVersionResource]bool{}
+	types := s.AllKnownTypes()
+	gvks := make([]schema.GroupVersionKind, 0, len(types))
+	for gvk := range types {
+		gvks = append(gvks, gvk)
+	}
+	sort.Slice(gvks, func(i, j int) bool { return gvks[i].String() < gvks[j].String() })
+	for _, gvk := range gvks {
+		if gvk.Version == runtime.APIVersionInternal || strings.HasSuffix(gvk.Kind, "List") || strings.HasSuffix(gvk.Kind, "Options") ||
+			gvk.Kind == "WatchEvent" || gvk.Kind == "Status" || gvk.Kind == "APIVersions" || gvk.Kind == "APIGroup" ||
+			gvk.Kind == "APIGroupList" || gvk.Kind == "APIResourceList" {
+			continue
+		}
+		if _, ok := types[gvk.GroupVersion().WithKind(gvk.Kind+"List")]; !ok {
+			continue
+		}
+		gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+		if seen[gvr] {
+			continue
+		}
+		seen[gvr] = true
+		l, err := tracker.List(gvr, gvk, "")
+		if err != nil {
+			continue // not a kind this tracker stores
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			it = it.DeepCopyObject()
+			it.GetObjectKind().SetGroupVersionKind(gvk)
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+func toManifest(o runtime.Object) (Manifest, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return Manifest{}, err
+	}
+	if uo, ok := o.(*unstructured.Unstructured); ok {
+		u = uo.DeepCopy().Object
+	}
+	return fromMap(u)
+}
+
+// kindOrder puts what other objects need first.
+func kindOrder(gk schema.GroupKind) string {
+	switch {
+	case gk.Group == "" && gk.Kind == "Namespace":
+		return "00"
+	case gk.Group == "apiextensions.k8s.io" && gk.Kind == "CustomResourceDefinition":
+		return "01"
+	case gk.Group == "" && gk.Kind == "ServiceAccount", gk.Group == "rbac.authorization.k8s.io":
+		return "02"
+	default:
+		return "05"
+	}
+}
+
+func fromMap(u map[string]interface{}) (Manifest, error) {
+	obj := &unstructured.Unstructured{Object: u}
+	gvk := obj.GroupVersionKind()
+	if gvk.Kind == "" || gvk.Version == "" {
+		return Manifest{}, fmt.Errorf("object %s/%s has no apiVersion/kind", obj.GetNamespace(), obj.GetName())
+	}
+	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "ownerReferences", "selfLink"} {
+		unstructured.RemoveNestedField(obj.Object, "metadata", f)
+	}
+	if md, ok := obj.Object["metadata"].(map[string]interface{}); ok {
+		for k, v := range md {
+			if v == nil {
+				delete(md, k)
+			}
+		}
+	}
+	b, err := yaml.Marshal(obj.Object)
+	if err != nil {
+		return Manifest{}, err
+	}
+	scope := obj.GetNamespace()
+	if scope == "" {
+		scope = "cluster"
+	}
+	kind := strings.ToLower(gvk.Kind)
+	if gvk.Group != "" {
+		kind += "." + gvk.Group
+	}
+	file := fmt.Sprintf("%s_%s_%s_%s.yaml", kindOrder(gvk.GroupKind()), scope, kind, obj.GetName())
+	return Manifest{File: file, GVK: gvk, Namespace: obj.GetNamespace(), Name: obj.GetName(), Object: obj.Object, YAML: b}, nil
+}
