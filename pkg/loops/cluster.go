@@ -397,4 +397,6 @@ func (c *Cluster) DynamicResources() map[schema.GroupVersionResource]string {
 }
 
 // KubeFactory is the all-namespaces kube informer factory.
-func (c *Cluster) KubeFactory() informers.SharedInformerFactory { return c.KubeInformers.InformersFor("") }
+func (c *Cluster) KubeFactory() informers.SharedInformerFactory {
+	return c.KubeInformers.InformersFor("")
+}

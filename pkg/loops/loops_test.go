@@ -333,10 +333,12 @@ func TestRealLibraryGoLoopsSettle(t *testing.T) {
 	}
 }
 
-type testListers struct{ sync resourcesynccontroller.ResourceSyncer }
+type testListers struct {
+	sync resourcesynccontroller.ResourceSyncer
+}
 
 func (l testListers) ResourceSyncer() resourcesynccontroller.ResourceSyncer { return l.sync }
-func (l testListers) PreRunHasSynced() []cache.InformerSynced             { return nil }
+func (l testListers) PreRunHasSynced() []cache.InformerSynced               { return nil }
 
 type schemaGVR = schema.GroupVersionResource
 

@@ -46,6 +46,9 @@ type OperatorClient struct {
 
 var _ v1helpers.StaticPodOperatorClient = (*OperatorClient)(nil)
 
+// StaticPodOperator is the operator client interface the loops use.
+type StaticPodOperator = v1helpers.StaticPodOperatorClient
+
 // NewOperatorClient registers an operator resource named "cluster" of the given kind in the cluster.
 func (c *Cluster) NewOperatorClient(kind, resource string, spec operatorv1.StaticPodOperatorSpec, status operatorv1.StaticPodOperatorStatus) *OperatorClient {
 	oc := &OperatorClient{

@@ -33,6 +33,19 @@ func ControllerLoop(name string, ctrl Syncer, recorder events.Recorder) Loop {
 	}, closer: func() { syncCtx.Queue().ShutDown() }}
 }
 
+// Before returns the loop with a check run before each sync: when check fails, the sync is skipped and the
+// check's error is the loop's error for that pass (an input another loop makes is not there yet).
+func (l Loop) Before(check func(ctx context.Context) error) Loop {
+	inner := l.Sync
+	l.Sync = func(ctx context.Context) error {
+		if err := check(ctx); err != nil {
+			return err
+		}
+		return inner(ctx)
+	}
+	return l
+}
+
 // Close releases what a Loop holds (a controller's workqueue goroutine).
 func (l Loop) Close() {
 	if l.closer != nil {
