@@ -1,0 +1,295 @@
+package installconfig
+
+import (
+	"bytes"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// pullSecret checks the shape of the pull secret. Messages never repeat the
+// secret (registry names are not secret).
+func (v *validator) pullSecret() {
+	const f = "pullSecret"
+	s := v.ic.PullSecret
+	if s == "" {
+		v.addf(f, "required")
+		return
+	}
+	data := []byte(s)
+	var top any
+	if err := json.Unmarshal(data, &top); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			v.addf(f, "not valid JSON: %s", syn.Error())
+		} else {
+			v.addf(f, "not valid JSON")
+		}
+		return
+	}
+	if !isJSONObject(data) {
+		v.addf(f, "must be a JSON object with \"auths\", got %s", jsonKind(data))
+		return
+	}
+	var doc map[string]json.RawMessage
+	_ = json.Unmarshal(data, &doc)
+	raw, ok := doc["auths"]
+	if !ok {
+		v.addf(f, `"auths" is missing`)
+		return
+	}
+	if !isJSONObject(raw) {
+		v.addf(f, `"auths" must be a JSON object, got %s`, jsonKind(raw))
+		return
+	}
+	var auths map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &auths)
+	if len(auths) == 0 {
+		v.addf(f, `"auths" has no entries`)
+		return
+	}
+	registries := make([]string, 0, len(auths))
+	for r := range auths {
+		registries = append(registries, r)
+	}
+	slices.Sort(registries)
+	for _, r := range registries {
+		entry := auths[r]
+		name := "auths[" + quoteShort(r) + "]"
+		if !isJSONObject(entry) {
+			v.addf(f, "%s must be a JSON object, got %s", name, jsonKind(entry))
+			continue
+		}
+		var fields map[string]json.RawMessage
+		_ = json.Unmarshal(entry, &fields)
+		a, ok := fields["auth"]
+		if !ok {
+			continue
+		}
+		var auth string
+		if err := json.Unmarshal(a, &auth); err != nil {
+			v.addf(f, "%s.auth must be a string, got %s", name, jsonKind(a))
+			continue
+		}
+		dec, err := base64.StdEncoding.DecodeString(auth)
+		if err != nil || !bytes.Contains(dec, []byte(":")) {
+			v.addf(f, `%s.auth is not base64 of "user:password"`, name)
+		}
+	}
+}
+
+func isJSONObject(data []byte) bool {
+	return bytes.HasPrefix(bytes.TrimSpace(data), []byte("{"))
+}
+
+// jsonKind names the kind of a valid JSON value.
+func jsonKind(data []byte) string {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return "nothing"
+	}
+	switch data[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// sshKeyTypes are the key types an sshKey line may have.
+var sshKeyTypes = []string{
+	ssh.KeyAlgoED25519, ssh.KeyAlgoRSA,
+	ssh.KeyAlgoECDSA256, ssh.KeyAlgoECDSA384, ssh.KeyAlgoECDSA521,
+}
+
+func knownSSHKeyType(t string) bool {
+	return slices.Contains(sshKeyTypes, t) || (strings.HasPrefix(t, "sk-") && len(t) > 3)
+}
+
+// sshKeyLine is one non-empty, non-comment line of sshKey.
+type sshKeyLine struct {
+	number int // 1-based line number in sshKey
+	text   string
+}
+
+func sshKeyLines(s string) []sshKeyLine {
+	var out []sshKeyLine
+	for i, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		out = append(out, sshKeyLine{i + 1, line})
+	}
+	return out
+}
+
+// checkSSHKeyLine returns an error detail for a line that is not an
+// authorized key, or a warning detail for a line shaped like one
+// ("<known type> <base64> [comment]") whose key data does not parse.
+func checkSSHKeyLine(line string) (problem, warning string) {
+	if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(line)); err == nil {
+		return "", ""
+	}
+	if strings.HasPrefix(line, "-----BEGIN") {
+		return "looks like a PEM block (a private key?); sshKey takes public keys only", ""
+	}
+	fields := strings.Fields(line)
+	if len(fields) < 2 {
+		return `not an SSH public key (expected "<type> <base64 key data> [comment]")`, ""
+	}
+	if !knownSSHKeyType(fields[0]) {
+		return fmt.Sprintf("unknown key type %s (expected ssh-ed25519, ssh-rsa, ecdsa-sha2-nistp256/384/521 or sk-...)", quoteShort(fields[0])), ""
+	}
+	blob, err := base64.StdEncoding.DecodeString(fields[1])
+	if err != nil {
+		return "key data is not valid base64", ""
+	}
+	_, err = ssh.ParsePublicKey(blob)
+	if err == nil {
+		// Parses on its own, so ParseAuthorizedKey failed on the rest.
+		return "", ""
+	}
+	return "", fmt.Sprintf("%s key data does not parse (%s); it is installed as written", fields[0], shorten(err.Error()))
+}
+
+func (v *validator) sshKey() {
+	for _, l := range sshKeyLines(v.ic.SSHKey) {
+		if p, _ := checkSSHKeyLine(l.text); p != "" {
+			v.addf("sshKey", "line %d: %s", l.number, p)
+		}
+	}
+}
+
+// parseTrustBundle parses the CERTIFICATE blocks of a PEM bundle. Text
+// around the blocks is ignored; problems are returned as details.
+func parseTrustBundle(s string) ([]*x509.Certificate, []string) {
+	var certs []*x509.Certificate
+	var problems []string
+	rest := []byte(s)
+	n := 0
+	for {
+		block, r := pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		rest = r
+		n++
+		if block.Type != "CERTIFICATE" {
+			problems = append(problems, fmt.Sprintf("PEM block %d is %s; only CERTIFICATE blocks are allowed", n, quoteShort(block.Type)))
+			continue
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("PEM block %d: %s", n, shorten(err.Error())))
+			continue
+		}
+		certs = append(certs, cert)
+	}
+	if bytes.Contains(rest, []byte("-----BEGIN")) {
+		problems = append(problems, fmt.Sprintf("PEM block %d is malformed or incomplete", n+1))
+	} else if n == 0 {
+		problems = append(problems, "no PEM CERTIFICATE block found")
+	}
+	return certs, problems
+}
+
+func (v *validator) trustBundle() {
+	if v.ic.AdditionalTrustBundle == "" {
+		return
+	}
+	_, problems := parseTrustBundle(v.ic.AdditionalTrustBundle)
+	for _, p := range problems {
+		v.addf("additionalTrustBundle", "%s", p)
+	}
+}
+
+func (v *validator) proxy() {
+	p := v.ic.Proxy
+	if p == nil {
+		return
+	}
+	if p.HTTPProxy == "" && p.HTTPSProxy == "" {
+		v.addf("proxy", "at least one of httpProxy or httpsProxy is required")
+	}
+	if p.HTTPProxy != "" {
+		if msg := proxyURLProblem(p.HTTPProxy, "http"); msg != "" {
+			v.addf("proxy.httpProxy", "%s", msg)
+		}
+	}
+	if p.HTTPSProxy != "" {
+		if msg := proxyURLProblem(p.HTTPSProxy, "http", "https"); msg != "" {
+			v.addf("proxy.httpsProxy", "%s", msg)
+		}
+	}
+	if p.NoProxy != "" {
+		for i, raw := range strings.Split(p.NoProxy, ",") {
+			e := strings.TrimSpace(raw)
+			if e == "" {
+				v.addf("proxy.noProxy", "entry %d is empty", i+1)
+			} else if !validNoProxyEntry(e) {
+				v.addf("proxy.noProxy", `entry %d %s is not a domain, IP address, CIDR or "*"`, i+1, quoteShort(e))
+			}
+		}
+	}
+}
+
+// proxyURLProblem checks a proxy URL. Proxy URLs may hold credentials, so
+// the URL is never repeated.
+func proxyURLProblem(s string, schemes ...string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) && ue.Err != nil {
+			return "not a valid URL: " + shorten(ue.Err.Error())
+		}
+		return "not a valid URL"
+	}
+	if u.Scheme == "" || u.Opaque != "" || !strings.Contains(s, "://") {
+		return fmt.Sprintf("must be a URL of the form %s://host[:port]", schemes[0])
+	}
+	if !slices.Contains(schemes, u.Scheme) {
+		return fmt.Sprintf("scheme must be %s, got %s", strings.Join(schemes, " or "), quoteShort(u.Scheme))
+	}
+	if u.Hostname() == "" {
+		return "URL has no host"
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Sprintf("port %s is out of range", shorten(port))
+		}
+	}
+	return ""
+}
+
+// validNoProxyEntry accepts "*", an IP, a CIDR or a domain (with an
+// optional leading dot).
+func validNoProxyEntry(e string) bool {
+	if e == "*" {
+		return true
+	}
+	if _, err := netip.ParseAddr(e); err == nil {
+		return true
+	}
+	if _, err := netip.ParsePrefix(e); err == nil {
+		return true
+	}
+	return isDNSSubdomain(strings.ToLower(strings.TrimPrefix(e, ".")))
+}

@@ -1,0 +1,380 @@
+package installconfig
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// Limits on the service network size.
+const (
+	// kube-apiserver refuses service ranges with more than 20 host bits.
+	minServicePrefix4 = 12
+	minServicePrefix6 = 108
+	// The DNS service takes the 10th address, so a service network needs
+	// at least 16 addresses.
+	maxServicePrefix4 = 28
+	maxServicePrefix6 = 124
+)
+
+// cidrEntry is a valid CIDR of one of the network lists.
+type cidrEntry struct {
+	path   string // "networking.clusterNetwork[0]", "networking.machineCIDR", ...
+	index  int    // index in its list
+	prefix netip.Prefix
+}
+
+func (e cidrEntry) is6() bool { return e.prefix.Addr().Is6() }
+
+// netInfo holds the valid entries of the network lists, in list order.
+type netInfo struct {
+	cluster, service, machine []cidrEntry
+	// machineField is "networking.machineNetwork" or "networking.machineCIDR".
+	machineField string
+}
+
+func family(is6 bool) string {
+	if is6 {
+		return "IPv6"
+	}
+	return "IPv4"
+}
+
+// firstOf returns the first entry of the family, or nil.
+func firstOf(es []cidrEntry, is6 bool) *cidrEntry {
+	for i := range es {
+		if es[i].is6() == is6 {
+			return &es[i]
+		}
+	}
+	return nil
+}
+
+func (ni *netInfo) dualStack() bool {
+	return firstOf(ni.service, false) != nil && firstOf(ni.service, true) != nil
+}
+
+// cidr parses a network CIDR, reporting problems at field.
+func (v *validator) cidr(field, s string) (netip.Prefix, bool) {
+	if s == "" {
+		v.addf(field, "required")
+		return netip.Prefix{}, false
+	}
+	p, err := netip.ParsePrefix(s)
+	switch {
+	case err != nil:
+		v.addf(field, "%s is not a valid CIDR: %s", quoteShort(s), prefixErrorReason(s, err))
+	case p.Addr().Is4In6():
+		v.addf(field, "%s: IPv4-mapped IPv6 CIDRs are not supported; use an IPv4 CIDR", p)
+	case p.Masked() != p:
+		v.addf(field, "%s has host bits set; did you mean %s?", p, p.Masked())
+	default:
+		return p, true
+	}
+	return netip.Prefix{}, false
+}
+
+// prefixErrorReason turns a netip.ParsePrefix error into a short reason.
+func prefixErrorReason(s string, err error) string {
+	msg := strings.TrimPrefix(err.Error(), fmt.Sprintf("netip.ParsePrefix(%q): ", s))
+	if strings.HasPrefix(msg, "ParseAddr(") {
+		if i := strings.LastIndex(msg, "): "); i >= 0 {
+			msg = msg[i+3:]
+		}
+	}
+	if msg == "no '/'" {
+		msg = "missing /prefix-length"
+	}
+	return shorten(msg)
+}
+
+func (v *validator) networking() *netInfo {
+	ni := &netInfo{machineField: "networking.machineNetwork"}
+	n := v.ic.Networking
+	if n == nil {
+		v.addf("networking.clusterNetwork", "required (at least one entry)")
+		v.addf("networking.serviceNetwork", "required (at least one entry)")
+		v.addf("networking.machineNetwork", "required (at least one entry)")
+		return ni
+	}
+	ovn := n.NetworkType == "" || n.NetworkType == NetworkTypeOVNKubernetes
+
+	if len(n.ClusterNetwork) == 0 {
+		v.addf("networking.clusterNetwork", "required (at least one entry)")
+	}
+	for i, e := range n.ClusterNetwork {
+		base := fmt.Sprintf("networking.clusterNetwork[%d]", i)
+		p, ok := v.cidr(base+".cidr", e.CIDR)
+		if !ok {
+			if e.HostPrefix == 0 && !v.present(base+".hostPrefix") {
+				v.addf(base+".hostPrefix", "required")
+			}
+			continue
+		}
+		ni.cluster = append(ni.cluster, cidrEntry{base, i, p})
+		v.hostPrefix(base, p, e.HostPrefix, ovn)
+	}
+
+	switch len(n.ServiceNetwork) {
+	case 0:
+		v.addf("networking.serviceNetwork", "required (at least one entry)")
+	case 1, 2:
+	default:
+		v.addf("networking.serviceNetwork", "at most 2 entries (one IPv4 and one IPv6) are supported, got %d", len(n.ServiceNetwork))
+	}
+	for i, s := range n.ServiceNetwork {
+		base := fmt.Sprintf("networking.serviceNetwork[%d]", i)
+		p, ok := v.cidr(base, s)
+		if !ok {
+			continue
+		}
+		ni.service = append(ni.service, cidrEntry{base, i, p})
+		minLen, maxLen := minServicePrefix4, maxServicePrefix4
+		if p.Addr().Is6() {
+			minLen, maxLen = minServicePrefix6, maxServicePrefix6
+		}
+		switch {
+		case p.Bits() < minLen:
+			v.addf(base, "%s is too large: kube-apiserver allows at most a /%d for %s", p, minLen, family(p.Addr().Is6()))
+		case p.Bits() > maxLen:
+			v.addf(base, "%s is too small: at least a /%d is needed (the DNS service uses the 10th address)", p, maxLen)
+		}
+	}
+	if len(n.ServiceNetwork) == 2 && len(ni.service) == 2 && ni.service[0].is6() == ni.service[1].is6() {
+		s0, s1 := ni.service[0], ni.service[1]
+		v.addf(s1.path, "%s is %s like %s %s; two service networks must be one IPv4 and one IPv6 (dual stack)",
+			s1.prefix, family(s1.is6()), s0.path, s0.prefix)
+	}
+
+	switch {
+	case len(n.MachineNetwork) > 0:
+		if n.MachineCIDR != "" {
+			v.addf("networking.machineCIDR", "deprecated; must not be set together with networking.machineNetwork")
+		}
+		for i, e := range n.MachineNetwork {
+			base := fmt.Sprintf("networking.machineNetwork[%d]", i)
+			if p, ok := v.cidr(base+".cidr", e.CIDR); ok {
+				ni.machine = append(ni.machine, cidrEntry{base, i, p})
+			}
+		}
+	case n.MachineCIDR != "":
+		ni.machineField = "networking.machineCIDR"
+		if p, ok := v.cidr("networking.machineCIDR", n.MachineCIDR); ok {
+			ni.machine = append(ni.machine, cidrEntry{"networking.machineCIDR", 0, p})
+		}
+	default:
+		v.addf("networking.machineNetwork", "required (at least one entry)")
+	}
+
+	v.overlaps(ni)
+	v.families(ni)
+	return ni
+}
+
+// hostPrefix checks the per-node subnet size of a cluster network.
+func (v *validator) hostPrefix(base string, p netip.Prefix, hp int32, ovn bool) {
+	field := base + ".hostPrefix"
+	missing := hp == 0 && !v.present(field)
+	if missing {
+		v.addf(field, "required")
+	}
+	if ovn && p.Addr().Is6() {
+		if p.Bits() >= 64 {
+			v.addf(base+".cidr", "%s is too small for OVNKubernetes, which gives each node a /64; use a prefix length below 64", p)
+		}
+		if !missing && hp != 64 {
+			v.addf(field, "must be 64 for IPv6 with OVNKubernetes, got %d", hp)
+		}
+		return
+	}
+	maxBits := p.Addr().BitLen()
+	if p.Bits() >= maxBits {
+		v.addf(base+".cidr", "%s leaves no room for per-node subnets", p)
+		return
+	}
+	if !missing && (int(hp) <= p.Bits() || int(hp) > maxBits) {
+		v.addf(field, "%d does not fit in %s (must be between %d and %d)", hp, p, p.Bits()+1, maxBits)
+	}
+}
+
+// overlaps reports each overlapping pair of networks once, on the later one
+// (in document order when the config was parsed; otherwise cluster, service,
+// then machine networks).
+func (v *validator) overlaps(ni *netInfo) {
+	all := slices.Concat(ni.cluster, ni.service, ni.machine)
+	if m := v.ic.meta; m != nil {
+		slices.SortStableFunc(all, func(a, b cidrEntry) int {
+			pa, _ := m.positionOf(a.path)
+			pb, _ := m.positionOf(b.path)
+			if c := cmp.Compare(pa.line, pb.line); c != 0 {
+				return c
+			}
+			return cmp.Compare(pa.col, pb.col)
+		})
+	}
+	for j := range all {
+		for i := range j {
+			if all[i].prefix.Overlaps(all[j].prefix) {
+				v.addf(all[j].path, "%s overlaps %s %s", all[j].prefix, all[i].path, all[i].prefix)
+			}
+		}
+	}
+}
+
+// families checks that cluster and service networks use the same families
+// with the same primary, and that the machine networks cover them.
+func (v *validator) families(ni *netInfo) {
+	if len(ni.cluster) > 0 && len(ni.service) > 0 {
+		same := true
+		for _, is6 := range []bool{false, true} {
+			c, s := firstOf(ni.cluster, is6), firstOf(ni.service, is6)
+			switch {
+			case c != nil && s == nil:
+				same = false
+				v.addf("networking.serviceNetwork", "no %s entry, but %s %s is %s; cluster and service networks must use the same IP families",
+					family(is6), c.path, c.prefix, family(is6))
+			case s != nil && c == nil:
+				same = false
+				v.addf("networking.clusterNetwork", "no %s entry, but %s %s is %s; cluster and service networks must use the same IP families",
+					family(is6), s.path, s.prefix, family(is6))
+			}
+		}
+		c0, s0 := ni.cluster[0], ni.service[0]
+		if same && c0.index == 0 && s0.index == 0 && c0.is6() != s0.is6() {
+			v.addf(c0.path, "%s is %s but %s %s is %s; the first entries must be of the same IP family (the primary family)",
+				c0.prefix, family(c0.is6()), s0.path, s0.prefix, family(s0.is6()))
+		}
+	}
+	if len(ni.machine) > 0 {
+		for _, is6 := range []bool{false, true} {
+			used := firstOf(ni.service, is6)
+			if used == nil {
+				used = firstOf(ni.cluster, is6)
+			}
+			if used != nil && firstOf(ni.machine, is6) == nil {
+				v.addf(ni.machineField, "no %s machine network, but the cluster uses %s (%s %s); the node needs an address of each family",
+					family(is6), family(is6), used.path, used.prefix)
+			}
+		}
+	}
+}
+
+// nodeIPProblem says what makes ip unusable as a node address, or "".
+func nodeIPProblem(ip netip.Addr) string {
+	switch {
+	case !ip.IsValid():
+		return "is not a valid IP address"
+	case ip.Zone() != "":
+		return "has a zone; give the address without %zone"
+	case ip.Is4In6():
+		return fmt.Sprintf("is an IPv4-mapped IPv6 address; use %s", ip.Unmap())
+	case ip.IsUnspecified():
+		return "is the unspecified address"
+	case ip.IsLoopback():
+		return "is a loopback address"
+	case ip.IsMulticast():
+		return "is a multicast address"
+	case ip.IsLinkLocalUnicast():
+		return "is a link-local address"
+	}
+	return ""
+}
+
+const nodeIPFlag = "--node-ip"
+
+func (v *validator) nodeIPs(ips []netip.Addr, ni *netInfo) {
+	if len(ips) == 0 {
+		return
+	}
+	if len(ips) > 2 {
+		v.addf(nodeIPFlag, "at most two addresses (one IPv4 and one IPv6) are allowed, got %d", len(ips))
+	}
+	var good []netip.Addr
+	for _, ip := range ips {
+		if p := nodeIPProblem(ip); p != "" {
+			if ip.IsValid() {
+				v.addf(nodeIPFlag, "%s %s", ip, p)
+			} else {
+				v.addf(nodeIPFlag, "an empty address was given")
+			}
+			continue
+		}
+		good = append(good, ip)
+	}
+	if len(ips) == 2 && len(good) == 2 {
+		switch {
+		case good[0].Is6() == good[1].Is6():
+			v.addf(nodeIPFlag, "%s and %s are the same family", good[0], good[1])
+		case len(ni.service) > 0 && !ni.dualStack():
+			v.addf(nodeIPFlag, "two addresses were given but the cluster is not dual stack (networking.serviceNetwork is %s only)",
+				family(ni.service[0].is6()))
+		}
+	}
+	if len(good) > 0 && good[0] == ips[0] && len(ni.service) > 0 && ni.service[0].index == 0 {
+		if s0 := ni.service[0]; ips[0].Is6() != s0.is6() {
+			v.addf(nodeIPFlag, "%s is %s but the cluster's primary IP family is %s (%s %s)",
+				ips[0], family(ips[0].Is6()), family(s0.is6()), s0.path, s0.prefix)
+		}
+	}
+	for _, ip := range good {
+		if len(ni.machine) > 0 && !slices.ContainsFunc(ni.machine, func(e cidrEntry) bool { return e.prefix.Contains(ip) }) {
+			nets := make([]string, len(ni.machine))
+			for i, e := range ni.machine {
+				nets[i] = e.prefix.String()
+			}
+			where := "any " + ni.machineField
+			if ni.machineField == "networking.machineCIDR" {
+				where = ni.machineField
+			}
+			v.addf(nodeIPFlag, "%s is not in %s (%s)", ip, where, strings.Join(nets, ", "))
+		}
+		for _, e := range slices.Concat(ni.cluster, ni.service) {
+			if e.prefix.Contains(ip) {
+				v.addf(nodeIPFlag, "%s is inside %s %s", ip, e.path, e.prefix)
+			}
+		}
+	}
+}
+
+// ParseNodeIPs parses the --node-ip flag: one IP address, or two
+// comma-separated addresses of different families (dual stack), the primary
+// first. Problems are returned as an ErrorList with the field "--node-ip".
+func ParseNodeIPs(s string) ([]netip.Addr, error) {
+	var errs ErrorList
+	add := func(format string, args ...any) {
+		errs = append(errs, FieldError{Field: nodeIPFlag, Detail: fmt.Sprintf(format, args...)})
+	}
+	if strings.TrimSpace(s) == "" {
+		add("required")
+		return nil, errs
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > 2 {
+		add("at most two addresses (one IPv4 and one IPv6) are allowed, got %d", len(parts))
+		return nil, errs
+	}
+	var ips []netip.Addr
+	for _, part := range parts {
+		part = strings.TrimSpace(part)
+		ip, err := netip.ParseAddr(part)
+		switch {
+		case err != nil:
+			add("%s is not an IP address", quoteShort(part))
+		case ip.Zone() != "":
+			add("%s has a zone; give the address without %%zone", quoteShort(part))
+		case ip.Is4In6():
+			add("%s is an IPv4-mapped IPv6 address; use %s", quoteShort(part), ip.Unmap())
+		default:
+			ips = append(ips, ip)
+		}
+	}
+	if len(ips) == 2 && ips[0].Is6() == ips[1].Is6() {
+		add("%s and %s are the same family", ips[0], ips[1])
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return ips, nil
+}

@@ -1,0 +1,209 @@
+package installconfig
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const testdataDir = "../../testdata/installconfig"
+
+var update = flag.Bool("update", false, "rewrite testdata/installconfig/bad/*.err from the current output (review the diff!)")
+
+// nodeIPComment reads the "# node-ip: ..." first line of a test file.
+func nodeIPComment(t *testing.T, path string) []netip.Addr {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	if !sc.Scan() {
+		return nil
+	}
+	v, ok := strings.CutPrefix(sc.Text(), "# node-ip:")
+	if !ok {
+		return nil
+	}
+	ips, err := ParseNodeIPs(strings.TrimSpace(v))
+	if err != nil {
+		t.Fatalf("%s: bad node-ip comment: %v", path, err)
+	}
+	return ips
+}
+
+func mustPrefixes(t *testing.T, ss ...string) []netip.Prefix {
+	t.Helper()
+	var out []netip.Prefix
+	for _, s := range ss {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}
+
+func mustAddrs(t *testing.T, ss ...string) []netip.Addr {
+	t.Helper()
+	var out []netip.Addr
+	for _, s := range ss {
+		out = append(out, netip.MustParseAddr(s))
+	}
+	return out
+}
+
+func TestGoodFiles(t *testing.T) {
+	type want struct {
+		clusterDomain, apiURL, apiIntURL string
+		service, cluster, machine        []netip.Prefix
+		serviceIPs                       []netip.Addr
+		ipv6Primary, dualStack           bool
+		sshKeys                          int
+		trustBundle                      []string // subject CNs
+		warnings                         []string
+	}
+	tests := map[string]want{
+		"ipv4.yaml": {
+			clusterDomain: "sno.example.com",
+			apiURL:        "https://api.sno.example.com:6443",
+			apiIntURL:     "https://api-int.sno.example.com:6443",
+			service:       mustPrefixes(t, "172.30.0.0/16"),
+			cluster:       mustPrefixes(t, "10.128.0.0/14"),
+			machine:       mustPrefixes(t, "192.168.126.0/24"),
+			serviceIPs:    mustAddrs(t, "172.30.0.1"),
+			sshKeys:       1,
+			warnings: []string{
+				"sshKey: line 1: ssh-ed25519 key data does not parse (ssh: short read); it is installed as written",
+			},
+		},
+		"ipv6.yaml": {
+			clusterDomain: "edge-01.lab.example.org",
+			apiURL:        "https://api.edge-01.lab.example.org:6443",
+			apiIntURL:     "https://api-int.edge-01.lab.example.org:6443",
+			service:       mustPrefixes(t, "fd02::/112"),
+			cluster:       mustPrefixes(t, "fd01::/48"),
+			machine:       mustPrefixes(t, "fd00:0:0:1::/64"),
+			serviceIPs:    mustAddrs(t, "fd02::1"),
+			ipv6Primary:   true,
+			sshKeys:       2,
+			warnings: []string{
+				"sshKey: line 4: ssh-ed25519 key data does not parse (ssh: short read); it is installed as written",
+			},
+		},
+		"dualstack.yaml": {
+			clusterDomain: "dual.example.com",
+			apiURL:        "https://api.dual.example.com:6443",
+			apiIntURL:     "https://api-int.dual.example.com:6443",
+			service:       mustPrefixes(t, "172.30.0.0/16", "fd02::/112"),
+			cluster:       mustPrefixes(t, "10.128.0.0/14", "fd01::/48"),
+			machine:       mustPrefixes(t, "192.168.126.0/24", "fd00::/64"),
+			serviceIPs:    mustAddrs(t, "172.30.0.1", "fd02::1"),
+			dualStack:     true,
+			sshKeys:       1,
+		},
+		"proxy.yaml": {
+			clusterDomain: "hub-site-7.corp.example.net",
+			apiURL:        "https://api.hub-site-7.corp.example.net:6443",
+			apiIntURL:     "https://api-int.hub-site-7.corp.example.net:6443",
+			service:       mustPrefixes(t, "172.30.0.0/16"),
+			cluster:       mustPrefixes(t, "10.128.0.0/14"),
+			machine:       mustPrefixes(t, "10.0.0.0/24"),
+			serviceIPs:    mustAddrs(t, "172.30.0.1"),
+			trustBundle:   []string{"render-static test proxy CA"},
+			warnings:      []string{"networking.machineCIDR: deprecated; use networking.machineNetwork"},
+		},
+	}
+	files, _ := filepath.Glob(filepath.Join(testdataDir, "good", "*.yaml"))
+	if len(files) != len(tests) {
+		t.Errorf("found %d good files, have expectations for %d", len(files), len(tests))
+	}
+	for name, w := range tests {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(testdataDir, "good", name)
+			ips := nodeIPComment(t, path)
+			if len(ips) == 0 {
+				t.Fatal("no node-ip comment")
+			}
+			ic, err := Load(path, ips)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			check := func(what string, got, want any) {
+				t.Helper()
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s = %v, want %v", what, got, want)
+				}
+			}
+			check("ClusterDomain", ic.ClusterDomain(), w.clusterDomain)
+			check("APIServerURL", ic.APIServerURL(), w.apiURL)
+			check("APIServerInternalURL", ic.APIServerInternalURL(), w.apiIntURL)
+			check("ServiceCIDRs", ic.ServiceCIDRs(), w.service)
+			check("ClusterCIDRs", ic.ClusterCIDRs(), w.cluster)
+			check("MachineCIDRs", ic.MachineCIDRs(), w.machine)
+			check("ServiceIPs", ic.ServiceIPs(), w.serviceIPs)
+			check("IPv6Primary", ic.IPv6Primary(), w.ipv6Primary)
+			check("DualStack", ic.DualStack(), w.dualStack)
+			check("len(SSHKeys)", len(ic.SSHKeys()), w.sshKeys)
+			var cns []string
+			for _, c := range ic.TrustBundle() {
+				cns = append(cns, c.Subject.CommonName)
+			}
+			check("TrustBundle", cns, w.trustBundle)
+			check("Warnings", ic.Warnings(), w.warnings)
+			if ic.Networking.NetworkType != "OVNKubernetes" {
+				t.Errorf("networkType = %q, want the default OVNKubernetes", ic.Networking.NetworkType)
+			}
+			// Validate on its own agrees with Load.
+			if errs := ic.Validate(ips); errs != nil {
+				t.Errorf("Validate: %v", errs)
+			}
+		})
+	}
+}
+
+// TestBadFiles loads each bad/NAME.yaml with the node IP of its first-line
+// comment and compares all error lines with bad/NAME.err.
+func TestBadFiles(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(testdataDir, "bad", "*.yaml"))
+	if len(files) < 20 {
+		t.Fatalf("found only %d bad files", len(files))
+	}
+	for _, path := range files {
+		name := filepath.Base(path)
+		t.Run(strings.TrimSuffix(name, ".yaml"), func(t *testing.T) {
+			errPath := strings.TrimSuffix(path, ".yaml") + ".err"
+			ic, err := Load(path, nodeIPComment(t, path))
+			if err == nil {
+				t.Fatalf("Load succeeded (%s), want errors", ic.Metadata.Name)
+			}
+			var got []string
+			var list ErrorList
+			if errors.As(err, &list) {
+				for _, e := range list {
+					got = append(got, e.Error())
+				}
+			} else {
+				got = strings.Split(strings.ReplaceAll(err.Error(), path, name), "\n")
+			}
+			if *update {
+				if err := os.WriteFile(errPath, []byte(strings.Join(got, "\n")+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			wantData, err := os.ReadFile(errPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := strings.Split(strings.TrimRight(string(wantData), "\n"), "\n")
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("errors differ\ngot:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
+	}
+}
