@@ -1,6 +1,7 @@
 package export
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	configscheme "github.com/openshift/client-go/config/clientset/versioned/scheme"
 	operatorscheme "github.com/openshift/client-go/operator/clientset/versioned/scheme"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -54,15 +56,13 @@ func Manifests(c *loops.Cluster) ([]Manifest, error) {
 		objs = append(objs, got...)
 	}
 	for gvr := range c.DynamicResources() {
-		l, err := c.Dynamic.Tracker().List(gvr, schema.GroupVersionKind{Group: gvr.Group, Version: gvr.Version}, "")
+		l, err := c.Dynamic.Resource(gvr).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", gvr, err)
 		}
-		items, err := meta.ExtractList(l)
-		if err != nil {
-			return nil, err
+		for i := range l.Items {
+			objs = append(objs, &l.Items[i])
 		}
-		objs = append(objs, items...)
 	}
 	var out []Manifest
 	for _, o := range objs {

@@ -1,0 +1,47 @@
+# render-static: `make run` renders the bundled example into ./aio, `make test` runs every test.
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
+GO ?= go
+BIN := bin/render-static
+EXAMPLE := examples/sno/install-config.yaml
+EXAMPLE_NODE_IP := 192.168.126.10
+EXAMPLE_NODE_NAME := sno-0
+
+.PHONY: all build run test deps unit bench lint fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/render-static
+
+# Renders the bundled single-node example into ./aio (aio.ign, auth/, manifests/, rootfs/, trace.txt).
+run: build
+	./$(BIN) --install-config $(EXAMPLE) --node-ip $(EXAMPLE_NODE_IP) --node-name $(EXAMPLE_NODE_NAME) --dir aio
+
+# Installs what the tests need on a fresh Debian machine (apt packages, Go modules).
+deps:
+	./hack/install-test-deps.sh
+	$(GO) mod download
+
+# Everything: lint, unit and integration tests with the external tools required (not skipped).
+test: deps lint
+	RENDER_STATIC_REQUIRE_TOOLS=1 $(GO) test -count=1 -timeout 45m ./...
+
+# Quick: the Go tests, skipping what needs tools that are not installed.
+unit:
+	$(GO) test -count=1 -short ./...
+
+# Render speed, split into key generation, loops, export and Ignition.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./pkg/pipeline/
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt wants changes in:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./pkg/installconfig/
+
+clean:
+	rm -rf bin aio

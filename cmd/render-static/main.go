@@ -1,0 +1,99 @@
+// Command render-static renders an OpenShift install-config, offline, into aio.ign: one Ignition config that
+// boots a single machine into an all-in-one control plane of static pods.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+
+	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/installconfig"
+	"github.com/render-static/render-static/pkg/pipeline"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the exit, for tests: 0 on success, 1 on bad input or a failed render.
+func run(args []string, stdout, stderr io.Writer) int {
+	quietKlog()
+	cmd := newRootCommand(stdout)
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		printError(stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func printError(w io.Writer, err error) {
+	var list installconfig.ErrorList
+	if errors.As(err, &list) {
+		fmt.Fprintf(w, "error: invalid input (%d problems):\n", len(list))
+		for _, e := range list {
+			fmt.Fprintf(w, "  %s\n", e.Error())
+		}
+		return
+	}
+	fmt.Fprintf(w, "error: %v\n", err)
+}
+
+// quietKlog keeps library-go's informational logging out of the CLI's output.
+func quietKlog() {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("alsologtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(io.Discard)
+}
+
+func newRootCommand(stdout io.Writer) *cobra.Command {
+	o := pipeline.Options{NodeName: pipeline.DefaultNodeName, Dir: "aio", CertValidity: certs.DefaultLeafValidity}
+	cmd := &cobra.Command{
+		Use:   "render-static --install-config FILE --node-ip IP [flags]",
+		Short: "Render an install-config into aio.ign, an all-in-one control plane of static pods",
+		Long: `render-static runs the control-plane operators' loops (cert rotation, encryption, static resources,
+config observation, resource sync, revision) offline, in a fixed order, to a fixpoint, against fake clients,
+then lays out the revision-1 static pods as the operators' installer would and packs everything into one
+Ignition config (spec 3.2.0).
+
+Output in --dir: aio.ign (0600), auth/kubeconfig (cluster-admin, 0600), manifests/ (every exported object),
+rootfs/ (exactly what aio.ign lays down on the node), trace.txt (which loop wrote which object in which pass).
+Invalid input exits 1 with every problem listed, and --dir is left untouched.`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := pipeline.Render(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			s.Print(stdout, o.Dir)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.InstallConfig, "install-config", "", "install-config.yaml to render (required)")
+	f.StringVar(&o.NodeIP, "node-ip", "", "the node's IP; for dual stack two comma-separated IPs, primary first (required)")
+	f.StringVar(&o.NodeName, "node-name", o.NodeName, "the node's name; aio.ign sets /etc/hostname to it")
+	f.StringVar(&o.Dir, "dir", o.Dir, "output directory (replaced atomically)")
+	f.DurationVar(&o.CertValidity, "cert-validity", o.CertValidity, "validity of leaf certificates; signers live at least ten years")
+	f.StringVar(&o.Images, "images", "", "YAML map of component (hyperkube, etcd, cluster-kube-apiserver-operator, ...) to image pull spec; unnamed components keep their defaults")
+	f.StringVar(&o.InfraID, "infra-id", "", "infrastructure name (default: <cluster name>-<5 random characters>, as the installer makes it)")
+	return cmd
+}

@@ -1,0 +1,151 @@
+// Package certs holds what every component's certificate loops share: the lifetime policy of a render and the
+// table-driven construction of library-go cert-rotation controllers.
+package certs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/openshift/library-go/pkg/operator/certrotation"
+	"github.com/openshift/library-go/pkg/operator/events"
+	"github.com/openshift/library-go/pkg/operator/v1helpers"
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/render-static/render-static/pkg/loops"
+)
+
+// Lifetimes is the certificate policy of a render. Nobody rotates certificates in an all-in-one cluster without
+// operators, so leaves live as long as the user asks (a year by default) and signers outlive every leaf by far.
+type Lifetimes struct {
+	Leaf   time.Duration
+	Signer time.Duration
+}
+
+// MinSignerValidity is the shortest signer lifetime a render uses.
+const MinSignerValidity = 10 * 365 * 24 * time.Hour
+
+// DefaultLeafValidity is --cert-validity's default.
+const DefaultLeafValidity = 365 * 24 * time.Hour
+
+// NewLifetimes derives the policy from the leaf validity: signers live at least ten years, and at least twice as
+// long as a leaf, so a leaf is never cut short by its signer.
+func NewLifetimes(leaf time.Duration) (Lifetimes, error) {
+	if leaf < time.Hour {
+		return Lifetimes{}, fmt.Errorf("--cert-validity: %s is too short (at least 1h)", leaf)
+	}
+	if leaf > 100*365*24*time.Hour {
+		return Lifetimes{}, fmt.Errorf("--cert-validity: %s is too long (at most 100 years)", leaf)
+	}
+	signer := MinSignerValidity
+	if 2*leaf > signer {
+		signer = 2 * leaf
+	}
+	return Lifetimes{Leaf: leaf, Signer: signer}, nil
+}
+
+// refresh is when library-go would rotate: late enough that a second pass of the loops never rotates again.
+func refresh(validity time.Duration) time.Duration { return validity * 4 / 5 }
+
+// Location is a namespace/name pair.
+type Location struct{ Namespace, Name string }
+
+func (l Location) String() string { return l.Namespace + "/" + l.Name }
+
+// TargetKind says what a rotation's target certificate is.
+type TargetKind int
+
+const (
+	// Client is a client certificate for User in Groups.
+	Client TargetKind = iota
+	// Serving is a serving certificate for the hostnames Hostnames returns.
+	Serving
+	// IntermediateSigner is a CA signed by the signer (SignerName is its CN prefix).
+	IntermediateSigner
+)
+
+// Rotation is one row of a component's certificate table: a signer, the CA bundle it is published in, and a
+// target it signs. Several rows may share a signer and bundle, as in the operators.
+type Rotation struct {
+	Name   string // the operator's controller name, e.g. "AggregatorProxyClientCert"
+	Signer Location
+	Bundle Location
+	Target Location
+	Kind   TargetKind
+	User   string
+	Groups []string
+	// Hostnames returns the serving names; an error means an input is not there yet (the loop retries).
+	Hostnames  func() ([]string, error)
+	SignerName string
+	// Description and JiraComponent become the operators' TLS artifact annotations.
+	Description   string
+	JiraComponent string
+}
+
+// Loop builds the library-go cert-rotation controller for the row and wraps it as a loop named
+// "cert-rotation/<Name>". Its status reporter writes CertRotation_<Name>_Degraded on the operator client.
+func (r Rotation) Loop(c *loops.Cluster, lt Lifetimes, operator v1helpers.StaticPodOperatorClient, recorder events.Recorder) loops.Loop {
+	kube := c.KubeInformers
+	// Several rows may share a signer and bundle: only the target carries the row's description, or the rows
+	// would rewrite the shared signer's annotations in turn and never settle.
+	shared := certrotation.AdditionalAnnotations{JiraComponent: r.JiraComponent}
+	ann := certrotation.AdditionalAnnotations{JiraComponent: r.JiraComponent, Description: r.Description}
+	var hostnames []string
+	var creator certrotation.TargetCertCreator
+	switch r.Kind {
+	case Client:
+		creator = &certrotation.ClientRotation{UserInfo: &user.DefaultInfo{Name: r.User, Groups: r.Groups}}
+	case Serving:
+		creator = &certrotation.ServingRotation{Hostnames: func() []string { return hostnames }}
+	case IntermediateSigner:
+		creator = &certrotation.SignerRotation{SignerName: r.SignerName}
+	}
+	ctrl := certrotation.NewCertRotationController(
+		r.Name,
+		certrotation.RotatedSigningCASecret{
+			Namespace: r.Signer.Namespace, Name: r.Signer.Name,
+			Validity: lt.Signer, Refresh: refresh(lt.Signer),
+			AdditionalAnnotations: shared,
+			Informer:              kube.InformersFor(r.Signer.Namespace).Core().V1().Secrets(),
+			Lister:                kube.InformersFor(r.Signer.Namespace).Core().V1().Secrets().Lister(),
+			Client:                c.Kube.CoreV1(),
+			EventRecorder:         recorder,
+		},
+		certrotation.CABundleConfigMap{
+			Namespace: r.Bundle.Namespace, Name: r.Bundle.Name,
+			AdditionalAnnotations: shared,
+			Informer:              kube.InformersFor(r.Bundle.Namespace).Core().V1().ConfigMaps(),
+			Lister:                kube.InformersFor(r.Bundle.Namespace).Core().V1().ConfigMaps().Lister(),
+			Client:                c.Kube.CoreV1(),
+			EventRecorder:         recorder,
+		},
+		certrotation.RotatedSelfSignedCertKeySecret{
+			Namespace: r.Target.Namespace, Name: r.Target.Name,
+			Validity: lt.Leaf, Refresh: refresh(lt.Leaf),
+			AdditionalAnnotations: ann,
+			CertCreator:           creator,
+			Informer:              kube.InformersFor(r.Target.Namespace).Core().V1().Secrets(),
+			Lister:                kube.InformersFor(r.Target.Namespace).Core().V1().Secrets().Lister(),
+			Client:                c.Kube.CoreV1(),
+			EventRecorder:         recorder,
+		},
+		recorder,
+		&certrotation.StaticPodConditionStatusReporter{OperatorClient: operator},
+	)
+	inner := loops.ControllerLoop("cert-rotation/"+r.Name, ctrl, recorder)
+	if r.Kind != Serving {
+		return inner
+	}
+	// Serving rotations need their hostnames first (the operator waits for them before it starts the loop).
+	return inner.Before(func(context.Context) error {
+		h, err := r.Hostnames()
+		if err != nil {
+			return err
+		}
+		if len(h) == 0 {
+			return fmt.Errorf("no hostnames for %s yet", r.Target)
+		}
+		hostnames = h
+		return nil
+	})
+}

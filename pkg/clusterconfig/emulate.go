@@ -1,0 +1,61 @@
+package clusterconfig
+
+import (
+	"context"
+	"reflect"
+
+	configv1 "github.com/openshift/api/config/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/render-static/render-static/pkg/loops"
+)
+
+// Emulations are the loops that stand in for operators that do not run in an all-in-one cluster but whose
+// outputs the control-plane operators read. Each is a loop of its own, named "emulate/<what it stands in for>",
+// so the trace shows what was emulated.
+func Emulations(c *loops.Cluster, in *Inputs) []loops.Loop {
+	return []loops.Loop{NetworkStatus(c)}
+}
+
+// NetworkStatus stands in for the cluster-network-operator's status of network.config.openshift.io/cluster:
+// the cluster and service networks and network type it applied, copied from spec (kube-apiserver's cert rotation
+// and config observers read status, not spec).
+func NetworkStatus(c *loops.Cluster) loops.Loop {
+	lister := c.ConfigInformers.Config().V1().Networks().Lister()
+	return loops.Loop{Name: "emulate/cluster-network-operator", Sync: func(ctx context.Context) error {
+		n, err := lister.Get("cluster")
+		if err != nil {
+			return err
+		}
+		want := configv1.NetworkStatus{
+			ClusterNetwork: append([]configv1.ClusterNetworkEntry(nil), n.Spec.ClusterNetwork...),
+			ServiceNetwork: append([]string(nil), n.Spec.ServiceNetwork...),
+			NetworkType:    n.Spec.NetworkType,
+			ClusterNetworkMTU: func() int {
+				if n.Status.ClusterNetworkMTU != 0 {
+					return n.Status.ClusterNetworkMTU
+				}
+				return 1400
+			}(),
+		}
+		if reflect.DeepEqual(n.Status, want) {
+			return nil
+		}
+		next := n.DeepCopy()
+		next.Status = want
+		_, err = c.Config.ConfigV1().Networks().UpdateStatus(ctx, next, metav1.UpdateOptions{})
+		return err
+	}}
+}
+
+// Namespaces are the namespaces the emulations and seeds use.
+var Namespaces = []string{"openshift-config", "openshift-config-managed", "kube-system"}
+
+// DynamicKinds are the kinds static resources create through the dynamic client (custom resources without
+// typed clients), with their list kinds.
+var DynamicKinds = map[schema.GroupVersionResource]string{
+	{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"}:                                 "ServiceMonitorList",
+	{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheusrules"}:                                 "PrometheusRuleList",
+	{Group: "controlplane.operator.openshift.io", Version: "v1alpha1", Resource: "podnetworkconnectivitychecks"}: "PodNetworkConnectivityCheckList",
+}

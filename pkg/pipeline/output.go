@@ -1,0 +1,182 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/render-static/render-static/pkg/apiserver"
+	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/export"
+)
+
+// Node paths aio.ign writes besides the static-pod layout.
+const (
+	// ManifestsDir holds the exported manifests the first-boot apply creates, bootkube style.
+	ManifestsDir = "/opt/openshift/manifests"
+	// AdminKubeconfigPath is the cluster-admin kubeconfig on the node.
+	AdminKubeconfigPath = "/opt/openshift/auth/kubeconfig"
+)
+
+// Output is everything a render writes.
+type Output struct {
+	Tree            *export.Tree
+	Manifests       []export.Manifest
+	Ignition        []byte
+	AdminKubeconfig []byte
+	Trace           string
+	Summary         Summary
+}
+
+// Summary is what the CLI prints.
+type Summary struct {
+	Loops, Passes, Objects, Files int
+	IgnitionBytes                 int
+	EarliestExpiry                time.Time
+	EarliestExpirySubject         string
+	Elapsed                       time.Duration
+	// Timing of the render's parts, for benchmarks.
+	KeygenTime, LoopsTime, ExportTime, IgnitionTime time.Duration
+}
+
+func (s Summary) Print(w io.Writer, dir string) {
+	fmt.Fprintf(w, "rendered %s\n", filepath.Join(dir, "aio.ign"))
+	fmt.Fprintf(w, "  loops:            %d, fixpoint after %d passes\n", s.Loops, s.Passes)
+	fmt.Fprintf(w, "  objects:          %d manifests\n", s.Objects)
+	fmt.Fprintf(w, "  files:            %d on the node\n", s.Files)
+	fmt.Fprintf(w, "  aio.ign:          %d bytes\n", s.IgnitionBytes)
+	fmt.Fprintf(w, "  earliest expiry:  %s (%s)\n", s.EarliestExpiry.UTC().Format(time.RFC3339), s.EarliestExpirySubject)
+	fmt.Fprintf(w, "  elapsed:          %s\n", s.Elapsed.Round(time.Millisecond))
+}
+
+// Export builds the node's files, the manifests and the Ignition config from a settled engine.
+func Export(ctx context.Context, e *Engine) (*Output, error) {
+	t := time.Now()
+	in := e.Inputs
+	manifests, err := export.Manifests(e.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("export manifests: %w", err)
+	}
+	tree := export.NewTree()
+	for _, m := range manifests {
+		mode := fs.FileMode(0644)
+		if m.Secret() {
+			mode = 0600
+		}
+		if err := tree.AddFile(path.Join(ManifestsDir, m.File), mode, m.YAML); err != nil {
+			return nil, err
+		}
+	}
+
+	// Every component's static pod at its revision, as the installer pod lays it out.
+	for _, comp := range e.Components {
+		podTree, err := export.Install(ctx, e.Cluster.Kube, comp.StaticPod(), e.Revisions[comp.Name()], in.NodeName)
+		if err != nil {
+			return nil, fmt.Errorf("%s static pod: %w", comp.Name(), err)
+		}
+		if err := tree.Merge(podTree); err != nil {
+			return nil, err
+		}
+	}
+
+	kubeconfig, err := adminKubeconfig(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	if err := tree.AddFile(AdminKubeconfigPath, 0600, kubeconfig); err != nil {
+		return nil, err
+	}
+	if err := tree.AddFile("/etc/hostname", 0644, []byte(in.NodeName+"\n")); err != nil {
+		return nil, err
+	}
+	exportTime := time.Since(t)
+
+	t = time.Now()
+	ign, err := export.Ignition(tree, export.IgnitionOptions{SSHAuthorizedKeys: in.InstallConfig.SSHKeys()})
+	if err != nil {
+		return nil, fmt.Errorf("ignition: %w", err)
+	}
+	ignTime := time.Since(t)
+
+	exp, subject := earliestExpiry(tree, kubeconfig)
+	return &Output{
+		Tree: tree, Manifests: manifests, Ignition: ign, AdminKubeconfig: kubeconfig, Trace: e.Result.Trace(),
+		Summary: Summary{
+			Loops: e.Loops, Passes: e.Result.TotalPasses(), Objects: len(manifests), Files: len(tree.Files()),
+			IgnitionBytes: len(ign), EarliestExpiry: exp, EarliestExpirySubject: subject,
+			KeygenTime: e.KeygenTime, LoopsTime: e.LoopsTime, ExportTime: exportTime, IgnitionTime: ignTime,
+		},
+	}, nil
+}
+
+// adminKubeconfig points at the external API name and trusts kube-apiserver-server-ca, the union of every
+// kube-apiserver serving CA.
+func adminKubeconfig(ctx context.Context, e *Engine) ([]byte, error) {
+	cm, err := e.Cluster.Kube.CoreV1().ConfigMaps(apiserver.TargetNamespace).Get(ctx, "kube-apiserver-server-ca", metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("admin kubeconfig: %w", err)
+	}
+	ic := e.Inputs.InstallConfig
+	return certs.Kubeconfig(ic.Metadata.Name, ic.APIServerURL(), []byte(cm.Data["ca-bundle.crt"]), e.Admin.CertPEM, e.Admin.KeyPEM, "admin")
+}
+
+// earliestExpiry finds the certificate that expires first among the node's files (CA bundles and
+// kubeconfigs included).
+func earliestExpiry(t *export.Tree, extra ...[]byte) (time.Time, string) {
+	var best *x509.Certificate
+	consider := func(data []byte) {
+		if !strings.Contains(string(data), "CERTIFICATE") {
+			return
+		}
+		cs, _ := certs.ParseCertificates(data)
+		for _, c := range cs {
+			if best == nil || c.NotAfter.Before(best.NotAfter) {
+				best = c
+			}
+		}
+	}
+	for _, f := range t.Files() {
+		consider(f.Contents)
+	}
+	for _, d := range extra {
+		consider(d)
+	}
+	if best == nil {
+		return time.Time{}, "none"
+	}
+	return best.NotAfter, best.Subject.CommonName
+}
+
+// Write writes the output directory atomically: aio.ign (0600), auth/kubeconfig (0600), manifests/, rootfs/
+// (exactly what aio.ign lays down) and trace.txt.
+func (o *Output) Write(dir string) error {
+	return export.WriteDirAtomic(dir, func(tmp string) error {
+		if err := export.WriteFile(filepath.Join(tmp, "aio.ign"), 0600, o.Ignition); err != nil {
+			return err
+		}
+		if err := export.WriteFile(filepath.Join(tmp, "auth", "kubeconfig"), 0600, o.AdminKubeconfig); err != nil {
+			return err
+		}
+		for _, m := range o.Manifests {
+			mode := fs.FileMode(0644)
+			if m.Secret() {
+				mode = 0600
+			}
+			if err := export.WriteFile(filepath.Join(tmp, "manifests", m.File), mode, m.YAML); err != nil {
+				return err
+			}
+		}
+		if err := export.WriteRootfs(filepath.Join(tmp, "rootfs"), o.Tree); err != nil {
+			return err
+		}
+		return export.WriteFile(filepath.Join(tmp, "trace.txt"), 0644, []byte(o.Trace))
+	})
+}

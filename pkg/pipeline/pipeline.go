@@ -1,0 +1,130 @@
+// Package pipeline is a render from end to end, in three steps a reader can follow:
+//
+//  1. Validate: the install-config and the flags, every problem at once.
+//  2. Engine: seed the in-memory cluster with what the installer would give it, then run every component's loops
+//     in order to a fixpoint (pkg/loops).
+//  3. Export: every object the fakes hold as manifests, the static-pod installer layout of each component, and
+//     all of it packed into one Ignition config, written atomically (pkg/export).
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/installconfig"
+)
+
+// Options are the CLI's inputs.
+type Options struct {
+	InstallConfig string
+	NodeIP        string // one IP, or two comma-separated of different families
+	NodeName      string
+	Dir           string
+	CertValidity  time.Duration
+	// InfraID is the infrastructure name; empty means generated like the installer does.
+	InfraID string
+	// Images is a YAML file mapping components to pull specs; empty means the defaults.
+	Images string
+}
+
+// DefaultNodeName is --node-name's default.
+const DefaultNodeName = "master-0"
+
+// Validate checks the options and the install-config and returns the render's inputs, or every problem found
+// (an installconfig.ErrorList).
+func Validate(o Options) (*clusterconfig.Inputs, error) {
+	var errs installconfig.ErrorList
+	add := func(field, format string, args ...interface{}) {
+		errs = append(errs, installconfig.FieldError{Field: field, Detail: fmt.Sprintf(format, args...)})
+	}
+	if o.InstallConfig == "" {
+		add("--install-config", "required")
+	}
+	if o.Dir == "" {
+		add("--dir", "required")
+	}
+	var nodeIPs []netip.Addr
+	if o.NodeIP == "" {
+		add("--node-ip", "required")
+	} else if ips, err := installconfig.ParseNodeIPs(o.NodeIP); err != nil {
+		errs = append(errs, asFieldErrors("--node-ip", err)...)
+	} else {
+		nodeIPs = ips
+	}
+	if msgs := validation.IsDNS1123Subdomain(o.NodeName); len(msgs) > 0 {
+		add("--node-name", "%q is not a valid node name: %s", o.NodeName, strings.Join(msgs, "; "))
+	}
+	if o.InfraID != "" {
+		if msgs := validation.IsDNS1123Label(o.InfraID); len(msgs) > 0 || len(o.InfraID) > 27 {
+			add("--infra-id", "%q must be a DNS-1123 label of at most 27 characters", o.InfraID)
+		}
+	}
+	lt, err := certs.NewLifetimes(o.CertValidity)
+	if err != nil {
+		errs = append(errs, asFieldErrors("--cert-validity", err)...)
+	}
+	images, err := clusterconfig.LoadImages(o.Images)
+	if err != nil {
+		errs = append(errs, asFieldErrors("--images", err)...)
+	}
+	var ic *installconfig.InstallConfig
+	if o.InstallConfig != "" {
+		ic, err = installconfig.Load(o.InstallConfig, nodeIPs)
+		if err != nil {
+			errs = append(errs, asFieldErrors("install-config", err)...)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	infraID := o.InfraID
+	if infraID == "" {
+		infraID = clusterconfig.NewInfraID(ic.Metadata.Name)
+	}
+	return &clusterconfig.Inputs{InstallConfig: ic, NodeName: o.NodeName, NodeIPs: nodeIPs, InfraID: infraID, Lifetimes: lt, Images: images}, nil
+}
+
+// asFieldErrors keeps field errors as they are and turns any other error into one naming field.
+func asFieldErrors(field string, err error) installconfig.ErrorList {
+	switch e := err.(type) {
+	case installconfig.ErrorList:
+		return e
+	case installconfig.FieldError:
+		return installconfig.ErrorList{e}
+	}
+	msg := err.Error()
+	if strings.HasPrefix(msg, field+": ") {
+		msg = strings.TrimPrefix(msg, field+": ")
+	}
+	return installconfig.ErrorList{{Field: field, Detail: msg}}
+}
+
+// Render runs the three steps and writes the output directory.
+func Render(ctx context.Context, o Options) (*Summary, error) {
+	start := time.Now()
+	in, err := Validate(o)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := RunEngine(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	out, err := Export(ctx, eng)
+	if err != nil {
+		return nil, err
+	}
+	if err := out.Write(o.Dir); err != nil {
+		return nil, err
+	}
+	s := out.Summary
+	s.Elapsed = time.Since(start)
+	return &s, nil
+}

@@ -1,0 +1,396 @@
+package pipeline
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	v32 "github.com/coreos/ignition/v2/config/v3_2"
+	"github.com/coreos/ignition/v2/config/v3_2/types"
+	"github.com/vincent-petithory/dataurl"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/render-static/render-static/pkg/certs"
+)
+
+// repo is the repository root, for testdata.
+func repo(p string) string { return filepath.Join("..", "..", p) }
+
+type renderCase struct {
+	name       string
+	config     string
+	nodeIP     string
+	serviceIPs []string // first IP of each service network, all expected in the service-network cert
+}
+
+var renderCases = []renderCase{
+	{"ipv4", "examples/sno/install-config.yaml", "192.168.126.10", []string{"172.30.0.1"}},
+	{"ipv6", "testdata/installconfig/good/ipv6.yaml", "", nil},
+	{"dualstack", "testdata/installconfig/good/dualstack.yaml", "", nil},
+	{"proxy", "testdata/installconfig/good/proxy.yaml", "", nil},
+}
+
+// rendered holds what one render wrote, decoded.
+type rendered struct {
+	dir     string
+	out     *Output
+	ign     types.Config
+	files   map[string][]byte // node path → contents, from aio.ign
+	modes   map[string]int
+	domain  string
+	sshKeys []string
+}
+
+func render(t *testing.T, config, nodeIP string) *rendered {
+	t.Helper()
+	if nodeIP == "" {
+		nodeIP = nodeIPFromComment(t, repo(config))
+	}
+	dir := filepath.Join(t.TempDir(), "out")
+	o := Options{InstallConfig: repo(config), NodeIP: nodeIP, NodeName: "sno-0", Dir: dir, CertValidity: certs.DefaultLeafValidity, InfraID: "sno-x7k2p"}
+	in, err := Validate(o)
+	if err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	eng, err := RunEngine(context.Background(), in)
+	if err != nil {
+		t.Fatalf("engine: %v", err)
+	}
+	out, err := Export(context.Background(), eng)
+	if err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	if err := out.Write(dir); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "aio.ign"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, rpt, err := v32.Parse(raw)
+	if err != nil || len(rpt.Entries) > 0 {
+		t.Fatalf("aio.ign does not parse as spec 3.2: %v %v", err, rpt)
+	}
+	r := &rendered{dir: dir, out: out, ign: cfg, files: map[string][]byte{}, modes: map[string]int{}, domain: in.InstallConfig.ClusterDomain(), sshKeys: in.InstallConfig.SSHKeys()}
+	for _, f := range cfg.Storage.Files {
+		du, err := dataurl.DecodeString(*f.Contents.Source)
+		if err != nil {
+			t.Fatalf("%s: %v", f.Path, err)
+		}
+		data := du.Data
+		if f.Contents.Compression != nil && *f.Contents.Compression == "gzip" {
+			data = gunzip(t, data)
+		}
+		r.files[f.Path] = data
+		r.modes[f.Path] = *f.Mode
+	}
+	return r
+}
+
+func gunzip(t *testing.T, data []byte) []byte {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// nodeIPFromComment reads "# node-ip: IP" from a testdata install-config.
+func nodeIPFromComment(t *testing.T, path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^# node-ip: (\S+)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("%s has no '# node-ip:' comment", path)
+	}
+	return string(m[1])
+}
+
+func TestRender(t *testing.T) {
+	for _, tc := range renderCases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := render(t, tc.config, tc.nodeIP)
+			checkIgnitionValidate(t, filepath.Join(r.dir, "aio.ign"))
+			checkModes(t, r)
+			checkCertificates(t, r)
+			svc := parsePEMCerts(t, r.files["/etc/kubernetes/static-pod-resources/kube-apiserver-certs/secrets/service-network-serving-certkey/tls.crt"])
+			for _, ip := range tc.serviceIPs {
+				if err := svc[0].VerifyHostname(ip); err != nil {
+					t.Errorf("service-network cert: %v", err)
+				}
+			}
+			checkAdminKubeconfig(t, r)
+			checkTrace(t, r)
+			if got := string(r.files["/etc/hostname"]); got != "sno-0\n" {
+				t.Errorf("/etc/hostname = %q", got)
+			}
+			if keys := r.sshKeys; len(keys) > 0 && (len(r.ign.Passwd.Users) != 1 || r.ign.Passwd.Users[0].Name != "core" || len(r.ign.Passwd.Users[0].SSHAuthorizedKeys) != len(keys)) {
+				t.Errorf("aio.ign users = %+v, want core with the sshKey", r.ign.Passwd.Users)
+			}
+		})
+	}
+}
+
+func checkIgnitionValidate(t *testing.T, path string) {
+	bin, err := exec.LookPath("ignition-validate")
+	if err != nil {
+		if os.Getenv("RENDER_STATIC_REQUIRE_TOOLS") != "" || os.Getenv("CI") != "" {
+			t.Fatalf("ignition-validate is not installed: run hack/install-test-deps.sh")
+		}
+		t.Log("ignition-validate not installed; skipping that check")
+		return
+	}
+	out, err := exec.Command(bin, path).CombinedOutput()
+	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
+		t.Errorf("ignition-validate %s: %v\n%s", path, err, out)
+	}
+}
+
+// checkModes: every file holding a private key or a token is 0600, in aio.ign and in rootfs/; aio.ign itself and
+// the admin kubeconfig are 0600.
+func checkModes(t *testing.T, r *rendered) {
+	for p, data := range r.files {
+		if strings.Contains(string(data), "PRIVATE KEY") || strings.Contains(p, "/secrets/") || strings.HasSuffix(p, "kubeconfig") {
+			if r.modes[p] != 0600 {
+				t.Errorf("%s holds secret material but has mode %o in aio.ign", p, r.modes[p])
+			}
+			st, err := os.Stat(filepath.Join(r.dir, "rootfs", p))
+			if err != nil {
+				t.Errorf("rootfs lacks %s: %v", p, err)
+			} else if st.Mode().Perm() != 0600 {
+				t.Errorf("rootfs%s has mode %o", p, st.Mode().Perm())
+			}
+		}
+	}
+	for _, p := range []string{"aio.ign", "auth/kubeconfig"} {
+		st, err := os.Stat(filepath.Join(r.dir, p))
+		if err != nil || st.Mode().Perm() != 0600 {
+			t.Errorf("%s: mode %v err %v, want 0600", p, st.Mode().Perm(), err)
+		}
+	}
+	// rootfs/ holds exactly the files aio.ign lays down.
+	n := 0
+	_ = filepath.WalkDir(filepath.Join(r.dir, "rootfs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			n++
+			rel := "/" + strings.TrimPrefix(p, filepath.Join(r.dir, "rootfs")+"/")
+			if _, ok := r.files[rel]; !ok && !strings.HasPrefix(rel, "/etc/systemd/") {
+				t.Errorf("rootfs has %s, aio.ign does not", rel)
+			}
+		}
+		return nil
+	})
+	if n < len(r.files) {
+		t.Errorf("rootfs has %d files, aio.ign %d", n, len(r.files))
+	}
+}
+
+func parsePEMCerts(t *testing.T, data []byte) []*x509.Certificate {
+	cs, err := certs.ParseCertificates(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// checkCertificates: every leaf certificate on the node verifies against a CA bundle aio.ign carries, with the
+// SANs the operator gives it; leaves live --cert-validity, signers at least ten years.
+func checkCertificates(t *testing.T, r *rendered) {
+	roots := x509.NewCertPool()
+	nBundles := 0
+	for _, data := range r.caBundles(t) {
+		for _, c := range parsePEMCerts(t, data) {
+			if c.IsCA {
+				roots.AddCert(c)
+				nBundles++
+			}
+		}
+	}
+	if nBundles == 0 {
+		t.Fatal("aio.ign carries no CA bundle")
+	}
+	leaves := 0
+	for p, data := range r.files {
+		if !strings.HasSuffix(p, "/tls.crt") {
+			continue
+		}
+		cs := parsePEMCerts(t, data)
+		if len(cs) == 0 {
+			t.Errorf("%s holds no certificate", p)
+			continue
+		}
+		leaf := cs[0]
+		leaves++
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}, CurrentTime: time.Now()}); err != nil {
+			t.Errorf("%s (CN %s) does not verify against aio.ign's CA bundles: %v", p, leaf.Subject.CommonName, err)
+		}
+		if life := leaf.NotAfter.Sub(leaf.NotBefore); life < certs.DefaultLeafValidity-2*time.Hour || life > certs.DefaultLeafValidity+2*time.Hour {
+			t.Errorf("%s lives %s, want --cert-validity %s", p, life, certs.DefaultLeafValidity)
+		}
+		keyPath := strings.TrimSuffix(p, "tls.crt") + "tls.key"
+		if _, ok := r.files[keyPath]; !ok {
+			t.Errorf("%s has no %s", p, keyPath)
+		}
+	}
+	if leaves < 8 {
+		t.Errorf("only %d leaf certificates on the node", leaves)
+	}
+	// Signers (the CAs in the bundles) live at least ten years.
+	for p, data := range r.caBundles(t) {
+		for _, c := range parsePEMCerts(t, data) {
+			if c.IsCA && c.NotAfter.Sub(c.NotBefore) < certs.MinSignerValidity-time.Hour {
+				t.Errorf("%s: signer %s lives only %s", p, c.Subject.CommonName, c.NotAfter.Sub(c.NotBefore))
+			}
+		}
+	}
+
+	certDir := "/etc/kubernetes/static-pod-resources/kube-apiserver-certs/secrets/"
+	sans := map[string][]string{
+		"localhost-serving-cert-certkey":        {"localhost", "127.0.0.1"},
+		"external-loadbalancer-serving-certkey": {"api." + r.domain},
+		"internal-loadbalancer-serving-certkey": {"api-int." + r.domain},
+		"service-network-serving-certkey":       append([]string{"kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "openshift.default.svc"}, r.serviceIPs()...),
+	}
+	for secret, want := range sans {
+		cs := parsePEMCerts(t, r.files[certDir+secret+"/tls.crt"])
+		if len(cs) == 0 {
+			t.Errorf("%s missing", secret)
+			continue
+		}
+		for _, name := range want {
+			if err := cs[0].VerifyHostname(name); err != nil {
+				t.Errorf("%s: %v", secret, err)
+			}
+		}
+	}
+	clientUsers := map[string]string{
+		"aggregator-client":                        "system:openshift-aggregator",
+		"kubelet-client":                           "system:kube-apiserver",
+		"control-plane-node-admin-client-cert-key": "system:control-plane-node-admin",
+		"check-endpoints-client-cert-key":          "system:serviceaccount:openshift-kube-apiserver:check-endpoints",
+	}
+	for secret, user := range clientUsers {
+		cs := parsePEMCerts(t, r.files[certDir+secret+"/tls.crt"])
+		if len(cs) == 0 || cs[0].Subject.CommonName != user {
+			t.Errorf("%s: want a client certificate for %s", secret, user)
+		}
+	}
+}
+
+// caBundles returns every CA bundle aio.ign carries: ca-bundle.crt files, and the ca-bundle.crt key of every
+// ConfigMap manifest it lays down, by where it was found.
+func (r *rendered) caBundles(t *testing.T) map[string][]byte {
+	out := map[string][]byte{}
+	for p, data := range r.files {
+		if strings.HasSuffix(p, "ca-bundle.crt") {
+			out[p] = data
+		}
+		if strings.HasPrefix(p, ManifestsDir+"/") && strings.Contains(p, "_configmap_") {
+			var cm corev1.ConfigMap
+			if err := yaml.UnmarshalStrict(data, &cm); err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			if b, ok := cm.Data["ca-bundle.crt"]; ok {
+				out[p] = []byte(b)
+			}
+		}
+	}
+	return out
+}
+
+// serviceIPs reads the service networks back from the rendered Network manifest.
+func (r *rendered) serviceIPs() []string {
+	var out []string
+	for _, m := range r.out.Manifests {
+		if m.GVK.Kind == "Network" && m.GVK.Group == "config.openshift.io" {
+			spec, _ := m.Object["spec"].(map[string]interface{})
+			nets, _ := spec["serviceNetwork"].([]interface{})
+			for _, n := range nets {
+				_, ipn, err := net.ParseCIDR(n.(string))
+				if err != nil {
+					continue
+				}
+				ip := ipn.IP
+				ip[len(ip)-1]++
+				out = append(out, ip.String())
+			}
+		}
+	}
+	return out
+}
+
+// checkAdminKubeconfig: server is the external API name, the CA verifies that name's serving certificate, and the
+// client certificate is system:admin in system:masters, chaining to kube-apiserver's client CA bundle.
+func checkAdminKubeconfig(t *testing.T, r *rendered) {
+	raw, err := os.ReadFile(filepath.Join(r.dir, "auth", "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(raw) != string(r.files[AdminKubeconfigPath]) {
+		t.Errorf("auth/kubeconfig differs from the node's %s", AdminKubeconfigPath)
+	}
+	cfg, err := clientcmd.Load(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := cfg.Contexts[cfg.CurrentContext]
+	cluster, user := cfg.Clusters[ctx.Cluster], cfg.AuthInfos[ctx.AuthInfo]
+	if want := "https://api." + r.domain + ":6443"; cluster.Server != want {
+		t.Errorf("server = %s, want %s", cluster.Server, want)
+	}
+	serverRoots := x509.NewCertPool()
+	serverRoots.AppendCertsFromPEM(cluster.CertificateAuthorityData)
+	lb := parsePEMCerts(t, r.files["/etc/kubernetes/static-pod-resources/kube-apiserver-certs/secrets/external-loadbalancer-serving-certkey/tls.crt"])
+	if _, err := lb[0].Verify(x509.VerifyOptions{Roots: serverRoots, DNSName: "api." + r.domain}); err != nil {
+		t.Errorf("kubeconfig CA does not verify the API serving cert: %v", err)
+	}
+	block, _ := pem.Decode(user.ClientCertificateData)
+	client, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if client.Subject.CommonName != "system:admin" || len(client.Subject.Organization) != 1 || client.Subject.Organization[0] != "system:masters" {
+		t.Errorf("admin client subject = %v", client.Subject)
+	}
+	clientCA := x509.NewCertPool()
+	clientCA.AppendCertsFromPEM(r.files["/etc/kubernetes/static-pod-resources/kube-apiserver-certs/configmaps/client-ca/ca-bundle.crt"])
+	if _, err := client.Verify(x509.VerifyOptions{Roots: clientCA, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("admin client cert does not chain to kube-apiserver's client-ca: %v", err)
+	}
+}
+
+// checkTrace: the trace names the loops that wrote, and ends with a pass that wrote nothing.
+func checkTrace(t *testing.T, r *rendered) {
+	trace, err := os.ReadFile(filepath.Join(r.dir, "trace.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(trace)), "\n")
+	last := lines[len(lines)-1]
+	if !regexp.MustCompile(`^# converge pass \d+: 0 writes, 0 loop errors, .*\(fixpoint\)$`).MatchString(last) {
+		t.Errorf("trace does not end with a pass without writes: %q", last)
+	}
+	if !strings.Contains(string(trace), "cert-rotation/ServiceNetworkServing") || !strings.Contains(string(trace), "emulate/cluster-network-operator") {
+		t.Errorf("trace does not attribute writes to loops:\n%s", trace)
+	}
+}
