@@ -16,6 +16,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/conformance"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/pipeline"
 )
@@ -95,5 +97,51 @@ Invalid input exits 1 with every problem listed, and --dir is left untouched.`,
 	f.DurationVar(&o.CertValidity, "cert-validity", o.CertValidity, "validity of leaf certificates; signers live at least ten years")
 	f.StringVar(&o.Images, "images", "", "YAML map of component (hyperkube, etcd, cluster-kube-apiserver-operator, ...) to image pull spec; unnamed components keep their defaults")
 	f.StringVar(&o.InfraID, "infra-id", "", "infrastructure name (default: <cluster name>-<5 random characters>, as the installer makes it)")
+	cmd.AddCommand(newConformanceCommand(stdout))
+	return cmd
+}
+
+func newConformanceCommand(stdout io.Writer) *cobra.Command {
+	var o conformance.Options
+	var component, images string
+	cmd := &cobra.Command{
+		Use:   "conformance --dir D --against EXPECTED [--component NAME]",
+		Short: "Compare a render with what the real operators produce",
+		Long: `conformance compares the static pods, config files and file modes of a render (--dir, the output of
+render-static) with an operator-produced tree (--against: pods/, rootfs/, FILES.txt). Revision numbers,
+certificate material, image names (through the image map), the infrastructure name and version strings are
+normalised; embedded shell scripts are compared by their exec statements. Every other difference is reported
+with its path; documented adaptations are listed apart. Exit 0 only when nothing unexplained remains.`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.RenderDir == "" || o.ExpectedDir == "" {
+				return fmt.Errorf("--dir and --against are required")
+			}
+			if component != "" {
+				o.Components = []string{component}
+			}
+			img, err := clusterconfig.LoadImages(images)
+			if err != nil {
+				return err
+			}
+			o.Images = img
+			r, err := conformance.Compare(o)
+			if err != nil {
+				return err
+			}
+			r.Write(stdout)
+			if !r.OK() {
+				return fmt.Errorf("%d unexplained differences", len(r.Unexplained))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.RenderDir, "dir", "", "a render's output directory")
+	f.StringVar(&o.ExpectedDir, "against", "", "an operator-produced tree: pods/, rootfs/, FILES.txt")
+	f.StringVar(&component, "component", "", "compare only this component (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)")
+	f.StringVar(&images, "images", "", "the --images file the render used")
 	return cmd
 }

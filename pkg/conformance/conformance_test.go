@@ -1,0 +1,230 @@
+package conformance
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+const expectedDir = "../../../shared/conformance/sno/expected"
+
+var testImages = map[string]string{
+	"hyperkube": "registry.example/hyperkube@sha256:1", "etcd": "registry.example/etcd@sha256:2",
+	"cluster-kube-apiserver-operator": "registry.example/kas-o@sha256:3", "cluster-etcd-operator": "registry.example/ceo@sha256:4",
+	"cluster-kube-controller-manager-operator": "registry.example/kcm-o@sha256:5", "cluster-kube-scheduler-operator": "registry.example/ks-o@sha256:6",
+	"cluster-policy-controller": "registry.example/cpc@sha256:7", "tools": "registry.example/tools@sha256:8",
+}
+
+// fakeRender builds a render output directory from the expected tree, the way a perfect render would look:
+// pods as JSON manifests with real (multi-line) scripts whose exec statements are the summarised ones, images
+// from testImages, every FILES.txt entry with its mode, and a different infrastructure name.
+func fakeRender(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat(expectedDir); err != nil {
+		t.Skipf("no expected tree at %s", expectedDir)
+	}
+	dir := t.TempDir()
+	root := filepath.Join(dir, "rootfs")
+	byComponent := map[string]string{}
+	for comp, spec := range testImages {
+		byComponent[comp] = spec
+	}
+	rewrite := func(s string) string {
+		if m := scriptSummaryRE.FindStringSubmatch(s); m != nil {
+			body := "set -euo pipefail\necho starting\n"
+			if m[1] != "none" {
+				for _, st := range strings.Split(m[1], " ;; ") {
+					body += "  " + st + "\n"
+				}
+			}
+			return strings.ReplaceAll(body, "sno-x7k2p", "sno-abcde")
+		}
+		for _, m := range expectedImageRE.FindAllStringSubmatch(s, -1) {
+			s = strings.ReplaceAll(s, m[0], byComponent[m[1]])
+		}
+		return strings.ReplaceAll(s, "sno-x7k2p", "sno-abcde")
+	}
+	// FILES.txt: every file with its mode, contents from rootfs/ where given.
+	f, err := os.Open(filepath.Join(expectedDir, "FILES.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		mode, p, _ := strings.Cut(sc.Text(), " ")
+		m, _ := strconv.ParseUint(mode, 8, 32)
+		data, err := os.ReadFile(filepath.Join(expectedDir, "rootfs", p))
+		if err != nil {
+			data = []byte("secret material\n")
+		}
+		data = []byte(rewrite(string(data)))
+		writeFile(t, filepath.Join(root, p), os.FileMode(m), data)
+	}
+	// Pods: JSON like the installer writes, into manifests/.
+	entries, _ := os.ReadDir(filepath.Join(expectedDir, "pods"))
+	for _, e := range entries {
+		raw, _ := os.ReadFile(filepath.Join(expectedDir, "pods", e.Name()))
+		var v interface{}
+		if err := yaml.Unmarshal(raw, &v); err != nil {
+			t.Fatal(err)
+		}
+		v = walk(v, rewrite)
+		j, _ := json.Marshal(v)
+		writeFile(t, filepath.Join(root, "etc/kubernetes/manifests", e.Name()), 0600, j)
+	}
+	writeFile(t, filepath.Join(dir, "manifests", "05_cluster_infrastructure.config.openshift.io_cluster.yaml"), 0644,
+		[]byte("apiVersion: config.openshift.io/v1\nkind: Infrastructure\nmetadata:\n  name: cluster\nstatus:\n  infrastructureName: sno-abcde\n"))
+	return dir
+}
+
+func walk(v interface{}, f func(string) string) interface{} {
+	switch x := v.(type) {
+	case map[string]interface{}:
+		for k, e := range x {
+			x[k] = walk(e, f)
+		}
+	case []interface{}:
+		for i, e := range x {
+			x[i] = walk(e, f)
+		}
+	case string:
+		return f(x)
+	}
+	return v
+}
+
+func writeFile(t *testing.T, p string, mode os.FileMode, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func compare(t *testing.T, dir string, comps ...string) *Report {
+	t.Helper()
+	r, err := Compare(Options{RenderDir: dir, ExpectedDir: expectedDir, Components: comps, Images: testImages})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestPerfectRenderConforms(t *testing.T) {
+	dir := fakeRender(t)
+	r := compare(t, dir)
+	if !r.OK() || len(r.Adapted) != 0 {
+		var b strings.Builder
+		r.Write(&b)
+		t.Fatalf("a render identical up to normalisation is reported as different:\n%s", b.String())
+	}
+	if r.Compared < 100 {
+		t.Errorf("only %d items compared", r.Compared)
+	}
+}
+
+func TestDifferencesAreReportedWithTheirPath(t *testing.T) {
+	dir := fakeRender(t)
+	root := filepath.Join(dir, "rootfs")
+	// A changed flag in the kube-apiserver pod.
+	pod := filepath.Join(root, "etc/kubernetes/manifests/kube-apiserver-pod.yaml")
+	b, _ := os.ReadFile(pod)
+	if err := os.WriteFile(pod, []byte(strings.Replace(string(b), "--insecure-port=6080", "--insecure-port=6081", 1)), 0600); err != nil {
+		t.Fatal(err)
+	}
+	// A changed exec statement in etcd's script.
+	etcdPod := filepath.Join(root, "etc/kubernetes/manifests/etcd-pod.yaml")
+	b, _ = os.ReadFile(etcdPod)
+	if err := os.WriteFile(etcdPod, []byte(strings.Replace(string(b), "--log-level=info", "--log-level=debug", 1)), 0600); err != nil {
+		t.Fatal(err)
+	}
+	// A mode, a missing file, an extra file.
+	if err := os.Chmod(filepath.Join(root, "etc/kubernetes/static-pod-resources/kube-scheduler-pod-1/configmaps/config/config.yaml"), 0644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(root, "etc/kubernetes/static-pod-resources/kube-controller-manager-certs/secrets/csr-signer/tls.key")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "etc/kubernetes/static-pod-resources/etcd-certs/configmaps/extra/x"), 0600, []byte("x"))
+	// A config field.
+	cfg := filepath.Join(root, "etc/kubernetes/static-pod-resources/kube-apiserver-pod-1/configmaps/config/config.yaml")
+	b, _ = os.ReadFile(cfg)
+	var v map[string]interface{}
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	v["kind"] = "Other"
+	b, _ = yaml.Marshal(v)
+	if err := os.WriteFile(cfg, b, 0600); err != nil {
+		t.Fatal(err)
+	}
+
+	r := compare(t, dir)
+	want := []string{
+		"pods/kube-apiserver-pod.yaml:spec.containers[kube-apiserver-insecure-readyz].args[0]",
+		"pods/etcd-pod.yaml:spec.containers[etcd].command[2]",
+		"files:etc/kubernetes/static-pod-resources/kube-scheduler-pod-N/configmaps/config/config.yaml",
+		"files:etc/kubernetes/static-pod-resources/kube-controller-manager-certs/secrets/csr-signer/tls.key",
+		"files:etc/kubernetes/static-pod-resources/etcd-certs/configmaps/extra/x",
+		"rootfs/etc/kubernetes/static-pod-resources/kube-apiserver-pod-1/configmaps/config/config.yaml:kind",
+	}
+	got := map[string]bool{}
+	for _, d := range r.Unexplained {
+		got[d.Path] = true
+	}
+	for _, p := range want {
+		if !got[p] {
+			t.Errorf("difference %s not reported; got:\n%v", p, r.Unexplained)
+		}
+	}
+	if len(r.Unexplained) != len(want) {
+		t.Errorf("got %d differences, want %d: %v", len(r.Unexplained), len(want), r.Unexplained)
+	}
+	// Only the scheduler: the other components' differences are not its business.
+	if rs := compare(t, dir, "kube-scheduler"); len(rs.Unexplained) != 1 {
+		t.Errorf("kube-scheduler only: %v", rs.Unexplained)
+	}
+}
+
+func TestAdaptationsAreListedApart(t *testing.T) {
+	a := adaptations{{Path: "pods/etcd-pod.yaml:spec.containers[etcd].*", Reason: "fresh node"}}
+	a[0].re = mustPattern(a[0].Path)
+	if r, ok := a.explain("pods/etcd-pod.yaml:spec.containers[etcd].args[0]"); !ok || r != "fresh node" {
+		t.Errorf("explain = %q %v", r, ok)
+	}
+	if _, ok := a.explain("pods/etcd-pod.yaml:spec.containers[etcd-metrics].args[0]"); ok {
+		t.Errorf("pattern matched another container")
+	}
+	// Every embedded adaptation file parses and has reasons.
+	if _, err := LoadAdaptations(Components); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExecStatements(t *testing.T) {
+	s := "set -e\nif x; then\n  exec foo \\\n   --a=1   --b\nfi\necho exec not\n  exec bar\n"
+	if got := foldStatements(execStatements(s)); got != "exec foo --a=1 --b ;; exec bar" {
+		t.Errorf("got %q", got)
+	}
+	if got := foldStatements(execStatements("echo hi\n")); got != "none" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestUnknownComponent(t *testing.T) {
+	if _, err := Compare(Options{RenderDir: t.TempDir(), ExpectedDir: expectedDir, Components: []string{"kube-proxy"}}); err == nil || !strings.Contains(err.Error(), "unknown component") {
+		t.Errorf("err = %v", err)
+	}
+}
