@@ -166,7 +166,8 @@ func emptyDocument(doc *yaml.Node) bool {
 // message is preferred when it rejects the document too.
 func yamlError(data []byte, err error) error {
 	msg := err.Error()
-	if err2 := yaml11Error(data); err2 != nil {
+	var typeErr *yaml2.TypeError
+	if err2 := yaml11Error(data); err2 != nil && !errors.As(err2, &typeErr) {
 		msg = err2.Error()
 	}
 	return errors.New("install-config is not valid YAML: " + strings.TrimPrefix(msg, "yaml: "))
@@ -328,6 +329,11 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, nullIsEmpty
 		}
 		v.SetBool(b)
 	case reflect.Int32, reflect.Int64:
+		if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float" && bigInteger.MatchString(n.Value) {
+			// YAML reads integers too large for 64 bits as floats.
+			d.fail(path, "integer %s is out of range", shorten(n.Value))
+			return
+		}
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
 			d.typeError(n, path, "an integer")
 			return
@@ -342,6 +348,8 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, nullIsEmpty
 		panic(fmt.Sprintf("installconfig: field %s has unsupported Go type %s", path, v.Type()))
 	}
 }
+
+var bigInteger = regexp.MustCompile(`^[-+]?[0-9][0-9_]*$`)
 
 func badInteger(s string) string {
 	_, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 0, 64)
@@ -369,7 +377,7 @@ func scalarBool(n *yaml.Node) (bool, bool) {
 		}
 		return false, false
 	}
-	if n.Style == 0 && n.Tag != "!!str" {
+	if n.Style == 0 { // plain, without an explicit tag
 		b, ok := yaml11Bools[n.Value]
 		return b, ok
 	}

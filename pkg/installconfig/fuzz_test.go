@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
-	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -41,19 +40,8 @@ func FuzzParse(f *testing.F) {
 		{netip.MustParseAddr("fd00::10"), netip.MustParseAddr("fd00::11"), netip.Addr{}},
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		done := make(chan bool)
-		defer close(done)
-		go func() {
-			select {
-			case <-done:
-			case <-time.After(3 * time.Second):
-				os.WriteFile("/tmp/slow.yaml", data, 0o644)
-				panic("SLOW")
-			}
-		}()
-		for _, ips := range nodeIPs {
-			_, _ = load(data, ips)
-		}
+		ips := nodeIPs[len(data)%len(nodeIPs)]
+		_, _ = load(data, ips)
 		ic, err := Parse(data)
 		if err != nil {
 			if ic != nil {
@@ -61,9 +49,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		for _, ips := range nodeIPs {
-			_ = ic.Validate(ips)
-		}
+		_ = ic.Validate(ips)
 		_, _, _, _, _ = ic.ServiceIPs(), ic.ClusterCIDRs(), ic.MachineCIDRs(), ic.IPv6Primary(), ic.DualStack()
 		_, _, _, _ = ic.SSHKeys(), ic.TrustBundle(), ic.Warnings(), ic.APIServerURL()
 

@@ -100,6 +100,13 @@ func (v *validator) networking() *netInfo {
 		return ni
 	}
 	ovn := n.NetworkType == "" || n.NetworkType == NetworkTypeOVNKubernetes
+	// Any plugin name is accepted, but a known name in the wrong case or
+	// with spaces is a typo that would silently select an unknown plugin.
+	for _, known := range []string{NetworkTypeOVNKubernetes, NetworkTypeOpenShiftSDN} {
+		if t := n.NetworkType; t != known && strings.EqualFold(strings.TrimSpace(t), known) {
+			v.addf("networking.networkType", "unsupported value %s (did you mean %q?)", quoteShort(t), known)
+		}
+	}
 
 	if len(n.ClusterNetwork) == 0 {
 		v.addf("networking.clusterNetwork", "required (at least one entry)")

@@ -135,6 +135,9 @@ type ObjectMeta struct {
 	Name string `json:"name"`
 	// Namespace is tolerated and ignored.
 	Namespace string `json:"namespace,omitempty"`
+	// CreationTimestamp is tolerated and ignored: openshift-install create install-config writes
+	// "creationTimestamp: null".
+	CreationTimestamp *string `json:"creationTimestamp,omitempty"`
 }
 
 // Networking is the cluster's network configuration.
