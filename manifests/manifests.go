@@ -8,7 +8,7 @@ import (
 	"io/fs"
 )
 
-//go:embed *
+//go:embed */*
 var files embed.FS
 
 // FS is every embedded file, by its path below manifests/ ("kube-apiserver/pod.yaml").

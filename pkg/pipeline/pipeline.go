@@ -78,7 +78,8 @@ func Validate(o Options) (*clusterconfig.Inputs, error) {
 	if o.InstallConfig != "" {
 		ic, err = installconfig.Load(o.InstallConfig, nodeIPs)
 		if err != nil {
-			errs = append(errs, asFieldErrors("install-config", err)...)
+			// Field problems name their field; problems of the whole file (unreadable, empty, not YAML) the file.
+			errs = append(errs, asFieldErrors(o.InstallConfig, err)...)
 		}
 	}
 	if len(errs) > 0 {
