@@ -29,6 +29,29 @@ type Inputs struct {
 	InfraID   string
 	Lifetimes certs.Lifetimes
 	Images    Images
+	Flavor    Flavor
+}
+
+// Flavor says which control-plane binaries the static pods run.
+type Flavor string
+
+const (
+	// FlavorOpenShift renders the operators' own static pods (OpenShift images: hyperkube, the operators).
+	FlavorOpenShift Flavor = "openshift"
+	// FlavorUpstream renders flag-only pods for upstream images (kube-apiserver, kube-controller-manager,
+	// kube-scheduler v1.34, etcd 3.6) from the same loops, PKI, encryption config, layout and Ignition.
+	FlavorUpstream Flavor = "upstream"
+)
+
+// ParseFlavor checks a --flavor value.
+func ParseFlavor(s string) (Flavor, error) {
+	switch Flavor(s) {
+	case "", FlavorOpenShift:
+		return FlavorOpenShift, nil
+	case FlavorUpstream:
+		return FlavorUpstream, nil
+	}
+	return "", fmt.Errorf("--flavor: %q is not a flavor (openshift or upstream)", s)
 }
 
 // NodeIP is the node's primary IP.

@@ -32,6 +32,8 @@ type Options struct {
 	InfraID string
 	// Images is a YAML file mapping components to pull specs; empty means the defaults.
 	Images string
+	// Flavor is "openshift" (default) or "upstream".
+	Flavor string
 }
 
 // DefaultNodeName is --node-name's default.
@@ -74,6 +76,10 @@ func Validate(o Options) (*clusterconfig.Inputs, error) {
 	if err != nil {
 		errs = append(errs, asFieldErrors("--images", err)...)
 	}
+	flavor, err := clusterconfig.ParseFlavor(o.Flavor)
+	if err != nil {
+		errs = append(errs, asFieldErrors("--flavor", err)...)
+	}
 	var ic *installconfig.InstallConfig
 	if o.InstallConfig != "" {
 		ic, err = installconfig.Load(o.InstallConfig, nodeIPs)
@@ -89,7 +95,7 @@ func Validate(o Options) (*clusterconfig.Inputs, error) {
 	if infraID == "" {
 		infraID = clusterconfig.NewInfraID(ic.Metadata.Name)
 	}
-	return &clusterconfig.Inputs{InstallConfig: ic, NodeName: o.NodeName, NodeIPs: nodeIPs, InfraID: infraID, Lifetimes: lt, Images: images}, nil
+	return &clusterconfig.Inputs{InstallConfig: ic, NodeName: o.NodeName, NodeIPs: nodeIPs, InfraID: infraID, Lifetimes: lt, Images: images, Flavor: flavor}, nil
 }
 
 // asFieldErrors keeps field errors as they are and turns any other error into one naming field.
