@@ -4,9 +4,11 @@ package certs
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"time"
 
+	"github.com/openshift/library-go/pkg/crypto"
 	"github.com/openshift/library-go/pkg/operator/certrotation"
 	"github.com/openshift/library-go/pkg/operator/events"
 	"github.com/openshift/library-go/pkg/operator/v1helpers"
@@ -77,6 +79,9 @@ type Rotation struct {
 	// Hostnames returns the serving names; an error means an input is not there yet (the loop retries).
 	Hostnames  func() ([]string, error)
 	SignerName string
+	// ExtKeyUsages, when set, replace a serving certificate's extended key usages (etcd's peer and serving
+	// certificates are used both as client and as server certificates).
+	ExtKeyUsages []x509.ExtKeyUsage
 	// Description and JiraComponent become the operators' TLS artifact annotations.
 	Description   string
 	JiraComponent string
@@ -96,7 +101,14 @@ func (r Rotation) Loop(c *loops.Cluster, lt Lifetimes, operator v1helpers.Static
 	case Client:
 		creator = &certrotation.ClientRotation{UserInfo: &user.DefaultInfo{Name: r.User, Groups: r.Groups}}
 	case Serving:
-		creator = &certrotation.ServingRotation{Hostnames: func() []string { return hostnames }}
+		serving := &certrotation.ServingRotation{Hostnames: func() []string { return hostnames }}
+		if usages := r.ExtKeyUsages; len(usages) > 0 {
+			serving.CertificateExtensionFn = []crypto.CertificateExtensionFunc{func(c *x509.Certificate) error {
+				c.ExtKeyUsage = append([]x509.ExtKeyUsage(nil), usages...)
+				return nil
+			}}
+		}
+		creator = serving
 	case IntermediateSigner:
 		creator = &certrotation.SignerRotation{SignerName: r.SignerName}
 	}

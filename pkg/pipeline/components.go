@@ -3,6 +3,7 @@ package pipeline
 import (
 	"github.com/render-static/render-static/pkg/apiserver"
 	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/etcd"
 	"github.com/render-static/render-static/pkg/loops"
 	"github.com/render-static/render-static/pkg/staticpod"
 )
@@ -33,6 +34,7 @@ type registration struct {
 // certificates before kube-apiserver's revision inputs; kube-apiserver's client certificates before
 // kube-controller-manager's and kube-scheduler's).
 var registry = []registration{
+	{etcd.Namespaces, func(c *loops.Cluster, in *clusterconfig.Inputs) Component { return etcd.New(c, in) }},
 	{apiserver.Namespaces, func(c *loops.Cluster, in *clusterconfig.Inputs) Component { return apiserver.New(c, in) }},
 }
 

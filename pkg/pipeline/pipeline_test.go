@@ -385,10 +385,20 @@ func checkTrace(t *testing.T, r *rendered) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(string(trace)), "\n")
-	last := lines[len(lines)-1]
-	if !regexp.MustCompile(`^# converge pass \d+: 0 writes, 0 loop errors, .*\(fixpoint\)$`).MatchString(last) {
-		t.Errorf("trace does not end with a pass without writes: %q", last)
+	// Every phase ends with a pass that wrote nothing: the last pass line of each phase is a fixpoint.
+	lastOfPhase := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(trace)), "\n") {
+		if m := regexp.MustCompile(`^# (\w+) pass \d+: `).FindStringSubmatch(l); m != nil {
+			lastOfPhase[m[1]] = l
+		}
+	}
+	if lastOfPhase["converge"] == "" {
+		t.Errorf("trace has no converge phase")
+	}
+	for phase, l := range lastOfPhase {
+		if !regexp.MustCompile(`: 0 writes, 0 loop errors, .*\(fixpoint\)$`).MatchString(l) {
+			t.Errorf("phase %s does not end with a pass without writes: %q", phase, l)
+		}
 	}
 	if !strings.Contains(string(trace), "cert-rotation/ServiceNetworkServing") || !strings.Contains(string(trace), "emulate/cluster-network-operator") {
 		t.Errorf("trace does not attribute writes to loops:\n%s", trace)

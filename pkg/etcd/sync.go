@@ -1,0 +1,193 @@
+package etcd
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+
+	configlistersv1 "github.com/openshift/client-go/config/listers/config/v1"
+	"github.com/openshift/library-go/pkg/operator/configobserver"
+	libgoapiserver "github.com/openshift/library-go/pkg/operator/configobserver/apiserver"
+	"github.com/openshift/library-go/pkg/operator/events"
+	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
+	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
+	"github.com/openshift/library-go/pkg/operator/staticresourcecontroller"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/yaml"
+
+	"github.com/render-static/render-static/manifests"
+	"github.com/render-static/render-static/pkg/loops"
+)
+
+// StaticResources are the manifests under manifests/etcd/ the static-resources loop applies.
+var StaticResources = []string{"etcd/ns.yaml", "etcd/operator-ns.yaml", "etcd/svc.yaml"}
+
+// staticResourcesLoop applies the namespaces and the etcd service with library-go's static resource controller.
+func (k *Component) staticResourcesLoop() loops.Loop {
+	ctrl := staticresourcecontroller.NewStaticResourceController("EtcdStaticResources", manifests.Read, StaticResources,
+		resourceapply.NewKubeClientHolder(k.cluster.Kube), k.op, k.recorder)
+	return loops.ControllerLoop("static-resources/etcd", ctrl, k.recorder)
+}
+
+// observerListers is what etcd's config observers read.
+type observerListers struct {
+	apiServer  configlistersv1.APIServerLister
+	kubeSystem corev1listers.ConfigMapNamespaceLister
+	syncer     resourcesynccontroller.ResourceSyncer // none of etcd's observers syncs resources
+}
+
+var _ libgoapiserver.APIServerLister = observerListers{}
+
+func (l observerListers) APIServerLister() configlistersv1.APIServerLister      { return l.apiServer }
+func (l observerListers) ResourceSyncer() resourcesynccontroller.ResourceSyncer { return l.syncer }
+func (l observerListers) PreRunHasSynced() []cache.InformerSynced               { return nil }
+
+// configObserverLoop observes what the operator observes: the APIServer's TLS profile into
+// servingInfo.{minTLSVersion,cipherSuites} (library-go's observer) and the control-plane replicas of the
+// install-config into controlPlane.replicas.
+func (k *Component) configObserverLoop() loops.Loop {
+	l := observerListers{
+		apiServer:  k.cluster.ConfigInformers.Config().V1().APIServers().Lister(),
+		kubeSystem: k.cluster.KubeInformers.InformersFor(KubeSystem).Core().V1().ConfigMaps().Lister().ConfigMaps(KubeSystem),
+	}
+	ctrl := configobserver.NewConfigObserver("etcd", k.op, k.recorder, l, nil,
+		libgoapiserver.ObserveTLSSecurityProfile, observeControlPlaneReplicas)
+	return loops.ControllerLoop("config-observer/etcd", ctrl, k.recorder)
+}
+
+var controlPlaneReplicasPath = []string{"controlPlane", "replicas"}
+
+// observeControlPlaneReplicas observes controlPlane.replicas (plus arbiter.replicas, when the install-config has
+// arbiters) of kube-system/cluster-config-v1 into the observed config's controlPlane.replicas.
+func observeControlPlaneReplicas(genericListers configobserver.Listers, _ events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
+	l := genericListers.(observerListers)
+	n, err := controlPlaneReplicas(l.kubeSystem)
+	if err != nil {
+		return configobserver.Pruned(existing, controlPlaneReplicasPath), []error{err}
+	}
+	out := map[string]interface{}{}
+	if err := unstructured.SetNestedField(out, float64(n), controlPlaneReplicasPath...); err != nil {
+		return configobserver.Pruned(existing, controlPlaneReplicasPath), []error{err}
+	}
+	return out, nil
+}
+
+// controlPlaneReplicas reads the desired control-plane size from a cluster-config-v1 configmap.
+func controlPlaneReplicas(cms corev1listers.ConfigMapNamespaceLister) (int, error) {
+	ic, err := installConfig(cms)
+	if err != nil {
+		return 0, err
+	}
+	replicas, found, err := unstructured.NestedFloat64(ic, "controlPlane", "replicas")
+	if err != nil || !found {
+		return 0, fmt.Errorf("cluster-config-v1: install-config has no controlPlane.replicas (%v)", err)
+	}
+	if arbiters, found, err := unstructured.NestedFloat64(ic, "arbiter", "replicas"); err == nil && found {
+		replicas += arbiters
+	}
+	return int(replicas), nil
+}
+
+// installConfig is the install-config a cluster-config-v1 configmap carries, as a generic map.
+func installConfig(cms corev1listers.ConfigMapNamespaceLister) (map[string]interface{}, error) {
+	cm, err := cms.Get("cluster-config-v1")
+	if err != nil {
+		return nil, err
+	}
+	raw, ok := cm.Data["install-config"]
+	if !ok {
+		return nil, fmt.Errorf("%s/cluster-config-v1 has no install-config", cm.Namespace)
+	}
+	var ic map[string]interface{}
+	if err := yaml.Unmarshal([]byte(raw), &ic); err != nil {
+		return nil, fmt.Errorf("%s/cluster-config-v1: install-config: %w", cm.Namespace, err)
+	}
+	return ic, nil
+}
+
+// A resource-sync rule: copy Source to Dest (conditionally on the source existing, as the operator does).
+type syncRule struct {
+	Secret       bool
+	Dest, Source resourcesynccontroller.ResourceLocation
+}
+
+func rl(ns, name string) resourcesynccontroller.ResourceLocation {
+	return resourcesynccontroller.ResourceLocation{Namespace: ns, Name: name}
+}
+
+// SyncRules are the operator's resource-sync rules. openshift-config/etcd-serving-ca and
+// openshift-config/etcd-client are what kube-apiserver reads.
+var SyncRules = []syncRule{
+	{Dest: rl(TargetNamespace, "cluster-config-v1"), Source: rl(KubeSystem, "cluster-config-v1")},
+	{Dest: rl(OperatorNamespace, CABundleName), Source: rl(TargetNamespace, CABundleName)},
+	{Dest: rl(ConfigNamespace, CABundleName), Source: rl(TargetNamespace, CABundleName)},
+	{Dest: rl(ConfigNamespace, ServingCAName), Source: rl(TargetNamespace, CABundleName)},
+	{Dest: rl(OperatorNamespace, "etcd-metric-serving-ca"), Source: rl(TargetNamespace, MetricsBundleName)},
+	{Secret: true, Dest: rl(OperatorNamespace, MetricClientName), Source: rl(TargetNamespace, MetricClientName)},
+	{Secret: true, Dest: rl(OperatorNamespace, ClientName), Source: rl(TargetNamespace, ClientName)},
+	{Secret: true, Dest: rl(ConfigNamespace, ClientName), Source: rl(TargetNamespace, ClientName)},
+}
+
+// resourceSyncLoop is library-go's resource sync controller with the operator's rules.
+func (k *Component) resourceSyncLoop() loops.Loop {
+	kube := k.cluster.KubeInformers
+	ctrl := resourcesynccontroller.NewResourceSyncController("etcd", k.op, kube, k.cluster.Kube.CoreV1(), k.cluster.Kube.CoreV1(), k.recorder)
+	var regErr error
+	for _, r := range SyncRules {
+		src := r.Source
+		var err error
+		if r.Secret {
+			lister := kube.InformersFor(src.Namespace).Core().V1().Secrets().Lister().Secrets(src.Namespace)
+			err = ctrl.SyncSecretConditionally(r.Dest, src, func() (bool, error) {
+				_, err := lister.Get(src.Name)
+				return exists(err)
+			})
+		} else {
+			lister := kube.InformersFor(src.Namespace).Core().V1().ConfigMaps().Lister().ConfigMaps(src.Namespace)
+			err = ctrl.SyncConfigMapConditionally(r.Dest, src, func() (bool, error) {
+				_, err := lister.Get(src.Name)
+				return exists(err)
+			})
+		}
+		if err != nil && regErr == nil {
+			regErr = fmt.Errorf("resource sync %s/%s: %w", r.Dest.Namespace, r.Dest.Name, err)
+		}
+	}
+	l := loops.ControllerLoop("resource-sync/etcd", ctrl, k.recorder)
+	if regErr != nil {
+		return l.Before(func(context.Context) error { return regErr })
+	}
+	return l
+}
+
+func exists(err error) (bool, error) {
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	}
+	return false, err
+}
+
+// EndpointKey is the key of an IP in openshift-etcd/etcd-endpoints: its text, base64 without padding.
+func EndpointKey(ip string) string { return base64.RawStdEncoding.EncodeToString([]byte(ip)) }
+
+// endpointsLoop writes openshift-etcd/etcd-endpoints the way a bootstrap-in-place install seeds it: the one member's
+// IP (the node's primary IP), keyed by its base64 text, and no bootstrap annotation. kube-apiserver's etcd-servers
+// and the etcd environment's ALL_ETCD_ENDPOINTS come from it.
+func (k *Component) endpointsLoop() loops.Loop {
+	return loops.Loop{Name: "endpoints/" + EndpointsName, Sync: func(ctx context.Context) error {
+		ip := k.in.NodeIP().String()
+		_, _, err := resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: TargetNamespace, Name: EndpointsName, Annotations: ownedBy()},
+			Data:       map[string]string{EndpointKey(ip): ip},
+		})
+		return err
+	}}
+}

@@ -1,0 +1,185 @@
+package etcd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/template"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
+	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/render-static/render-static/manifests"
+	"github.com/render-static/render-static/pkg/loops"
+)
+
+// Scripts are the etcd-scripts keys besides etcd.env, as files under manifests/etcd/scripts/. The *.sh ones are
+// installed into /usr/local/bin by the pod's etcd-resources-copy container; etcd-common-tools is sourced by them
+// from the cert directory.
+var Scripts = []string{"cluster-backup.sh", "cluster-restore.sh", "disable-etcd.sh", "etcd-common-tools", "quorum-restore.sh"}
+
+// podData is what the pod templates under manifests/etcd/ are rendered with.
+type podData struct {
+	Image         string // etcd
+	OperatorImage string // cluster-etcd-operator
+	Env           EnvVars
+	LogLevel      string
+	// ListenAddress is the any-address of the primary IP family, as a URL host; LocalhostAddress its loopback.
+	ListenAddress, LocalhostAddress string
+	// CipherSuites is the comma-separated list of ETCD_CIPHER_SUITES ("" when only TLS 1.3 is allowed).
+	CipherSuites string
+	// The probes allow more time for a larger backend quota.
+	LivenessFailureThreshold, StartupFailureThreshold int
+}
+
+func (k *Component) podData() (*podData, error) {
+	env, err := k.envVars()
+	if err != nil {
+		return nil, err
+	}
+	spec, _, _, err := k.op.GetOperatorState()
+	if err != nil {
+		return nil, err
+	}
+	d := &podData{
+		Image:                    k.in.Images.Image("etcd"),
+		OperatorImage:            k.in.Images.Image("cluster-etcd-operator"),
+		Env:                      env,
+		LogLevel:                 "info",
+		ListenAddress:            "0.0.0.0",
+		LocalhostAddress:         "127.0.0.1",
+		LivenessFailureThreshold: 20 * QuotaGiB / 8,
+		StartupFailureThreshold:  30 * QuotaGiB / 8,
+	}
+	switch spec.LogLevel {
+	case operatorv1.Debug, operatorv1.Trace, operatorv1.TraceAll:
+		d.LogLevel = "debug"
+	}
+	if k.in.NodeIP().Is6() {
+		d.ListenAddress, d.LocalhostAddress = "[::]", "[::1]"
+	}
+	d.CipherSuites, _ = env.Get("ETCD_CIPHER_SUITES")
+	return d, nil
+}
+
+var templateFuncs = template.FuncMap{
+	// quote makes a YAML double-quoted scalar.
+	"quote": strconv.Quote,
+}
+
+// renderPod renders a pod template of manifests/etcd/ and checks that the result is a pod.
+func renderPod(name string, d *podData) (string, error) {
+	raw, err := manifests.Read("etcd/" + name)
+	if err != nil {
+		return "", err
+	}
+	t, err := template.New(name).Funcs(templateFuncs).Option("missingkey=error").Parse(string(raw))
+	if err != nil {
+		return "", fmt.Errorf("manifests/etcd/%s: %w", name, err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, d); err != nil {
+		return "", fmt.Errorf("manifests/etcd/%s: %w", name, err)
+	}
+	if _, err := resourceread.ReadPodV1(b.Bytes()); err != nil {
+		return "", fmt.Errorf("manifests/etcd/%s does not render to a pod: %w", name, err)
+	}
+	return b.String(), nil
+}
+
+// versionData is the keys every pod configmap of the operator carries besides its pods: the operator spec's
+// forceRedeploymentReason, and the operator's version (empty: no operator binary made this render).
+func (k *Component) versionData(data map[string]string) (map[string]string, error) {
+	spec, _, _, err := k.op.GetStaticPodOperatorState()
+	if err != nil {
+		return nil, err
+	}
+	data["forceRedeploymentReason"] = spec.ForceRedeploymentReason
+	data["version"] = ""
+	return data, nil
+}
+
+func (k *Component) applyConfigMap(ctx context.Context, name string, data map[string]string) error {
+	_, _, err := resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: TargetNamespace, Name: name, Annotations: ownedBy()},
+		Data:       data,
+	})
+	return err
+}
+
+// EnvFile is etcd.env: one `export NAME="VALUE"` line per variable, sorted, for the scripts to source.
+func EnvFile(env EnvVars) string {
+	var b strings.Builder
+	q := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`")
+	for _, v := range env {
+		fmt.Fprintf(&b, "export %s=\"%s\"\n", v.Name, q.Replace(v.Value))
+	}
+	return b.String()
+}
+
+// scriptsLoop is the operator's script controller: configmap etcd-scripts with etcd.env and the backup and restore
+// scripts (our own, under manifests/etcd/scripts/).
+func (k *Component) scriptsLoop() loops.Loop {
+	return loops.Loop{Name: "target-config/" + ScriptsName, Sync: func(ctx context.Context) error {
+		env, err := k.envVars()
+		if err != nil {
+			return err
+		}
+		data := map[string]string{"etcd.env": EnvFile(env)}
+		for _, s := range Scripts {
+			raw, err := manifests.Read("etcd/scripts/" + s)
+			if err != nil {
+				return err
+			}
+			data[s] = string(raw)
+		}
+		return k.applyConfigMap(ctx, ScriptsName, data)
+	}}
+}
+
+// restorePodLoop is configmap restore-etcd-pod: the pod cluster-restore.sh puts in place of etcd to restore a
+// snapshot (pod.yaml), and the pod quorum-restore.sh uses to restart the member as a new single-member cluster
+// (quorum-restore-pod.yaml).
+func (k *Component) restorePodLoop() loops.Loop {
+	return loops.Loop{Name: "target-config/" + RestorePodName, Sync: func(ctx context.Context) error {
+		d, err := k.podData()
+		if err != nil {
+			return err
+		}
+		data := map[string]string{}
+		for key, tmpl := range map[string]string{"pod.yaml": "restore-pod.yaml", "quorum-restore-pod.yaml": "quorum-restore-pod.yaml"} {
+			if data[key], err = renderPod(tmpl, d); err != nil {
+				return err
+			}
+		}
+		if data, err = k.versionData(data); err != nil {
+			return err
+		}
+		return k.applyConfigMap(ctx, RestorePodName, data)
+	}}
+}
+
+// podLoop is the target config of the static pod: configmap etcd-pod with pod.yaml rendered from
+// manifests/etcd/pod.yaml (the installer substitutes REVISION, NODE_NAME and NODE_ENVVAR_NAME on the node).
+func (k *Component) podLoop() loops.Loop {
+	return loops.Loop{Name: "target-config/" + PodConfigMap, Sync: func(ctx context.Context) error {
+		d, err := k.podData()
+		if err != nil {
+			return err
+		}
+		pod, err := renderPod("pod.yaml", d)
+		if err != nil {
+			return err
+		}
+		data, err := k.versionData(map[string]string{"pod.yaml": pod})
+		if err != nil {
+			return err
+		}
+		return k.applyConfigMap(ctx, PodConfigMap, data)
+	}}
+}
