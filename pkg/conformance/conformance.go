@@ -144,7 +144,36 @@ type comparison struct {
 }
 
 func (c *comparison) add(path string, expected, got interface{}) {
-	c.diffs = append(c.diffs, Difference{Path: path, Expected: show(expected), Got: show(got)})
+	e, g := around(show(expected), show(got))
+	c.diffs = append(c.diffs, Difference{Path: path, Expected: e, Got: g})
+}
+
+// around cuts two long renderings to a window around their first difference, so a changed flag in a long
+// command line is visible.
+func around(e, g string) (string, string) {
+	const before, after = 120, 160
+	if len(e) <= before+after && len(g) <= before+after {
+		return e, g
+	}
+	i := 0
+	for i < len(e) && i < len(g) && e[i] == g[i] {
+		i++
+	}
+	cut := func(s string) string {
+		start, end := i-before, i+after
+		prefix, suffix := "…", "…"
+		if start <= 0 {
+			start, prefix = 0, ""
+		}
+		if end >= len(s) {
+			end, suffix = len(s), ""
+		}
+		if start > end {
+			start = end
+		}
+		return prefix + s[start:end] + suffix
+	}
+	return cut(e), cut(g)
 }
 
 func show(v interface{}) string {
@@ -155,11 +184,7 @@ func show(v interface{}) string {
 	if err != nil {
 		return fmt.Sprint(v)
 	}
-	s := string(b)
-	if len(s) > 400 {
-		s = s[:400] + "…"
-	}
-	return s
+	return string(b)
 }
 
 func contains(l []string, s string) bool {

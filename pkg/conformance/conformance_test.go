@@ -234,3 +234,14 @@ func TestUnknownComponent(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+func TestAroundShowsTheFirstDifference(t *testing.T) {
+	long := strings.Repeat("--flag=value ", 60)
+	e, g := around(long+"--log-level=info --tail", long+"--log-level=debug --tail")
+	if !strings.Contains(e, "--log-level=info") || !strings.Contains(g, "--log-level=debug") || len(e) > 300 {
+		t.Errorf("window does not show the difference: %q / %q", e, g)
+	}
+	if e, g := around("short", "other"); e != "short" || g != "other" {
+		t.Errorf("short values changed: %q %q", e, g)
+	}
+}
