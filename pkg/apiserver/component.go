@@ -1,11 +1,15 @@
 // Package apiserver is the kube-apiserver component: the kube-apiserver operator's control loops in the order the
 // seed describes (cert rotation, encryption, bound tokens, static resources, config observation, target config,
-// resource sync), run offline against the render's cluster.
+// resource sync), run offline against the render's cluster, then its revision controller.
 package apiserver
 
 import (
+	"fmt"
+
 	operatorv1 "github.com/openshift/api/operator/v1"
+	"github.com/openshift/library-go/pkg/operator/apiserver/controller/auditpolicy"
 	"github.com/openshift/library-go/pkg/operator/events"
+	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
 
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
@@ -14,7 +18,10 @@ import (
 )
 
 // Namespaces are the namespaces whose objects kube-apiserver's loops list.
-var Namespaces = []string{OperatorNamespace, TargetNamespace, ConfigNamespace, ManagedNamespace, "kube-system", "openshift-etcd"}
+var Namespaces = []string{OperatorNamespace, TargetNamespace, ConfigNamespace, ManagedNamespace, "kube-system", EtcdNamespace}
+
+// EtcdNamespace holds etcd's endpoints configmap, which the etcd component publishes.
+const EtcdNamespace = "openshift-etcd"
 
 // Component is kube-apiserver in one render.
 type Component struct {
@@ -22,6 +29,9 @@ type Component struct {
 	in       *clusterconfig.Inputs
 	op       *loops.OperatorClient
 	recorder events.Recorder
+	// sync is the operator's resource sync controller: built first, because the encryption controllers and the
+	// config observers register rules on it, and run as the "resource-sync" loop.
+	sync *resourcesynccontroller.ResourceSyncController
 }
 
 // New registers the operator resource (operator.openshift.io/v1 KubeAPIServer "cluster", managed, with the
@@ -30,20 +40,44 @@ func New(c *loops.Cluster, in *clusterconfig.Inputs) *Component {
 	op := c.NewOperatorClient("KubeAPIServer", "kubeapiservers",
 		operatorv1.StaticPodOperatorSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed, LogLevel: operatorv1.Normal}},
 		operatorv1.StaticPodOperatorStatus{NodeStatuses: []operatorv1.NodeStatus{{NodeName: in.NodeName}}})
-	return &Component{cluster: c, in: in, op: op, recorder: c.Recorder}
+	k := &Component{cluster: c, in: in, op: op, recorder: c.Recorder}
+	k.sync = resourcesynccontroller.NewResourceSyncController("kube-apiserver", op, c.KubeInformers,
+		c.Kube.CoreV1(), c.Kube.CoreV1(), c.Recorder)
+	if err := registerSyncRules(k.sync); err != nil {
+		panic(err) // duplicate rules in SyncRules: a programming error
+	}
+	return k
 }
 
 // Name is the component's name in traces and reports.
 func (k *Component) Name() string { return "kube-apiserver" }
 
-// Converge returns the loops that run to a fixpoint, in order.
+// Converge returns the loops that run to a fixpoint, in the operator's order (seed 001):
+//
+//	cert rotation → encryption → bound service-account token signer → static resources → config observation →
+//	target config → resource sync → node kubeconfigs, audit policy
+//
+// Every pass runs them all again, which is the seed's "one more time" cycle through observation, target config
+// and resource sync.
 func (k *Component) Converge() []loops.Loop {
 	cfg := k.cluster.ConfigInformers.Config().V1()
 	var out []loops.Loop
 	for _, r := range Rotations(cfg.Networks().Lister(), cfg.Infrastructures().Lister()) {
 		out = append(out, r.Loop(k.cluster, k.in.Lifetimes, k.op, k.recorder))
 	}
-	out = append(out, k.bundleLoops()...)
+	stages := [][]loops.Loop{
+		k.encryptionLoops(),
+		{k.boundSATokenSignerLoop()},
+		{k.staticResourcesLoop()},
+		{k.configObserverLoop()},
+		k.bundleLoops(),
+		{k.targetConfigLoop(), k.podConfigMapLoop()},
+		{loops.ControllerLoop("resource-sync", k.sync, k.recorder)},
+		{k.nodeKubeconfigsLoop(), k.auditPolicyLoop()},
+	}
+	for _, s := range stages {
+		out = append(out, s...)
+	}
 	return out
 }
 
@@ -59,23 +93,84 @@ var ServingCABundles = []certs.Location{
 // Operator is the component's operator resource.
 func (k *Component) Operator() *loops.OperatorClient { return k.op }
 
-// Revision returns the revision phase's loops: none until the pod and config exist.
-func (k *Component) Revision() ([]loops.Loop, error) { return nil, nil }
+// Revision returns the revision phase's loop: library-go's revision controller over the operator's revisioned
+// configmaps and secrets. It waits (makes no revision, and no error) while an input another component produces
+// is missing; Waiting says which.
+func (k *Component) Revision() ([]loops.Loop, error) {
+	l, err := staticpod.RevisionLoop(k.cluster, k.Name(), StaticPod(), k.op, k.recorder)
+	if err != nil {
+		return nil, err
+	}
+	return []loops.Loop{k.whenInputs(l, revisionInputs...)}, nil
+}
 
 // StaticPod is what the installer lays out for kube-apiserver.
-func (k *Component) StaticPod() staticpod.StaticPod { return CertDirSecrets() }
+func (k *Component) StaticPod() staticpod.StaticPod { return StaticPod() }
 
-// CertDirSecrets is the part of the operator's cert directory (kube-apiserver-certs) that the loops so far
-// produce: every rotation target in the operand namespace but the localhost-recovery serving cert (which is
-// revisioned), and the client CA bundle. The installer lays these out unrevisioned, and the cert syncer keeps
-// them live on a running node.
-func CertDirSecrets() staticpod.StaticPod {
-	sp := staticpod.StaticPod{Namespace: TargetNamespace, CertDir: "kube-apiserver-certs",
-		CertConfigMaps: []staticpod.Resource{{Name: "client-ca"}}}
-	for _, r := range Rotations(nil, nil) {
-		if r.Target.Namespace == TargetNamespace && r.Name != "LocalhostRecoveryServing" {
-			sp.CertSecrets = append(sp.CertSecrets, staticpod.Resource{Name: r.Target.Name})
-		}
+// StaticPod is kube-apiserver's static pod as the operator hands it to its revision controller and installer:
+// the revisioned configmaps and secrets (the pod configmap first) and the cert directory kube-apiserver-certs,
+// which the cert syncer keeps live on a running node.
+func StaticPod() staticpod.StaticPod {
+	return staticpod.StaticPod{
+		Namespace:    TargetNamespace,
+		PodConfigMap: "kube-apiserver-pod",
+		ConfigMaps: []staticpod.Resource{
+			{Name: "kube-apiserver-pod"},
+			{Name: "config"},
+			{Name: "kube-apiserver-cert-syncer-kubeconfig"},
+			{Name: "oauth-metadata", Optional: true},
+			{Name: "cloud-config", Optional: true},
+			{Name: "bound-sa-token-signing-certs"},
+			{Name: "etcd-serving-ca"},
+			{Name: "kube-apiserver-server-ca", Optional: true},
+			{Name: "kubelet-serving-ca"},
+			{Name: "sa-token-signing-certs"},
+			{Name: "kube-apiserver-audit-policies"},
+			{Name: "auth-config", Optional: true},
+		},
+		Secrets: []staticpod.Resource{
+			{Name: "etcd-client"},
+			{Name: "encryption-config", Optional: true},
+			{Name: "localhost-recovery-serving-certkey"},
+			{Name: "localhost-recovery-client-token"},
+			{Name: "webhook-authenticator", Optional: true},
+		},
+		CertDir: "kube-apiserver-certs",
+		CertConfigMaps: []staticpod.Resource{
+			{Name: "aggregator-client-ca"},
+			{Name: "client-ca"},
+			{Name: "trusted-ca-bundle", Optional: true},
+			{Name: "control-plane-node-kubeconfig"},
+			{Name: "check-endpoints-kubeconfig"},
+		},
+		CertSecrets: certDirSecrets(),
 	}
-	return sp
+}
+
+func certDirSecrets() []staticpod.Resource {
+	out := []staticpod.Resource{
+		{Name: "aggregator-client"},
+		{Name: "localhost-serving-cert-certkey"},
+		{Name: "service-network-serving-certkey"},
+		{Name: "external-loadbalancer-serving-certkey"},
+		{Name: "internal-loadbalancer-serving-certkey"},
+		{Name: "bound-service-account-signing-key"},
+		{Name: "control-plane-node-admin-client-cert-key"},
+		{Name: "check-endpoints-client-cert-key"},
+		{Name: "kubelet-client"},
+		{Name: "node-kubeconfigs"},
+		{Name: "user-serving-cert", Optional: true},
+	}
+	for i := 0; i < 10; i++ {
+		out = append(out, staticpod.Resource{Name: fmt.Sprintf("user-serving-cert-%03d", i), Optional: true})
+	}
+	return out
+}
+
+// auditPolicyLoop is library-go's audit policy controller: the APIServer's audit profile as
+// openshift-kube-apiserver/kube-apiserver-audit-policies (key policy.yaml).
+func (k *Component) auditPolicyLoop() loops.Loop {
+	ctrl := auditpolicy.NewAuditPolicyController("kube-apiserver", TargetNamespace, "kube-apiserver-audit-policies",
+		k.op, k.cluster.Kube, k.cluster.ConfigInformers, k.cluster.KubeInformers.InformersFor(TargetNamespace), k.recorder)
+	return loops.ControllerLoop("target-config/kube-apiserver-audit-policies", ctrl, k.recorder)
 }

@@ -1,0 +1,352 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	configv1 "github.com/openshift/api/config/v1"
+	"github.com/openshift/api/features"
+	configlisters "github.com/openshift/client-go/config/listers/config/v1"
+	"github.com/openshift/library-go/pkg/controller/factory"
+	"github.com/openshift/library-go/pkg/operator/configobserver"
+	libapiserver "github.com/openshift/library-go/pkg/operator/configobserver/apiserver"
+	libetcd "github.com/openshift/library-go/pkg/operator/configobserver/etcd"
+	"github.com/openshift/library-go/pkg/operator/configobserver/featuregates"
+	libnetwork "github.com/openshift/library-go/pkg/operator/configobserver/network"
+	libproxy "github.com/openshift/library-go/pkg/operator/configobserver/proxy"
+	encryptionobserver "github.com/openshift/library-go/pkg/operator/encryption/observer"
+	"github.com/openshift/library-go/pkg/operator/events"
+	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/yaml"
+
+	"github.com/render-static/render-static/manifests"
+	"github.com/render-static/render-static/pkg/loops"
+)
+
+// Listers is what kube-apiserver's config observers read: library-go's observers assert the small interfaces
+// they need (APIServerLister, ConfigMapLister, SecretLister, ProxyLister), ours use the fields.
+type Listers struct {
+	Sync           resourcesynccontroller.ResourceSyncer
+	APIServer      configlisters.APIServerLister
+	Authentication configlisters.AuthenticationLister
+	Infrastructure configlisters.InfrastructureLister
+	Network        configlisters.NetworkLister
+	Proxy          configlisters.ProxyLister
+	ConfigMaps     corelisters.ConfigMapLister
+	Secrets        corelisters.SecretLister
+	FeatureGates   featuregates.FeatureGateAccess
+}
+
+func (l Listers) ResourceSyncer() resourcesynccontroller.ResourceSyncer    { return l.Sync }
+func (l Listers) PreRunHasSynced() []cache.InformerSynced                  { return nil }
+func (l Listers) APIServerLister() configlisters.APIServerLister           { return l.APIServer }
+func (l Listers) ConfigMapLister() corelisters.ConfigMapLister             { return l.ConfigMaps }
+func (l Listers) SecretLister() corelisters.SecretLister                   { return l.Secrets }
+func (l Listers) ProxyLister() configlisters.ProxyLister                   { return l.Proxy }
+func (l Listers) InfrastructureLister() configlisters.InfrastructureLister { return l.Infrastructure }
+
+// Paths in the observed config that the target config and the pod template read.
+var (
+	gracefulTerminationPath = []string{"gracefulTerminationDuration"}
+	proxyPath               = []string{"targetconfigcontroller", "proxy"}
+	bindNetworkPath         = []string{"servingInfo", "bindNetwork"}
+)
+
+// AuditPolicyPath is where the installer puts the audit policy the audit-policy loop renders.
+const AuditPolicyPath = "/etc/kubernetes/static-pod-resources/configmaps/kube-apiserver-audit-policies/policy.yaml"
+
+// Observers returns kube-apiserver's config observers: library-go's where they exist, ours otherwise. The
+// config observer merges their results (the order does not matter).
+func Observers(gates featuregates.FeatureGateAccess) []configobserver.ObserveConfigFunc {
+	return []configobserver.ObserveConfigFunc{
+		observeNamedCertificates,
+		libapiserver.ObserveAdditionalCORSAllowedOrigins,
+		observeSingleReplicaTimings,
+		observeAdmissionPlugins,
+		libapiserver.ObserveTLSSecurityProfile,
+		observeServiceAccountIssuer,
+		observePodSecurity,
+		encryptionobserver.NewEncryptionConfigObserver(TargetNamespace, EncryptionConfigPath),
+		libetcd.ObserveStorageURLsToArgumentsWithAlwaysLocal,
+		featuregates.NewObserveFeatureFlagsFunc(nil, nil, []string{"apiServerArguments", "feature-gates"}, gates),
+		observeNetwork,
+		observeAuthorizationMode,
+		libproxy.NewProxyObserveFunc(proxyPath),
+		libapiserver.NewAuditObserver(func(string) (string, error) { return AuditPolicyPath, nil }),
+	}
+}
+
+// configObserverLoop is library-go's config observer with kube-apiserver's observers. It waits for etcd's
+// endpoints (the etcd component publishes them): without them the observed config would have no etcd-servers.
+func (k *Component) configObserverLoop() loops.Loop {
+	cfg := k.cluster.ConfigInformers.Config().V1()
+	all := k.cluster.KubeFactory().Core().V1()
+	listers := Listers{
+		Sync:           k.sync,
+		APIServer:      cfg.APIServers().Lister(),
+		Authentication: cfg.Authentications().Lister(),
+		Infrastructure: cfg.Infrastructures().Lister(),
+		Network:        cfg.Networks().Lister(),
+		Proxy:          cfg.Proxies().Lister(),
+		ConfigMaps:     all.ConfigMaps().Lister(),
+		Secrets:        all.Secrets().Lister(),
+		FeatureGates:   FeatureGateAccess(),
+	}
+	ctrl := configobserver.NewConfigObserver("kube-apiserver", k.op, k.recorder, listers, []factory.Informer{},
+		Observers(listers.FeatureGates)...)
+	return k.whenInputs(loops.ControllerLoop("config-observer", ctrl, k.recorder), etcdEndpoints)
+}
+
+// FeatureGateAccess is the Default feature set of the self-managed cluster profile, as the pinned openshift/api
+// defines it (the cluster's FeatureGate is never changed after a render).
+func FeatureGateAccess() featuregates.FeatureGateAccess {
+	enabled, disabled := DefaultFeatureGates()
+	return featuregates.NewHardcodedFeatureGateAccess(enabled, disabled)
+}
+
+// DefaultFeatureGates returns the enabled and disabled gates of the Default feature set, each sorted by name.
+func DefaultFeatureGates() (enabled, disabled []configv1.FeatureGateName) {
+	set, err := features.FeatureSets(features.SelfManaged, configv1.Default)
+	if err != nil {
+		panic(err) // the pinned openshift/api always has the Default set of the self-managed profile
+	}
+	for _, g := range set.Enabled {
+		enabled = append(enabled, g.FeatureGateAttributes.Name)
+	}
+	for _, g := range set.Disabled {
+		disabled = append(disabled, g.FeatureGateAttributes.Name)
+	}
+	sort.Slice(enabled, func(i, j int) bool { return enabled[i] < enabled[j] })
+	sort.Slice(disabled, func(i, j int) bool { return disabled[i] < disabled[j] })
+	return enabled, disabled
+}
+
+func set(out map[string]interface{}, value interface{}, path ...string) []error {
+	if err := unstructured.SetNestedField(out, value, path...); err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
+func strs(in ...string) []interface{} {
+	out := make([]interface{}, len(in))
+	for i, s := range in {
+		out[i] = s
+	}
+	return out
+}
+
+// namedCertificates are the serving certificates kube-apiserver presents by SNI: the rotated ones in the cert
+// directory and the revisioned localhost-recovery one.
+var namedCertificates = []struct{ dir, name string }{
+	{"static-pod-certs", "localhost-serving-cert-certkey"},
+	{"static-pod-certs", "service-network-serving-certkey"},
+	{"static-pod-certs", "external-loadbalancer-serving-certkey"},
+	{"static-pod-certs", "internal-loadbalancer-serving-certkey"},
+	{"static-pod-resources", "localhost-recovery-serving-certkey"},
+}
+
+// observeNamedCertificates sets servingInfo.namedCertificates. User serving certificates of the APIServer config
+// are not taken: nobody can rotate them on a cluster without operators.
+func observeNamedCertificates(_ configobserver.Listers, _ events.Recorder, _ map[string]interface{}) (map[string]interface{}, []error) {
+	var certs []interface{}
+	for _, c := range namedCertificates {
+		dir := fmt.Sprintf("/etc/kubernetes/%s/secrets/%s", c.dir, c.name)
+		certs = append(certs, map[string]interface{}{"certFile": dir + "/tls.crt", "keyFile": dir + "/tls.key"})
+	}
+	out := map[string]interface{}{}
+	return out, set(out, certs, "servingInfo", "namedCertificates")
+}
+
+// observeSingleReplicaTimings sets what a single control-plane node needs: no shutdown delay (no load balancer
+// to drain), a 15 s graceful termination, no GOAWAY (there is no other instance to go to), and one Retry-After
+// answer while not ready. With more replicas it sets the multi-node values.
+func observeSingleReplicaTimings(generic configobserver.Listers, _ events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
+	paths := [][]string{
+		{"apiServerArguments", "shutdown-delay-duration"}, gracefulTerminationPath,
+		{"apiServerArguments", "goaway-chance"}, {"apiServerArguments", "send-retry-after-while-not-ready-once"},
+	}
+	infra, err := generic.(Listers).Infrastructure.Get("cluster")
+	if err != nil {
+		return configobserver.Pruned(existing, paths...), []error{err}
+	}
+	sno := infra.Status.ControlPlaneTopology == configv1.SingleReplicaTopologyMode
+	delay, grace, goaway, retry := "70s", "135", "0.001", "false"
+	if sno {
+		delay, grace, goaway, retry = "0s", "15", "0", "true"
+	}
+	out := map[string]interface{}{}
+	var errs []error
+	errs = append(errs, set(out, strs(delay), paths[0]...)...)
+	errs = append(errs, set(out, grace, paths[1]...)...)
+	errs = append(errs, set(out, strs(goaway), paths[2]...)...)
+	errs = append(errs, set(out, strs(retry), paths[3]...)...)
+	return out, errs
+}
+
+// observeAdmissionPlugins sets the enabled admission plugins from manifests/kube-apiserver/admission-plugins.yaml.
+func observeAdmissionPlugins(_ configobserver.Listers, _ events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
+	path := []string{"apiServerArguments", "enable-admission-plugins"}
+	raw, err := manifests.Read("kube-apiserver/admission-plugins.yaml")
+	if err != nil {
+		return configobserver.Pruned(existing, path), []error{err}
+	}
+	var plugins struct {
+		Enable []string `json:"enable"`
+	}
+	if err := yaml.UnmarshalStrict(raw, &plugins); err != nil {
+		return configobserver.Pruned(existing, path), []error{err}
+	}
+	out := map[string]interface{}{}
+	return out, set(out, strs(plugins.Enable...), path...)
+}
+
+// DefaultServiceAccountIssuer is the issuer of bound tokens when Authentication spec.serviceAccountIssuer is empty.
+const DefaultServiceAccountIssuer = "https://kubernetes.default.svc"
+
+// observeServiceAccountIssuer sets the issuer and audience of bound tokens (Authentication
+// spec.serviceAccountIssuer, or the in-cluster default) and the JWKS URI published in the discovery document
+// (the external API URL, so that clients outside the cluster can verify tokens).
+func observeServiceAccountIssuer(generic configobserver.Listers, _ events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
+	paths := [][]string{
+		{"apiServerArguments", "service-account-issuer"}, {"apiServerArguments", "api-audiences"},
+		{"apiServerArguments", "service-account-jwks-uri"},
+	}
+	l := generic.(Listers)
+	auth, err := l.Authentication.Get("cluster")
+	if err != nil {
+		return configobserver.Pruned(existing, paths...), []error{err}
+	}
+	infra, err := l.Infrastructure.Get("cluster")
+	if err != nil {
+		return configobserver.Pruned(existing, paths...), []error{err}
+	}
+	issuer := auth.Spec.ServiceAccountIssuer
+	if issuer == "" {
+		issuer = DefaultServiceAccountIssuer
+	}
+	out := map[string]interface{}{}
+	var errs []error
+	errs = append(errs, set(out, strs(issuer), paths[0]...)...)
+	errs = append(errs, set(out, strs(issuer), paths[1]...)...)
+	if infra.Status.APIServerURL != "" {
+		errs = append(errs, set(out, strs(strings.TrimSuffix(infra.Status.APIServerURL, "/")+"/openid/v1/jwks"), paths[2]...)...)
+	}
+	return out, errs
+}
+
+// observePodSecurity configures the PodSecurity admission plugin: restricted everywhere when the
+// OpenShiftPodSecurityAdmission gate is on, privileged otherwise; the build controller is exempt.
+func observePodSecurity(generic configobserver.Listers, _ events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
+	path := []string{"admission", "pluginConfig", "PodSecurity", "configuration"}
+	gates, err := generic.(Listers).FeatureGates.CurrentFeatureGates()
+	if err != nil {
+		return configobserver.Pruned(existing, path), []error{err}
+	}
+	level := "privileged"
+	if gates.Enabled("OpenShiftPodSecurityAdmission") {
+		level = "restricted"
+	}
+	cfg := map[string]interface{}{
+		"apiVersion": "pod-security.admission.config.k8s.io/v1",
+		"kind":       "PodSecurityConfiguration",
+		"defaults": map[string]interface{}{
+			"enforce": level, "enforce-version": "latest",
+			"audit": level, "audit-version": "latest",
+			"warn": level, "warn-version": "latest",
+		},
+		"exemptions": map[string]interface{}{
+			"usernames": strs("system:serviceaccount:openshift-infra:build-controller"),
+		},
+	}
+	out := map[string]interface{}{}
+	return out, set(out, cfg, path...)
+}
+
+// observeNetwork sets what the Network status decides: servicesSubnet (every service network, comma separated),
+// the bind address (IPv4 only: 0.0.0.0 tcp4; IPv6 only: [::] tcp6; dual stack: [::] tcp, both families), the
+// CIDRs RestrictedEndpointsAdmission protects (cluster, then service networks) and the external IP policy.
+func observeNetwork(generic configobserver.Listers, rec events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
+	restricted := []string{"admission", "pluginConfig", "network.openshift.io/RestrictedEndpointsAdmission", "configuration"}
+	externalIP := []string{"admission", "pluginConfig", "network.openshift.io/ExternalIPRanger", "configuration"}
+	paths := [][]string{{"servicesSubnet"}, {"servingInfo", "bindAddress"}, bindNetworkPath, restricted, externalIP}
+	keep := configobserver.Pruned(existing, paths...)
+	lister := generic.(Listers).Network
+	clusterCIDRs, err := libnetwork.GetClusterCIDRs(lister, rec)
+	if err != nil {
+		return keep, []error{err}
+	}
+	serviceCIDRs, err := libnetwork.GetServiceCIDRs(lister, rec)
+	if err != nil {
+		return keep, []error{err}
+	}
+	if len(clusterCIDRs) == 0 || len(serviceCIDRs) == 0 {
+		return keep, []error{fmt.Errorf("networks.config.openshift.io/cluster has no cluster or service networks in status yet")}
+	}
+	v4, v6 := false, false
+	for _, c := range serviceCIDRs {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return keep, []error{fmt.Errorf("service network %q: %w", c, err)}
+		}
+		if p.Addr().Is4() {
+			v4 = true
+		} else {
+			v6 = true
+		}
+	}
+	bindAddress, bindNetwork := "0.0.0.0:6443", "tcp4"
+	switch {
+	case v4 && v6:
+		bindAddress, bindNetwork = "[::]:6443", "tcp"
+	case v6:
+		bindAddress, bindNetwork = "[::]:6443", "tcp6"
+	}
+	policy, err := libnetwork.GetExternalIPPolicy(lister, rec)
+	if err != nil {
+		return keep, []error{err}
+	}
+	autoAssign, err := libnetwork.GetExternalIPAutoAssignCIDRs(lister, rec)
+	if err != nil {
+		return keep, []error{err}
+	}
+	ranger := map[string]interface{}{
+		"apiVersion":     "network.openshift.io/v1",
+		"kind":           "ExternalIPRangerAdmissionConfig",
+		"allowIngressIP": len(autoAssign) > 0,
+	}
+	if policy != nil {
+		var cidrs []string
+		for _, c := range policy.RejectedCIDRs {
+			cidrs = append(cidrs, "!"+c)
+		}
+		cidrs = append(cidrs, policy.AllowedCIDRs...)
+		if len(cidrs) > 0 {
+			ranger["externalIPNetworkCIDRs"] = strs(cidrs...)
+		}
+	}
+	out := map[string]interface{}{}
+	var errs []error
+	errs = append(errs, set(out, strings.Join(serviceCIDRs, ","), paths[0]...)...)
+	errs = append(errs, set(out, bindAddress, paths[1]...)...)
+	errs = append(errs, set(out, bindNetwork, paths[2]...)...)
+	errs = append(errs, set(out, map[string]interface{}{
+		"apiVersion":      "network.openshift.io/v1",
+		"kind":            "RestrictedEndpointsAdmissionConfig",
+		"restrictedCIDRs": strs(append(append([]string(nil), clusterCIDRs...), serviceCIDRs...)...),
+	}, restricted...)...)
+	errs = append(errs, set(out, ranger, externalIP...)...)
+	return out, errs
+}
+
+// observeAuthorizationMode sets the authorizers: scopes of OAuth tokens, system:masters, RBAC, then the node
+// authorizer.
+func observeAuthorizationMode(_ configobserver.Listers, _ events.Recorder, _ map[string]interface{}) (map[string]interface{}, []error) {
+	out := map[string]interface{}{}
+	return out, set(out, strs("Scope", "SystemMasters", "RBAC", "Node"), "apiServerArguments", "authorization-mode")
+}

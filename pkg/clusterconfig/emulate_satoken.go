@@ -1,0 +1,228 @@
+package clusterconfig
+
+import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/render-static/render-static/pkg/loops"
+)
+
+// The service-account token signing key pair, where the installer puts it for a new cluster: the private key
+// for kube-controller-manager's token signer, the public key for kube-apiserver's token verification.
+const (
+	SAPrivateKeyNamespace = "openshift-config"
+	SAPrivateKeySecret    = "initial-service-account-private-key"
+	SAPrivateKeyKey       = "service-account.key"
+	SAPublicKeyNamespace  = "openshift-config-managed"
+	SAPublicKeyConfigMap  = "sa-token-signing-certs"
+	SAPublicKeyKey        = "service-account-001.pub"
+
+	// ServerCANamespace/ServerCAConfigMap is the CA bundle of kube-apiserver's serving certificates that token
+	// secrets carry as ca.crt (kube-apiserver publishes it there).
+	ServerCANamespace = "openshift-config-managed"
+	ServerCAConfigMap = "kube-apiserver-server-ca"
+
+	saTokenKeyBits = 2048
+)
+
+// ServiceAccountKeySeeds makes the service-account token signing key pair of one render, as the installer
+// seeds it: secret openshift-config/initial-service-account-private-key (service-account.key, PKCS#1 PEM) and
+// configmap openshift-config-managed/sa-token-signing-certs (service-account-001.pub, PKIX PEM). The pipeline
+// adds them to the cluster's seeds.
+func ServiceAccountKeySeeds() ([]runtime.Object, error) {
+	key, err := rsa.GenerateKey(rand.Reader, saTokenKeyBits)
+	if err != nil {
+		return nil, fmt.Errorf("service-account key: %w", err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+	priv := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	pub := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+	return []runtime.Object{
+		&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: SAPrivateKeyNamespace, Name: SAPrivateKeySecret},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       map[string][]byte{SAPrivateKeyKey: priv},
+		},
+		&corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: SAPublicKeyNamespace, Name: SAPublicKeyConfigMap},
+			Data:       map[string]string{SAPublicKeyKey: string(pub)},
+		},
+	}, nil
+}
+
+// LegacyServiceAccountTokens stands in for kube-controller-manager's legacy service-account token controller
+// (loop "emulate/legacy-serviceaccount-token-controller"): every secret of type
+// kubernetes.io/service-account-token whose service account exists gets the account's UID in annotation
+// kubernetes.io/service-account.uid and the keys token (a legacy JWT signed RS256 with the service-account
+// private key), ca.crt (kube-apiserver's serving CA bundle) and namespace. It waits, without an error, until the
+// key and the CA bundle exist; a token is rewritten only when one of its inputs changed (RS256 signatures are
+// deterministic, so a second pass writes nothing).
+func LegacyServiceAccountTokens(c *loops.Cluster) loops.Loop {
+	all := c.KubeFactory().Core().V1()
+	return loops.Loop{Name: "emulate/legacy-serviceaccount-token-controller", Sync: func(ctx context.Context) error {
+		keySecret, err := all.Secrets().Lister().Secrets(SAPrivateKeyNamespace).Get(SAPrivateKeySecret)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		key, err := parseRSAPrivateKey(keySecret.Data[SAPrivateKeyKey])
+		if err != nil {
+			return fmt.Errorf("%s/%s %s: %w", SAPrivateKeyNamespace, SAPrivateKeySecret, SAPrivateKeyKey, err)
+		}
+		ca, err := all.ConfigMaps().Lister().ConfigMaps(ServerCANamespace).Get(ServerCAConfigMap)
+		if apierrors.IsNotFound(err) || (err == nil && ca.Data["ca-bundle.crt"] == "") {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		secrets, err := all.Secrets().Lister().List(labels.Everything())
+		if err != nil {
+			return err
+		}
+		sort.Slice(secrets, func(i, j int) bool {
+			return secrets[i].Namespace+"/"+secrets[i].Name < secrets[j].Namespace+"/"+secrets[j].Name
+		})
+		var errs []error
+		for _, s := range secrets {
+			if s.Type != corev1.SecretTypeServiceAccountToken {
+				continue
+			}
+			saName := s.Annotations[corev1.ServiceAccountNameKey]
+			if saName == "" {
+				continue
+			}
+			sa, err := all.ServiceAccounts().Lister().ServiceAccounts(s.Namespace).Get(saName)
+			if apierrors.IsNotFound(err) || (err == nil && sa.UID == "") {
+				continue // the token controller waits for the account
+			}
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			token, err := LegacyToken(key, s.Namespace, s.Name, sa.Name, string(sa.UID))
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			want := map[string][]byte{
+				corev1.ServiceAccountTokenKey:     []byte(token),
+				corev1.ServiceAccountRootCAKey:    []byte(ca.Data["ca-bundle.crt"]),
+				corev1.ServiceAccountNamespaceKey: []byte(s.Namespace),
+			}
+			if s.Annotations[corev1.ServiceAccountUIDKey] == string(sa.UID) && sameData(s.Data, want) {
+				continue
+			}
+			next := s.DeepCopy()
+			if next.Annotations == nil {
+				next.Annotations = map[string]string{}
+			}
+			next.Annotations[corev1.ServiceAccountUIDKey] = string(sa.UID)
+			if next.Data == nil {
+				next.Data = map[string][]byte{}
+			}
+			for k, v := range want {
+				next.Data[k] = v
+			}
+			if _, err := c.Kube.CoreV1().Secrets(s.Namespace).Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	}}
+}
+
+func sameData(have, want map[string][]byte) bool {
+	for k, v := range want {
+		if string(have[k]) != string(v) {
+			return false
+		}
+	}
+	return true
+}
+
+func parseRSAPrivateKey(data []byte) (*rsa.PrivateKey, error) {
+	b, _ := pem.Decode(data)
+	if b == nil {
+		return nil, fmt.Errorf("no PEM block")
+	}
+	if k, err := x509.ParsePKCS1PrivateKey(b.Bytes); err == nil {
+		return k, nil
+	}
+	k, err := x509.ParsePKCS8PrivateKey(b.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	rk, ok := k.(*rsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("not an RSA key (%T)", k)
+	}
+	return rk, nil
+}
+
+// legacyClaims are the claims of a legacy (secret-based) service-account token, in the legacy controller's
+// layout; legacy tokens carry no expiry.
+type legacyClaims struct {
+	Issuer             string `json:"iss"`
+	Namespace          string `json:"kubernetes.io/serviceaccount/namespace"`
+	SecretName         string `json:"kubernetes.io/serviceaccount/secret.name"`
+	ServiceAccountName string `json:"kubernetes.io/serviceaccount/service-account.name"`
+	ServiceAccountUID  string `json:"kubernetes.io/serviceaccount/service-account.uid"`
+	Subject            string `json:"sub"`
+}
+
+// LegacyIssuer is the issuer of legacy service-account tokens.
+const LegacyIssuer = "kubernetes/serviceaccount"
+
+// LegacyToken signs a legacy service-account token (JWS compact serialisation, RS256) for the account
+// namespace/saName with UID uid, stored in secret namespace/secretName. The header's kid identifies the public
+// key the way kube-apiserver's token verification does (SHA-256 of its PKIX form, base64url).
+func LegacyToken(key *rsa.PrivateKey, namespace, secretName, saName, uid string) (string, error) {
+	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		return "", err
+	}
+	kid := sha256.Sum256(der)
+	header, err := json.Marshal(struct {
+		Alg string `json:"alg"`
+		Kid string `json:"kid"`
+	}{"RS256", base64.RawURLEncoding.EncodeToString(kid[:])})
+	if err != nil {
+		return "", err
+	}
+	claims, err := json.Marshal(legacyClaims{
+		Issuer: LegacyIssuer, Namespace: namespace, SecretName: secretName, ServiceAccountName: saName,
+		ServiceAccountUID: uid, Subject: "system:serviceaccount:" + namespace + ":" + saName,
+	})
+	if err != nil {
+		return "", err
+	}
+	signingInput := base64.RawURLEncoding.EncodeToString(header) + "." + base64.RawURLEncoding.EncodeToString(claims)
+	digest := sha256.Sum256([]byte(signingInput))
+	sig, err := rsa.SignPKCS1v15(nil, key, crypto.SHA256, digest[:])
+	if err != nil {
+		return "", err
+	}
+	return signingInput + "." + base64.RawURLEncoding.EncodeToString(sig), nil
+}

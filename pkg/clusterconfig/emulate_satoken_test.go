@@ -1,0 +1,162 @@
+package clusterconfig
+
+import (
+	"context"
+	"crypto"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/render-static/render-static/pkg/loops"
+)
+
+func TestLegacyServiceAccountTokens(t *testing.T) {
+	seeds, err := ServiceAccountKeySeeds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "client-token",
+			Annotations: map[string]string{corev1.ServiceAccountNameKey: "client"}},
+		Type: corev1.SecretTypeServiceAccountToken,
+	}
+	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "plain"}, Data: map[string][]byte{"a": []byte("b")}}
+	ca := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ServerCANamespace, Name: ServerCAConfigMap},
+		Data: map[string]string{"ca-bundle.crt": "CA"}}
+	c, err := loops.NewCluster([]string{"ns1", SAPrivateKeyNamespace, SAPublicKeyNamespace}, nil,
+		append(seeds, []runtime.Object{token, other, ca}...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop := LegacyServiceAccountTokens(c)
+	ctx := context.Background()
+	get := func() *corev1.Secret {
+		s, err := c.Kube.CoreV1().Secrets("ns1").Get(ctx, "client-token", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	// No service account yet: the controller waits.
+	if err := loop.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(get().Data) != 0 {
+		t.Fatalf("token filled before its service account exists: %v", get().Data)
+	}
+
+	sa, err := c.Kube.CoreV1().ServiceAccounts("ns1").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "client"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa.UID == "" {
+		t.Fatal("the cluster did not stamp a UID")
+	}
+	if err := loop.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := get()
+	if s.Annotations[corev1.ServiceAccountUIDKey] != string(sa.UID) {
+		t.Errorf("uid annotation = %q, want %q", s.Annotations[corev1.ServiceAccountUIDKey], sa.UID)
+	}
+	if string(s.Data["ca.crt"]) != "CA" || string(s.Data["namespace"]) != "ns1" {
+		t.Errorf("ca.crt/namespace = %q/%q", s.Data["ca.crt"], s.Data["namespace"])
+	}
+
+	// The token verifies with the published public key and carries the legacy claims.
+	var pubPEM string
+	for _, o := range seeds {
+		if cm, ok := o.(*corev1.ConfigMap); ok {
+			pubPEM = cm.Data[SAPublicKeyKey]
+		}
+	}
+	b, _ := pem.Decode([]byte(pubPEM))
+	if b == nil {
+		t.Fatal("no public key seeded")
+	}
+	pub, err := x509.ParsePKIXPublicKey(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(string(s.Data["token"]), ".")
+	if len(parts) != 3 {
+		t.Fatalf("token %q is not a JWS", s.Data["token"])
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	if err := rsa.VerifyPKCS1v15(pub.(*rsa.PublicKey), crypto.SHA256, digest[:], sig); err != nil {
+		t.Errorf("token signature: %v", err)
+	}
+	var header, claims map[string]string
+	for i, into := range []*map[string]string{&header, &claims} {
+		raw, err := base64.RawURLEncoding.DecodeString(parts[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if header["alg"] != "RS256" || header["kid"] == "" {
+		t.Errorf("header = %v", header)
+	}
+	want := map[string]string{
+		"iss":                                    "kubernetes/serviceaccount",
+		"sub":                                    "system:serviceaccount:ns1:client",
+		"kubernetes.io/serviceaccount/namespace": "ns1",
+		"kubernetes.io/serviceaccount/secret.name":          "client-token",
+		"kubernetes.io/serviceaccount/service-account.name": "client",
+		"kubernetes.io/serviceaccount/service-account.uid":  string(sa.UID),
+	}
+	for k, v := range want {
+		if claims[k] != v {
+			t.Errorf("claim %s = %q, want %q", k, claims[k], v)
+		}
+	}
+	if len(claims) != len(want) {
+		t.Errorf("claims = %v, want exactly %v", claims, want)
+	}
+
+	// A second pass writes nothing; a plain secret is never touched.
+	before := len(c.Journal())
+	if err := loop.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := len(c.Journal()); after != before {
+		t.Errorf("second pass made %d writes", after-before)
+	}
+	if p, _ := c.Kube.CoreV1().Secrets("ns1").Get(ctx, "plain", metav1.GetOptions{}); len(p.Annotations) != 0 {
+		t.Errorf("plain secret annotated: %v", p.Annotations)
+	}
+}
+
+func TestLegacyServiceAccountTokensWaitForKey(t *testing.T) {
+	token := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "client-token", Annotations: map[string]string{corev1.ServiceAccountNameKey: "client"}},
+		Type:       corev1.SecretTypeServiceAccountToken,
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "client"}}
+	c, err := loops.NewCluster([]string{"ns1", SAPrivateKeyNamespace, SAPublicKeyNamespace}, nil, token, sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := LegacyServiceAccountTokens(c).Sync(context.Background()); err != nil {
+		t.Fatalf("without the key the controller must wait, got %v", err)
+	}
+	if len(c.Journal()) != 0 {
+		t.Errorf("wrote %d times without a key", len(c.Journal()))
+	}
+}
