@@ -15,7 +15,10 @@ import (
 // outputs the control-plane operators read. Each is a loop of its own, named "emulate/<what it stands in for>",
 // so the trace shows what was emulated.
 func Emulations(c *loops.Cluster, in *Inputs) []loops.Loop {
-	return []loops.Loop{NetworkStatus(c)}
+	return []loops.Loop{NetworkStatus(c), ProxyStatus(c, in), LegacyServiceAccountTokens(c),
+		NodeEmulation(c, in),
+		ServiceCA(c, in),
+	}
 }
 
 // NetworkStatus stands in for the cluster-network-operator's status of network.config.openshift.io/cluster:

@@ -36,6 +36,10 @@ type OperatorClient struct {
 	GVK      schema.GroupVersionKind
 	Resource string // plural, e.g. "kubeapiservers"
 
+	// KindSpec holds spec fields of the operator kind beyond StaticPodOperatorSpec (e.g. KubeControllerManager's
+	// useMoreSecureServiceCA): not read by the loops, exported with the resource. Set before the loops run.
+	KindSpec map[string]interface{}
+
 	mu     sync.Mutex
 	meta   metav1.ObjectMeta
 	spec   operatorv1.StaticPodOperatorSpec
@@ -409,6 +413,9 @@ func (o *OperatorClient) Object() map[string]interface{} {
 	_ = json.Unmarshal(b, &spec)
 	b, _ = json.Marshal(&o.status)
 	_ = json.Unmarshal(b, &status)
+	for k, v := range o.KindSpec {
+		spec[k] = v
+	}
 	return map[string]interface{}{
 		"apiVersion": o.GVK.GroupVersion().String(),
 		"kind":       o.GVK.Kind,

@@ -3,8 +3,10 @@ package pipeline
 import (
 	"github.com/render-static/render-static/pkg/apiserver"
 	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/controllermanager"
 	"github.com/render-static/render-static/pkg/etcd"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/scheduler"
 	"github.com/render-static/render-static/pkg/staticpod"
 )
 
@@ -36,6 +38,8 @@ type registration struct {
 var registry = []registration{
 	{etcd.Namespaces, func(c *loops.Cluster, in *clusterconfig.Inputs) Component { return etcd.New(c, in) }},
 	{apiserver.Namespaces, func(c *loops.Cluster, in *clusterconfig.Inputs) Component { return apiserver.New(c, in) }},
+	{controllermanager.Namespaces, func(c *loops.Cluster, in *clusterconfig.Inputs) Component { return controllermanager.New(c, in) }},
+	{scheduler.Namespaces, func(c *loops.Cluster, in *clusterconfig.Inputs) Component { return scheduler.New(c, in) }},
 }
 
 // namespaces is every namespace any component's loops list.

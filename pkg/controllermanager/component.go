@@ -1,0 +1,146 @@
+// Package controllermanager is the kube-controller-manager component: the kube-controller-manager operator's
+// control loops, in the operator's order, run offline against the render's cluster until they settle, and then its
+// revision controller, which makes revision 1 of the static pod.
+//
+// Loops, in order (one pass runs them all; the engine repeats passes until nothing changes):
+//
+//	cert-rotation/CSRSigningCert                      library-go certrotation: the CSR signer's signer, its CA
+//	                                                  bundle and the intermediate "kube-csr-signer" (operator ns)
+//	sa-token-signer                                   the service-account token signer in bootstrap mode (ours)
+//	static-resources/kube-controller-manager          library-go staticresourcecontroller over manifests/.../static
+//	node/kube-controller-manager                      library-go node controller: status.nodeStatuses
+//	config-observer/kube-controller-manager           library-go configobserver with the operator's observers
+//	target-config/kube-controller-manager/<what>      the operator's target config, one loop per output (ours)
+//	resource-sync/kube-controller-manager             library-go resourcesynccontroller with the operator's rules
+//	revision/kube-controller-manager                  library-go revisioncontroller (revision phase)
+package controllermanager
+
+import (
+	operatorv1 "github.com/openshift/api/operator/v1"
+	"github.com/openshift/library-go/pkg/operator/configobserver/featuregates"
+	"github.com/openshift/library-go/pkg/operator/events"
+	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
+
+	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/staticpod"
+)
+
+// Namespaces of the kube-controller-manager operator.
+const (
+	OperatorNamespace = "openshift-kube-controller-manager-operator"
+	TargetNamespace   = "openshift-kube-controller-manager"
+	ConfigNamespace   = "openshift-config"
+	ManagedNamespace  = "openshift-config-managed"
+)
+
+// ComponentName is the component's name in traces, loop names and reports.
+const ComponentName = "kube-controller-manager"
+
+// jira is the owning component the operator stamps on what it creates.
+const jira = "kube-controller-manager"
+
+// Namespaces are the namespaces whose objects kube-controller-manager's loops list.
+var Namespaces = []string{OperatorNamespace, TargetNamespace, ConfigNamespace, ManagedNamespace, "kube-system"}
+
+// Component is kube-controller-manager in one render.
+type Component struct {
+	cluster  *loops.Cluster
+	in       *clusterconfig.Inputs
+	op       *loops.OperatorClient
+	recorder events.Recorder
+	features featuregates.FeatureGateAccess
+	syncer   *resourcesynccontroller.ResourceSyncController
+}
+
+// New registers the operator resource (operator.openshift.io/v1 KubeControllerManager "cluster", managed, log
+// level Normal, useMoreSecureServiceCA as for a new cluster) and builds the resource syncer its loops share.
+func New(c *loops.Cluster, in *clusterconfig.Inputs) *Component {
+	op := c.NewOperatorClient("KubeControllerManager", "kubecontrollermanagers",
+		operatorv1.StaticPodOperatorSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed, LogLevel: operatorv1.Normal}},
+		operatorv1.StaticPodOperatorStatus{})
+	// Exported with the resource, so that the operator on the node keeps the pod as rendered (see
+	// UseMoreSecureServiceCA).
+	op.KindSpec = map[string]interface{}{"useMoreSecureServiceCA": UseMoreSecureServiceCA}
+	k := &Component{cluster: c, in: in, op: op, recorder: c.Recorder, features: FeatureGates(c, in)}
+	k.syncer = k.newResourceSync()
+	return k
+}
+
+// Name is the component's name in traces and reports.
+func (k *Component) Name() string { return ComponentName }
+
+// Operator is the component's operator resource.
+func (k *Component) Operator() *loops.OperatorClient { return k.op }
+
+// Converge returns the loops that run to a fixpoint, in the order of the package comment.
+func (k *Component) Converge() []loops.Loop {
+	out := []loops.Loop{
+		CSRSignerRotation().Loop(k.cluster, csrSignerLifetimes(k.in.Lifetimes), k.op, k.recorder),
+		k.saTokenSigner(),
+		StaticResources(k.cluster, ComponentName, "KubeControllerManagerStaticResources", ComponentName+"/static", k.op, k.recorder),
+		NodeLoop(k.cluster, ComponentName, k.op, k.recorder),
+		k.configObserver(),
+	}
+	out = append(out, k.targetConfig()...)
+	out = append(out, loops.ControllerLoop("resource-sync/"+ComponentName, k.syncer, k.recorder))
+	return out
+}
+
+// Revision returns the revision controller, run once every converge loop settled.
+func (k *Component) Revision() ([]loops.Loop, error) {
+	l, err := staticpod.RevisionLoop(k.cluster, ComponentName, k.StaticPod(), k.op, k.recorder)
+	if err != nil {
+		return nil, err
+	}
+	return []loops.Loop{l}, nil
+}
+
+// StaticPod is what the operator hands its revision controller and installer: the revisioned configmaps (the pod
+// configmap first) and secrets, and the cert directory the cert syncer keeps live.
+func (k *Component) StaticPod() staticpod.StaticPod { return StaticPod() }
+
+// StaticPod is kube-controller-manager's static pod description (see Component.StaticPod).
+func StaticPod() staticpod.StaticPod {
+	r := func(name string) staticpod.Resource { return staticpod.Resource{Name: name} }
+	opt := func(name string) staticpod.Resource { return staticpod.Resource{Name: name, Optional: true} }
+	return staticpod.StaticPod{
+		Namespace:    TargetNamespace,
+		PodConfigMap: "kube-controller-manager-pod",
+		ConfigMaps: []staticpod.Resource{
+			r("kube-controller-manager-pod"), r("config"), r("cluster-policy-controller-config"),
+			r("controller-manager-kubeconfig"), opt("cloud-config"), r("kube-controller-cert-syncer-kubeconfig"),
+			r("serviceaccount-ca"), r("service-ca"), r("recycler-config"),
+		},
+		Secrets:        []staticpod.Resource{r("service-account-private-key"), opt("serving-cert"), r("localhost-recovery-client-token")},
+		CertDir:        "kube-controller-manager-certs",
+		CertConfigMaps: []staticpod.Resource{r("aggregator-client-ca"), r("client-ca"), opt("trusted-ca-bundle")},
+		CertSecrets:    []staticpod.Resource{r("kube-controller-manager-client-cert-key"), r("csr-signer")},
+	}
+}
+
+func loc(ns, name string) certs.Location { return certs.Location{Namespace: ns, Name: name} }
+
+// CSRSignerRotation is the operator's only cert-rotation row: csr-signer-signer signs the intermediate CA
+// csr-signer ("kube-csr-signer"), with which kube-controller-manager signs kubelet client and serving CSRs;
+// csr-controller-signer-ca publishes csr-signer-signer.
+func CSRSignerRotation() certs.Rotation {
+	return certs.Rotation{
+		Name:          "CSRSigningCert",
+		Signer:        loc(OperatorNamespace, "csr-signer-signer"),
+		Bundle:        loc(OperatorNamespace, "csr-controller-signer-ca"),
+		Target:        loc(OperatorNamespace, "csr-signer"),
+		Kind:          certs.IntermediateSigner,
+		SignerName:    "kube-csr-signer",
+		Description:   "Intermediate CA with which kube-controller-manager signs kubelet client and serving certificates.",
+		JiraComponent: jira,
+	}
+}
+
+// csrSignerLifetimes: csr-signer is a signer, not a leaf (it signs every kubelet certificate for
+// --cluster-signing-duration), so it lives as long as signers do; library-go caps it at what its own signer has
+// left.
+func csrSignerLifetimes(lt certs.Lifetimes) certs.Lifetimes {
+	return certs.Lifetimes{Leaf: lt.Signer, Signer: lt.Signer}
+}

@@ -1,0 +1,413 @@
+package controllermanager
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	kubecontrolplanev1 "github.com/openshift/api/kubecontrolplane/v1"
+	openshiftcontrolplanev1 "github.com/openshift/api/openshiftcontrolplane/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	"github.com/openshift/library-go/pkg/crypto"
+	"github.com/openshift/library-go/pkg/operator/certrotation"
+	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
+	"github.com/openshift/library-go/pkg/operator/resource/resourcemerge"
+	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
+	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	certutil "k8s.io/client-go/util/cert"
+	"sigs.k8s.io/yaml"
+
+	"github.com/render-static/render-static/manifests"
+	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/loops"
+)
+
+// UseMoreSecureServiceCA is the KubeControllerManager spec.useMoreSecureServiceCA of a new cluster (the installer's
+// manifest sets it): the controller manager publishes only the service CA in service-ca.crt, so the pod does not get
+// OPENSHIFT_USE_VULNERABLE_LEGACY_SERVICE_CA_CRT.
+const UseMoreSecureServiceCA = true
+
+// targetConfig is the operator's target config controller, one loop per output, in the operator's order. Like the
+// operator, nothing is written before the observed config has the cluster name and the feature gates.
+func (k *Component) targetConfig() []loops.Loop {
+	steps := []Step{
+		{"config", k.manageConfig},
+		{"cluster-policy-controller-config", k.manageCPCConfig},
+		{"recycler-config", k.manageRecycler},
+		{"csr-signer-ca", k.manageCSRSignerCA},
+		{"csr-controller-ca", k.manageCSRControllerCA},
+		{"csr-signer", k.manageCSRSigner},
+		{"serviceaccount-ca", k.manageServiceAccountCA},
+		{"localhost-recovery-client-token", k.checkRecoveryToken},
+		{"controller-manager-kubeconfig", k.manageKubeconfig},
+		{"kube-controller-manager-pod", k.managePod},
+		{"trusted-ca-bundle", k.manageTrustedCA},
+	}
+	return TargetConfigLoops(ComponentName, steps, k.requiredConfigPresent)
+}
+
+// observedConfig decodes the operator's observed config.
+func (k *Component) observedConfig() (map[string]interface{}, *operatorv1.StaticPodOperatorSpec, error) {
+	spec, _, _, err := k.op.GetStaticPodOperatorState()
+	if err != nil {
+		return nil, nil, err
+	}
+	out := map[string]interface{}{}
+	if len(spec.ObservedConfig.Raw) > 0 {
+		if err := json.Unmarshal(spec.ObservedConfig.Raw, &out); err != nil {
+			return nil, nil, fmt.Errorf("observedConfig: %w", err)
+		}
+	}
+	return out, spec, nil
+}
+
+// requiredConfigPresent: the cluster name and both feature-gate lists are observed.
+func (k *Component) requiredConfigPresent(context.Context) error {
+	obs, _, err := k.observedConfig()
+	if err != nil {
+		return err
+	}
+	for _, p := range [][]string{clusterNamePath, featureGatesArg, featureGatesPath} {
+		v, found, _ := unstructured.NestedFieldNoCopy(obs, p...)
+		if l, ok := v.([]interface{}); !found || v == nil || (ok && len(l) == 0) {
+			return fmt.Errorf("observedConfig: %s missing", strings.Join(p, "."))
+		}
+	}
+	return nil
+}
+
+func readManifest(name string) ([]byte, error) {
+	b, err := manifests.Read(name)
+	if err != nil {
+		return nil, fmt.Errorf("embedded manifest %s: %w", name, err)
+	}
+	return b, nil
+}
+
+func configMap(ns, name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{}}
+}
+
+// manageConfig: config.yaml is the default config, then the observed config, then unsupported overrides, pruned
+// to KubeControllerManagerConfig (servingInfo and featureGates of the observed config stay out).
+func (k *Component) manageConfig(ctx context.Context) error {
+	_, spec, err := k.observedConfig()
+	if err != nil {
+		return err
+	}
+	def, err := readManifest(ComponentName + "/defaultconfig.yaml")
+	if err != nil {
+		return err
+	}
+	cm, _, err := resourcemerge.MergePrunedConfigMap(&kubecontrolplanev1.KubeControllerManagerConfig{},
+		configMap(TargetNamespace, "config"), "config.yaml", nil, def, spec.ObservedConfig.Raw, spec.UnsupportedConfigOverrides.Raw)
+	if err != nil {
+		return err
+	}
+	_, _, err = resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, cm)
+	return err
+}
+
+// cpcServingCertSecret is the secret service-ca-operator issues for the kube-controller-manager service (see
+// static/svc.yaml); until it exists cluster-policy-controller serves with a self-signed certificate.
+const cpcServingCertSecret = "serving-cert"
+
+// manageCPCConfig: cluster-policy-controller's config.yaml from its default config, the observed config (feature
+// gates, TLS profile) and unsupported overrides, pruned to OpenShiftControllerManagerConfig.
+func (k *Component) manageCPCConfig(ctx context.Context) error {
+	_, spec, err := k.observedConfig()
+	if err != nil {
+		return err
+	}
+	def, err := readManifest(ComponentName + "/cluster-policy-controller-defaultconfig.yaml")
+	if err != nil {
+		return err
+	}
+	layers := [][]byte{def, spec.ObservedConfig.Raw}
+	_, err = k.cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get(cpcServingCertSecret)
+	switch {
+	case apierrors.IsNotFound(err):
+		layers = append(layers, []byte(`{"servingInfo":{"certFile":"","keyFile":""}}`))
+	case err != nil:
+		return err
+	}
+	layers = append(layers, spec.UnsupportedConfigOverrides.Raw)
+	cm, _, err := resourcemerge.MergePrunedConfigMap(&openshiftcontrolplanev1.OpenShiftControllerManagerConfig{},
+		configMap(TargetNamespace, "cluster-policy-controller-config"), "config.yaml", nil, layers...)
+	if err != nil {
+		return err
+	}
+	_, _, err = resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, cm)
+	return err
+}
+
+// manageRecycler: the persistent-volume recycler pod template, with the payload's tools image.
+func (k *Component) manageRecycler(ctx context.Context) error {
+	raw, err := readManifest(ComponentName + "/recycler-config.yaml")
+	if err != nil {
+		return err
+	}
+	cm := resourceread.ReadConfigMapV1OrDie([]byte(strings.ReplaceAll(string(raw), "${TOOLS_IMAGE}", k.in.Images.Image("tools"))))
+	_, _, err = resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, cm)
+	return err
+}
+
+// csrSigner returns the operator namespace's csr-signer CA, or nil while cert rotation has not made it.
+func (k *Component) csrSigner() (*crypto.CA, error) {
+	s, err := k.cluster.KubeInformers.SecretLister().Secrets(OperatorNamespace).Get("csr-signer")
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(s.Data["tls.crt"]) == 0 || len(s.Data["tls.key"]) == 0 {
+		return nil, nil
+	}
+	return crypto.GetCAFromBytes(s.Data["tls.crt"], s.Data["tls.key"])
+}
+
+// manageCSRSignerCA: csr-signer-ca accumulates every unexpired csr-signer certificate, so that kubelet
+// certificates signed by a previous intermediate stay trusted after a rotation.
+func (k *Component) manageCSRSignerCA(ctx context.Context) error {
+	ca, err := k.csrSigner()
+	if ca == nil || err != nil {
+		return err
+	}
+	cm, err := k.cluster.KubeInformers.ConfigMapLister().ConfigMaps(OperatorNamespace).Get("csr-signer-ca")
+	if apierrors.IsNotFound(err) {
+		cm = configMap(OperatorNamespace, "csr-signer-ca")
+		cm.Annotations = map[string]string{"openshift.io/owning-component": jira}
+	} else if err != nil {
+		return err
+	} else {
+		cm = cm.DeepCopy()
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+	}
+	var all []*x509.Certificate
+	if b := cm.Data["ca-bundle.crt"]; b != "" {
+		if all, err = certutil.ParseCertsPEM([]byte(b)); err != nil {
+			return fmt.Errorf("%s/csr-signer-ca: %w", OperatorNamespace, err)
+		}
+	}
+	all = crypto.FilterExpiredCerts(append(all, ca.Config.Certs...)...)
+	var unique []*x509.Certificate
+	seen := map[string]bool{}
+	for _, c := range all {
+		if !seen[string(c.Raw)] {
+			seen[string(c.Raw)] = true
+			unique = append(unique, c)
+		}
+	}
+	pem, err := crypto.EncodeCertificates(unique...)
+	if err != nil {
+		return err
+	}
+	cm.Data["ca-bundle.crt"] = string(pem)
+	_, _, err = resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, cm)
+	return err
+}
+
+// combine applies the union of CA bundles inputs as dest (missing inputs are skipped).
+func (k *Component) combine(ctx context.Context, dest certs.Location, inputs ...certs.Location) error {
+	var in []resourcesynccontroller.ResourceLocation
+	for _, l := range inputs {
+		in = append(in, rl(l))
+	}
+	cm, err := resourcesynccontroller.CombineCABundleConfigMaps(rl(dest), k.cluster.KubeInformers.ConfigMapLister(),
+		certrotation.AdditionalAnnotations{JiraComponent: jira}, in...)
+	if err != nil {
+		return err
+	}
+	_, _, err = resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, cm)
+	return err
+}
+
+// manageCSRControllerCA: csr-controller-ca verifies every certificate the CSR signer chain issued: the
+// intermediates (csr-signer-ca) and their signer (csr-controller-signer-ca). Resource sync publishes it in
+// openshift-config-managed, where kube-apiserver reads it for its client CA and kubelet serving CA.
+func (k *Component) manageCSRControllerCA(ctx context.Context) error {
+	return k.combine(ctx, loc(OperatorNamespace, "csr-controller-ca"),
+		loc(OperatorNamespace, "csr-signer-ca"), loc(OperatorNamespace, "csr-controller-signer-ca"))
+}
+
+// csrSignerPropagation is how long the operator waits after a new intermediate's notBefore before the controller
+// manager signs with it, so that kube-apiserver trusts it first.
+const csrSignerPropagation = 5 * time.Minute
+
+// manageCSRSigner copies the intermediate into the operand namespace (cert directory), where
+// --cluster-signing-cert-file/--cluster-signing-key-file read it. The first copy is immediate; a replacement
+// waits until the new certificate is csrSignerPropagation old, unless the current one has expired.
+func (k *Component) manageCSRSigner(ctx context.Context) error {
+	ca, err := k.csrSigner()
+	if ca == nil || err != nil {
+		return err
+	}
+	certPEM, err := crypto.EncodeCertificates(ca.Config.Certs[0])
+	if err != nil {
+		return err
+	}
+	src, err := k.cluster.KubeInformers.SecretLister().Secrets(OperatorNamespace).Get("csr-signer")
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	cur, err := k.cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get("csr-signer")
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return err
+	default:
+		if cc, perr := certutil.ParseCertsPEM(cur.Data["tls.crt"]); perr == nil && len(cc) > 0 && cc[0].NotAfter.After(now) &&
+			now.Before(ca.Config.Certs[0].NotBefore.Add(csrSignerPropagation)) {
+			return nil // the operator requeues until the new intermediate is old enough
+		}
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: TargetNamespace, Name: "csr-signer", Annotations: src.Annotations},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{"tls.crt": certPEM, "tls.key": src.Data["tls.key"]},
+	}
+	_, _, err = resourceapply.ApplySecret(ctx, k.cluster.Kube.CoreV1(), k.recorder, secret)
+	return err
+}
+
+func (k *Component) manageServiceAccountCA(ctx context.Context) error {
+	return ServiceAccountCA(ctx, k.cluster, TargetNamespace, jira, k.recorder)
+}
+
+func (k *Component) checkRecoveryToken(context.Context) error {
+	return CheckRecoveryToken(k.cluster, TargetNamespace)
+}
+
+func (k *Component) manageKubeconfig(ctx context.Context) error {
+	return InternalKubeconfig(ctx, k.cluster, ComponentName+"/kubeconfig.yaml", k.recorder)
+}
+
+// manageTrustedCA: an empty trusted-ca-bundle the network operator fills with the cluster's trusted CAs (label
+// config.openshift.io/inject-trusted-cabundle); optional in the cert directory.
+func (k *Component) manageTrustedCA(ctx context.Context) error {
+	const label = "config.openshift.io/inject-trusted-cabundle"
+	cms := k.cluster.Kube.CoreV1().ConfigMaps(TargetNamespace)
+	cm, err := cms.Get(ctx, "trusted-ca-bundle", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		cm = configMap(TargetNamespace, "trusted-ca-bundle")
+		cm.Data = nil
+		cm.Labels = map[string]string{label: "true"}
+		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if cm.Labels[label] == "true" {
+		return nil
+	}
+	cm = cm.DeepCopy()
+	if cm.Labels == nil {
+		cm.Labels = map[string]string{}
+	}
+	cm.Labels[label] = "true"
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	return err
+}
+
+// ExtendedArgs flattens a config.yaml's extendedArguments into sorted --key=value flags.
+func ExtendedArgs(configYAML string) ([]string, error) {
+	var cfg struct {
+		ExtendedArguments map[string][]string `json:"extendedArguments"`
+	}
+	if err := yaml.Unmarshal([]byte(configYAML), &cfg); err != nil {
+		return nil, fmt.Errorf("config.yaml: %w", err)
+	}
+	var args []string
+	for k, vs := range cfg.ExtendedArguments {
+		for _, v := range vs {
+			args = append(args, fmt.Sprintf("--%s=%s", k, v))
+		}
+	}
+	sort.Strings(args)
+	return args, nil
+}
+
+// managePod completes the pod template (see manifests/kube-controller-manager/pod.yaml) and applies the
+// kube-controller-manager-pod configmap.
+func (k *Component) managePod(ctx context.Context) error {
+	obs, spec, err := k.observedConfig()
+	if err != nil {
+		return err
+	}
+	operatorImage := k.in.Images.Image("cluster-kube-controller-manager-operator")
+	pod, err := ReadPodTemplate(ComponentName+"/pod.yaml",
+		map[string]string{"${OPERATOR_IMAGE_VERSION}": ImageTag(operatorImage)},
+		map[string]string{
+			"${IMAGE}":                           k.in.Images.Image("hyperkube"),
+			"${OPERATOR_IMAGE}":                  operatorImage,
+			"${CLUSTER_POLICY_CONTROLLER_IMAGE}": k.in.Images.Image("cluster-policy-controller"),
+		})
+	if err != nil {
+		return err
+	}
+	v := fmt.Sprintf(" -v=%d", LogLevel(spec.LogLevel))
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		switch c.Name {
+		case "kube-controller-manager", "cluster-policy-controller", "kube-controller-manager-recovery-controller":
+			if len(c.Args) != 1 {
+				return fmt.Errorf("pod template: container %s: want one script argument, got %d", c.Name, len(c.Args))
+			}
+			c.Args[0] = strings.TrimSpace(c.Args[0]) + v
+		}
+	}
+	main := &pod.Spec.Containers[0]
+	if main.Name != "kube-controller-manager" || !strings.Contains(main.Args[0], "exec hyperkube kube-controller-manager") {
+		return fmt.Errorf("pod template: the first container must exec hyperkube kube-controller-manager")
+	}
+	var extra []string
+	if _, err := k.cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get("serving-cert"); err == nil {
+		extra = append(extra,
+			"--tls-cert-file=/etc/kubernetes/static-pod-resources/secrets/serving-cert/tls.crt",
+			"--tls-private-key-file=/etc/kubernetes/static-pod-resources/secrets/serving-cert/tls.key")
+	} else if !apierrors.IsNotFound(err) {
+		return err
+	}
+	if cfg, err := k.cluster.KubeInformers.ConfigMapLister().ConfigMaps(TargetNamespace).Get("config"); err == nil {
+		args, err := ExtendedArgs(cfg.Data["config.yaml"])
+		if err != nil {
+			return err
+		}
+		extra = append(extra, args...)
+	} else if !apierrors.IsNotFound(err) {
+		return err
+	}
+	tls, err := TLSArgs(obs)
+	if err != nil {
+		return err
+	}
+	extra = append(extra, tls...)
+	if len(extra) > 0 {
+		main.Args[0] += " " + strings.Join(extra, " ")
+	}
+	env, err := ProxyEnv(obs, proxyPath...)
+	if err != nil {
+		return err
+	}
+	for i := range pod.Spec.Containers {
+		pod.Spec.Containers[i].Env = append(pod.Spec.Containers[i].Env, env...)
+		if !UseMoreSecureServiceCA {
+			pod.Spec.Containers[i].Env = append(pod.Spec.Containers[i].Env, corev1.EnvVar{Name: "OPENSHIFT_USE_VULNERABLE_LEGACY_SERVICE_CA_CRT", Value: "true"})
+		}
+	}
+	_, _, err = resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, PodConfigMap(TargetNamespace, "kube-controller-manager-pod", pod, spec))
+	return err
+}
