@@ -1,12 +1,29 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"text/template"
+
+	configv1 "github.com/openshift/api/config/v1"
+	kubecontrolplanev1 "github.com/openshift/api/kubecontrolplane/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	"github.com/openshift/library-go/pkg/operator/resource/resourcemerge"
+	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/openshift/library-go/pkg/operator/certrotation"
 	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
 	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
 
+	"github.com/render-static/render-static/manifests"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/loops"
 )
@@ -55,5 +72,197 @@ func (k *Component) bundleLoops() []loops.Loop {
 			return err
 		}})
 	}
+	return out
+}
+
+// TargetConfigRequired are the observed-config paths the target config waits for, like the operator: without
+// them kube-apiserver would not start.
+var TargetConfigRequired = [][]string{
+	{"servingInfo", "namedCertificates"},
+	{"apiServerArguments", "etcd-servers"},
+	{"admission", "pluginConfig", "network.openshift.io/RestrictedEndpointsAdmission"},
+}
+
+// observedConfig returns the operator's observed config and unsupported overrides (JSON), failing when one of
+// the required paths is missing.
+func (k *Component) observedConfig() (observed map[string]interface{}, observedRaw, overrides []byte, err error) {
+	spec, _, _, err := k.op.GetStaticPodOperatorState()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	observedRaw = spec.ObservedConfig.Raw
+	if len(observedRaw) == 0 {
+		return nil, nil, nil, fmt.Errorf("the operator has no observedConfig yet")
+	}
+	if err := json.Unmarshal(observedRaw, &observed); err != nil {
+		return nil, nil, nil, fmt.Errorf("observedConfig: %w", err)
+	}
+	for _, p := range TargetConfigRequired {
+		if _, found, _ := unstructured.NestedFieldNoCopy(observed, p...); !found {
+			return nil, nil, nil, fmt.Errorf("observedConfig has no %s yet", strings.Join(p, "."))
+		}
+	}
+	return observed, observedRaw, spec.UnsupportedConfigOverrides.Raw, nil
+}
+
+// targetConfigLoop renders openshift-kube-apiserver/config (config.yaml): defaultconfig.yaml,
+// config-overrides.yaml, the observed config and the unsupported overrides merged in that order (maps merge,
+// lists replace), pruned to the KubeAPIServerConfig schema (observations for the pod template, such as
+// gracefulTerminationDuration, do not reach the file).
+func (k *Component) targetConfigLoop() loops.Loop {
+	return k.whenInputs(loops.Loop{Name: "target-config/config", Sync: func(ctx context.Context) error {
+		_, observed, overrides, err := k.observedConfig()
+		if err != nil {
+			return err
+		}
+		base, err := manifests.Read("kube-apiserver/defaultconfig.yaml")
+		if err != nil {
+			return err
+		}
+		over, err := manifests.Read("kube-apiserver/config-overrides.yaml")
+		if err != nil {
+			return err
+		}
+		yamls := [][]byte{base, over, observed}
+		if len(overrides) > 0 {
+			yamls = append(yamls, overrides)
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: TargetNamespace, Name: "config",
+			Annotations: map[string]string{"openshift.io/owning-component": jira}}, Data: map[string]string{}}
+		merged, _, err := resourcemerge.MergePrunedConfigMap(&kubecontrolplanev1.KubeAPIServerConfig{}, cm, "config.yaml", nil, yamls...)
+		if err != nil {
+			return fmt.Errorf("config.yaml: %w", err)
+		}
+		_, _, err = resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, merged)
+		return err
+	}}, etcdEndpoints)
+}
+
+// PodValues are the pod template's values.
+type PodValues struct {
+	Image, OperatorImage, OperatorImageVersion string
+	// Verbosity is " -v=N" (appended to the kube-apiserver command line); MonitorVerbosity is "-v=N".
+	Verbosity, MonitorVerbosity string
+	GracefulTerminationDuration int
+	SetupTimeout                int
+	GOGC                        int
+	CheckEndpointsListen        string
+}
+
+var verbosity = map[operatorv1.LogLevel]int{operatorv1.Normal: 2, operatorv1.Debug: 4, operatorv1.Trace: 6, operatorv1.TraceAll: 10}
+
+// ImageVersion is the version a pull spec names: its tag, or "" for a digest.
+func ImageVersion(image string) string {
+	if strings.Contains(image, "@") {
+		return ""
+	}
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		return image[i+1:]
+	}
+	return ""
+}
+
+// podConfigMapLoop renders openshift-kube-apiserver/kube-apiserver-pod: pod.yaml from the pod template with the
+// observed grace period, bind network and proxy; forceRedeploymentReason and version; and, on a single node,
+// the startup monitor's pod.
+func (k *Component) podConfigMapLoop() loops.Loop {
+	return k.whenInputs(loops.Loop{Name: "target-config/kube-apiserver-pod", Sync: func(ctx context.Context) error {
+		observed, _, _, err := k.observedConfig()
+		if err != nil {
+			return err
+		}
+		spec, _, _, err := k.op.GetStaticPodOperatorState()
+		if err != nil {
+			return err
+		}
+		v := PodValues{
+			Image: k.in.Images.Image("hyperkube"), OperatorImage: k.in.Images.Image("cluster-kube-apiserver-operator"),
+			GracefulTerminationDuration: 135, GOGC: 100, CheckEndpointsListen: "0.0.0.0:17697",
+		}
+		v.OperatorImageVersion = ImageVersion(v.OperatorImage)
+		level, ok := verbosity[spec.LogLevel]
+		if !ok {
+			level = 2
+		}
+		v.Verbosity, v.MonitorVerbosity = fmt.Sprintf(" -v=%d", level), fmt.Sprintf("-v=%d", level)
+		if s, found, _ := unstructured.NestedString(observed, gracefulTerminationPath...); found && s != "" {
+			if v.GracefulTerminationDuration, err = strconv.Atoi(s); err != nil {
+				return fmt.Errorf("observedConfig gracefulTerminationDuration %q: %w", s, err)
+			}
+		}
+		v.SetupTimeout = v.GracefulTerminationDuration + 85
+		if n, _, _ := unstructured.NestedString(observed, bindNetworkPath...); n == "tcp6" || n == "tcp" {
+			v.CheckEndpointsListen = "[::]:17697"
+		}
+		proxy, _, err := unstructured.NestedStringMap(observed, proxyPath...)
+		if err != nil {
+			return err
+		}
+		pod, err := renderPod("kube-apiserver/pod.yaml", v, func(p *corev1.Pod) {
+			for _, name := range sortedKeys(proxy) {
+				for i := range p.Spec.Containers {
+					if p.Spec.Containers[i].Name == "kube-apiserver" {
+						p.Spec.Containers[i].Env = append(p.Spec.Containers[i].Env, corev1.EnvVar{Name: name, Value: proxy[name]})
+					}
+				}
+			}
+		})
+		if err != nil {
+			return err
+		}
+		data := map[string]string{
+			"pod.yaml":                pod,
+			"forceRedeploymentReason": spec.ForceRedeploymentReason,
+			// The operator's own build version; a render has no operator binary.
+			"version": "",
+		}
+		infra, err := k.cluster.ConfigInformers.Config().V1().Infrastructures().Lister().Get("cluster")
+		if err != nil {
+			return err
+		}
+		if infra.Status.ControlPlaneTopology == configv1.SingleReplicaTopologyMode {
+			monitor, err := renderPod("kube-apiserver/startup-monitor-pod.yaml", v, nil)
+			if err != nil {
+				return err
+			}
+			data["kube-apiserver-startup-monitor-pod.yaml"] = monitor
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: TargetNamespace, Name: "kube-apiserver-pod",
+			Annotations: map[string]string{"openshift.io/owning-component": jira}}, Data: data}
+		_, _, err = resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, cm)
+		return err
+	}}, etcdEndpoints)
+}
+
+// renderPod executes a pod template, checks it is a pod, lets mutate change it and returns it as JSON.
+func renderPod(name string, v PodValues, mutate func(*corev1.Pod)) (string, error) {
+	raw, err := manifests.Read(name)
+	if err != nil {
+		return "", err
+	}
+	tmpl, err := template.New(name).Option("missingkey=error").Parse(string(raw))
+	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	if err := tmpl.Execute(&b, v); err != nil {
+		return "", err
+	}
+	pod, err := resourceread.ReadPodV1(b.Bytes())
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	if mutate != nil {
+		mutate(pod)
+	}
+	return resourceread.WritePodV1OrDie(pod), nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
 	return out
 }

@@ -55,6 +55,11 @@ func RunEngine(ctx context.Context, in *clusterconfig.Inputs) (*Engine, error) {
 		return nil, err
 	}
 	seeds = append(seeds, runtime.Object(admin.ClientCAConfigMap()))
+	saKeys, err := clusterconfig.ServiceAccountKeySeeds() // the installer's service-account token key pair
+	if err != nil {
+		return nil, err
+	}
+	seeds = append(seeds, saKeys...)
 	c, err := loops.NewCluster(namespaces(), clusterconfig.DynamicKinds, seeds...)
 	if err != nil {
 		return nil, err
