@@ -53,6 +53,8 @@ type rendered struct {
 	modes   map[string]int
 	domain  string
 	sshKeys []string
+	// secondaryIPs are node IPs after the primary (dual stack).
+	secondaryIPs []string
 }
 
 func render(t *testing.T, config, nodeIP string) *rendered {
@@ -86,6 +88,9 @@ func render(t *testing.T, config, nodeIP string) *rendered {
 		t.Fatalf("aio.ign does not parse as spec 3.2: %v %v", err, rpt)
 	}
 	r := &rendered{dir: dir, out: out, ign: cfg, files: map[string][]byte{}, modes: map[string]int{}, domain: in.InstallConfig.ClusterDomain(), sshKeys: in.InstallConfig.SSHKeys()}
+	for _, ip := range in.NodeIPs[1:] {
+		r.secondaryIPs = append(r.secondaryIPs, ip.String())
+	}
 	for _, f := range cfg.Storage.Files {
 		du, err := dataurl.DecodeString(*f.Contents.Source)
 		if err != nil {
