@@ -8,6 +8,10 @@ set -euo pipefail
 
 TOOLS=(
 	"ignition-validate:ignition"
+	"ip:iproute2"
+	"systemd-analyze:systemd"
+	"openssl:openssl"
+	"shellcheck:shellcheck"
 )
 
 SUDO=()

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -115,6 +116,9 @@ func Objects(in *Inputs) ([]runtime.Object, error) {
 		proxy(ic),
 		&configv1.Image{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}},
 	}
+	if ingressEnabled(ic) {
+		objs = append(objs, defaultIngressController())
+	}
 	clusterConfig, err := clusterConfigV1(ic)
 	if err != nil {
 		return nil, err
@@ -178,4 +182,34 @@ func clusterConfigV1(ic *installconfig.InstallConfig) (*corev1.ConfigMap, error)
 		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "cluster-config-v1"},
 		Data:       map[string]string{"install-config": string(b)},
 	}, nil
+}
+
+// ingressEnabled says whether the Ingress capability is on: everywhere but a None baseline that does not add it.
+func ingressEnabled(ic *installconfig.InstallConfig) bool {
+	c := ic.Capabilities
+	if c == nil || c.BaselineCapabilitySet != "None" {
+		return true
+	}
+	for _, name := range c.AdditionalEnabledCapabilities {
+		if name == "Ingress" {
+			return true
+		}
+	}
+	return false
+}
+
+// defaultIngressController is the default IngressController of a single-replica infrastructure topology: one
+// replica, pinned to the control-plane node so that *.apps keeps pointing at it when workers join later (the
+// ingress operator makes the same choice when Infrastructure status.infrastructureTopology is SingleReplica).
+func defaultIngressController() *operatorv1.IngressController {
+	replicas := int32(1)
+	return &operatorv1.IngressController{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-ingress-operator", Name: "default"},
+		Spec: operatorv1.IngressControllerSpec{
+			Replicas: &replicas,
+			NodePlacement: &operatorv1.NodePlacement{
+				NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/master": ""}},
+			},
+		},
+	}
 }

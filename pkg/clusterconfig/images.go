@@ -23,6 +23,17 @@ var DefaultImages = Images{
 	"cluster-kube-scheduler-operator":          "quay.io/openshift/origin-cluster-kube-scheduler-operator:4.20",
 	"cluster-policy-controller":                "quay.io/openshift/origin-cluster-policy-controller:4.20",
 	"tools":                                    "quay.io/openshift/origin-tools:4.20",
+	// The pause image CRI-O runs every pod sandbox with (pkg/node's CRI-O drop-in).
+	"pod": "quay.io/openshift/origin-pod:4.20",
+
+	// --flavor upstream: the upstream control-plane images its flag-only static pods run (Kubernetes v1.34.3 and
+	// etcd 3.6.5, kubeadm 1.34's etcd). The repository's last path element names the binary
+	// (registry.k8s.io/kube-apiserver:v1.34.3 runs kube-apiserver), which the e2e harness relies on.
+	"kube-apiserver":          "registry.k8s.io/kube-apiserver:v1.34.3",
+	"kube-controller-manager": "registry.k8s.io/kube-controller-manager:v1.34.3",
+	"kube-scheduler":          "registry.k8s.io/kube-scheduler:v1.34.3",
+	// "etcd" is OpenShift's etcd image; this is upstream etcd.
+	"etcd-upstream": "registry.k8s.io/etcd:3.6.5-0",
 }
 
 // Image returns the pull spec of a component; an unknown component is a programming error.

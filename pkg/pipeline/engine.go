@@ -10,6 +10,7 @@ import (
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/node"
 	"github.com/render-static/render-static/pkg/staticpod"
 )
 
@@ -19,6 +20,8 @@ type Engine struct {
 	Cluster    *loops.Cluster
 	Admin      *certs.Admin
 	Components []Component
+	// Node is the node side (kubelet, first-boot apply), built into the node's files by Export.
+	Node *node.Node
 	// Revisions is each component's latest revision after the revision phase (0: no revision yet).
 	Revisions map[string]int
 	Result    *loops.Result
@@ -79,6 +82,10 @@ func RunEngine(ctx context.Context, in *clusterconfig.Inputs) (*Engine, error) {
 		}
 		revision.Loops = append(revision.Loops, rev...)
 	}
+	// The node side (pkg/node) runs after every component: it signs the kubelet's first client certificate with
+	// kube-controller-manager's CSR signer.
+	nodeSide := node.New(c, in)
+	converge.Loops = append(converge.Loops, nodeSide.Loops()...)
 	defer func() {
 		for _, l := range append(converge.Loops, revision.Loops...) {
 			l.Close()
@@ -107,7 +114,7 @@ func RunEngine(ctx context.Context, in *clusterconfig.Inputs) (*Engine, error) {
 		revs[comp.Name()] = rev
 	}
 	return &Engine{
-		Inputs: in, Cluster: c, Admin: admin, Components: comps, Revisions: revs,
+		Inputs: in, Cluster: c, Admin: admin, Components: comps, Node: nodeSide, Revisions: revs,
 		Result: r.Result(), Loops: len(converge.Loops) + len(revision.Loops),
 		KeygenTime: keygen, LoopsTime: time.Since(t),
 	}, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/render-static/render-static/pkg/apiserver"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/node"
 )
 
 // Node paths aio.ign writes besides the static-pod layout.
@@ -65,6 +66,8 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("export manifests: %w", err)
 	}
+	// What must not reach a cluster without operators is decided in one place (pkg/node, docs/node.md).
+	manifests, _ = node.FilterExport(manifests)
 	tree := export.NewTree()
 	for _, m := range manifests {
 		mode := fs.FileMode(0644)
@@ -95,6 +98,15 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 		return nil, err
 	}
 	if err := tree.AddFile("/etc/hostname", 0644, []byte(in.NodeName+"\n")); err != nil {
+		return nil, err
+	}
+
+	// The node side: kubelet, CRI-O, /etc/hosts, the CSR approver and the first-boot apply (pkg/node).
+	nodeTree, err := e.Node.Tree(ctx, node.Options{ManifestsDir: ManifestsDir, AdminKubeconfig: AdminKubeconfigPath, Manifests: manifests})
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	if err := tree.Merge(nodeTree); err != nil {
 		return nil, err
 	}
 	exportTime := time.Since(t)

@@ -1,0 +1,352 @@
+package node
+
+import (
+	"bufio"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/render-static/render-static/pkg/export"
+)
+
+// testCRD is a CRD manifest added to the export in the apply tests, so the CRD round is exercised.
+const testCRD = "01_cluster_customresourcedefinition.apiextensions.k8s.io_widgets.example.com.yaml"
+
+// unitEnv reads the Environment= assignments of a unit, unescaped as systemd does.
+func unitEnv(t *testing.T, contents string) map[string]string {
+	t.Helper()
+	env := map[string]string{}
+	unesc := strings.NewReplacer(`\\`, `\`, `\"`, `"`, "%%", "%")
+	sc := bufio.NewScanner(strings.NewReader(contents))
+	for sc.Scan() {
+		l := sc.Text()
+		if !strings.HasPrefix(l, `Environment="`) {
+			continue
+		}
+		kv := unesc.Replace(strings.TrimSuffix(strings.TrimPrefix(l, `Environment="`), `"`))
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	return env
+}
+
+// stubBin is the directory of the stub oc and systemctl.
+func stubBin(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(repo("testdata/node/bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// applyEnv is a laid-down node root, with everything the first boot finds there, and how to run aiokube on it.
+type applyEnv struct {
+	root, api, log string
+	tree           *export.Tree
+	manifests      []string // file names, sorted
+	env            map[string]string
+	bin            string
+}
+
+// newApplyEnv lays down the node's files, the exported manifests of the fixture (plus a CRD) and an admin
+// kubeconfig under a temporary root, as aio.ign would on the node.
+func newApplyEnv(t *testing.T) *applyEnv {
+	t.Helper()
+	f := newFixture(t, "examples/sno/install-config.yaml", "192.168.126.10", true)
+	f.converge(t)
+	ms := f.exported(t)
+	o := testOptions
+	o.Manifests = ms
+	tr, err := f.n.Tree(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	a := &applyEnv{root: filepath.Join(dir, "root"), api: filepath.Join(dir, "api"), log: filepath.Join(dir, "calls.log"), tree: tr, bin: stubBin(t)}
+	if err := export.WriteRootfs(a.root, tr); err != nil {
+		t.Fatal(err)
+	}
+	write := func(p string, mode fs.FileMode, data []byte) {
+		if err := export.WriteFile(filepath.Join(a.root, p), mode, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range ms {
+		mode := fs.FileMode(0644)
+		if m.Secret() {
+			mode = 0600
+		}
+		write(path.Join(o.ManifestsDir, m.File), mode, m.YAML)
+		a.manifests = append(a.manifests, m.File)
+	}
+	write(path.Join(o.ManifestsDir, testCRD), 0644, []byte("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n"))
+	a.manifests = append(a.manifests, testCRD)
+	slices.Sort(a.manifests)
+	write(o.AdminKubeconfig, 0600, []byte("apiVersion: v1\nkind: Config\n"))
+
+	a.env = unitEnv(t, unitOf(t, tr, AIOKubeUnit).Contents)
+	a.env["AIOKUBE_ROOT"] = a.root
+	a.env["AIOKUBE_RETRY_SECONDS"] = "0"
+	a.env["AIOKUBE_ATTEMPTS"] = "3"
+	a.env["AIOKUBE_API_WAIT_SECONDS"] = "5"
+	return a
+}
+
+// run runs aiokube.sh as aiokube.service would, with extra environment, and returns its output and error.
+func (a *applyEnv) run(t *testing.T, extra ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("bash", filepath.Join(a.root, AIOKubeScript))
+	cmd.Env = []string{"PATH=" + a.bin + ":" + os.Getenv("PATH"), "STUB_LOG=" + a.log, "STUB_API=" + a.api}
+	for k, v := range a.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, extra...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// calls returns the stub's recorded calls so far, and empties the record.
+func (a *applyEnv) calls(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(a.log)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	_ = os.Remove(a.log)
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// creates returns the manifest file names of the create calls, in order.
+func creates(calls []string) []string {
+	var out []string
+	for _, c := range calls {
+		if f := strings.Fields(c); len(f) > 0 && slices.Contains(f, "create") {
+			out = append(out, path.Base(f[len(f)-1]))
+		}
+	}
+	return out
+}
+
+func (a *applyEnv) exists(p string) bool {
+	_, err := os.Lstat(filepath.Join(a.root, p))
+	return err == nil
+}
+
+// TestApplyOrderAndCleanup: aiokube waits for the API, creates namespaces, then CRDs (and waits until they are
+// Established), then everything else, each manifest once and in lexical order within its round; restores the
+// status of custom resources right after creating them; then removes exactly what only the first boot needed and
+// disables itself.
+func TestApplyOrderAndCleanup(t *testing.T) {
+	a := newApplyEnv(t)
+	out, err := a.run(t, "STUB_READYZ_FAILS=2", "AIOKUBE_API_WAIT_SECONDS=60")
+	if err != nil {
+		t.Fatalf("aiokube: %v\n%s", err, out)
+	}
+	calls := a.calls(t)
+	got := creates(calls)
+	if !slices.Equal(got, a.manifests) {
+		t.Fatalf("created\n  %v\nwant every manifest once, in lexical order:\n  %v", got, a.manifests)
+	}
+	var ns, crd, rest int
+	for _, m := range a.manifests {
+		switch {
+		case strings.HasPrefix(m, "00_"):
+			ns++
+		case strings.HasPrefix(m, "01_"):
+			crd++
+		default:
+			rest++
+		}
+	}
+	if ns == 0 || rest == 0 {
+		t.Fatalf("the export has %d namespaces and %d other manifests", ns, rest)
+	}
+	// Readiness first; the CRD wait after the CRDs and before the rest; status right after its create.
+	idx := func(pred func(string) bool) int { return slices.IndexFunc(calls, pred) }
+	if i := idx(func(c string) bool { return strings.Contains(c, "--raw=/readyz") }); i != 0 {
+		t.Errorf("the first call is %q, want the readiness check", calls[0])
+	}
+	wait := idx(func(c string) bool { return strings.Contains(c, " wait ") && strings.Contains(c, testCRD) })
+	lastCRD := idx(func(c string) bool { return strings.Contains(c, " create ") && strings.Contains(c, testCRD) })
+	firstRest := idx(func(c string) bool { return strings.Contains(c, " create ") && strings.Contains(c, "/05_") })
+	if !(lastCRD < wait && wait < firstRest) {
+		t.Errorf("CRD create at %d, Established wait at %d, first other create at %d", lastCRD, wait, firstRest)
+	}
+	infra := "05_cluster_infrastructure.config.openshift.io_cluster.yaml"
+	ci := idx(func(c string) bool { return strings.Contains(c, " create ") && strings.HasSuffix(c, infra) })
+	if ci < 0 || ci+1 >= len(calls) || !strings.Contains(calls[ci+1], "patch --subresource=status") || !strings.Contains(calls[ci+1], infra+".json") {
+		t.Errorf("the Infrastructure's status is not restored right after its create: %v", calls[ci:min(ci+2, len(calls))])
+	}
+	if !strings.Contains(out, infra+": created") {
+		t.Errorf("the journal does not record the progress:\n%s", out)
+	}
+
+	// Clean-up: exactly the bootstrap-only paths are gone, and aiokube disabled itself.
+	for _, p := range testOptions.BootstrapOnly() {
+		if a.exists(p) {
+			t.Errorf("%s is left after the first boot", p)
+		}
+	}
+	if a.exists("/opt/openshift") {
+		t.Error("/opt/openshift is left (empty) after the first boot")
+	}
+	if !slices.Contains(calls, "systemctl disable "+AIOKubeUnit) {
+		t.Errorf("aiokube did not disable itself: %v", calls)
+	}
+	for _, f := range a.tree.Files() {
+		if bootstrapOnly(f.Path) {
+			continue
+		}
+		if !a.exists(f.Path) {
+			t.Errorf("%s was removed, but the node needs it", f.Path)
+		}
+	}
+	preset, err := os.ReadFile(filepath.Join(a.root, "/etc/systemd/system-preset/20-render-static.preset"))
+	if err != nil || strings.Contains(string(preset), AIOKubeUnit) || !strings.Contains(string(preset), "enable "+KubeletUnit) {
+		t.Errorf("the preset after the first boot: %q %v", preset, err)
+	}
+	for _, u := range []string{KubeletUnit, ApproverService, ApproverTimer} {
+		if !a.exists(path.Join("/etc/systemd/system", u)) {
+			t.Errorf("%s was removed", u)
+		}
+	}
+}
+
+func bootstrapOnly(p string) bool {
+	for _, b := range testOptions.BootstrapOnly() {
+		if p == b || strings.HasPrefix(p, b+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestApplyResumesAfterReboot: a run that loses the API half-way fails and keeps its progress and inputs; the
+// next run creates only what is left (an object created before the crash but not recorded counts as created),
+// then cleans up. Clean-up itself resumes: with the apply recorded, a rerun only finishes the clean-up.
+func TestApplyResumesAfterReboot(t *testing.T) {
+	a := newApplyEnv(t)
+	const limit = 5
+	out, err := a.run(t, "STUB_CREATE_LIMIT=5")
+	if err == nil {
+		t.Fatalf("aiokube succeeded although the API went away:\n%s", out)
+	}
+	first := creates(a.calls(t))
+	done, _ := os.ReadDir(filepath.Join(a.root, StateDir, "done"))
+	if len(done) != limit {
+		t.Errorf("%d manifests recorded as done, want %d", len(done), limit)
+	}
+	for _, p := range []string{testOptions.ManifestsDir, testOptions.AdminKubeconfig, AIOKubeScript, "/etc/systemd/system/" + AIOKubeUnit} {
+		if !a.exists(p) {
+			t.Errorf("a failed run removed %s", p)
+		}
+	}
+	// The API server also holds the next object, whose creation the crash did not record.
+	unrecorded := a.manifests[limit]
+	if err := os.WriteFile(filepath.Join(a.api, "created", unrecorded), nil, 0644); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err = a.run(t)
+	if err != nil {
+		t.Fatalf("the second run: %v\n%s", err, out)
+	}
+	second := creates(a.calls(t))
+	if !slices.Equal(second, a.manifests[limit:]) {
+		t.Errorf("the second run created %v, want only what was not recorded: %v", second, a.manifests[limit:])
+	}
+	if len(first) < limit || !slices.Equal(first[:limit], a.manifests[:limit]) {
+		t.Errorf("the first run created %v", first)
+	}
+	if a.exists(testOptions.ManifestsDir) || a.exists(AIOKubeDir) {
+		t.Error("the second run did not clean up")
+	}
+
+	// A crash during clean-up: the apply is recorded, inputs half removed. A rerun creates nothing.
+	b := newApplyEnv(t)
+	if out, err := b.run(t); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	b.calls(t)
+	if err := export.WriteRootfs(b.root, b.tree); err != nil { // the unit, the script and the state come back
+		t.Fatal(err)
+	}
+	if err := export.WriteFile(filepath.Join(b.root, StateDir, "applied"), 0644, nil); err != nil {
+		t.Fatal(err)
+	}
+	out, err = b.run(t)
+	if err != nil {
+		t.Fatalf("rerun after the apply: %v\n%s", err, out)
+	}
+	calls := b.calls(t)
+	if c := creates(calls); len(c) != 0 {
+		t.Errorf("a rerun after the apply created %v", c)
+	}
+	for _, p := range testOptions.BootstrapOnly() {
+		if b.exists(p) {
+			t.Errorf("%s is left after the resumed clean-up", p)
+		}
+	}
+}
+
+// TestApplyBounded: a kind the cluster does not serve is retried a bounded number of times, everything else is
+// created, and the run fails without cleaning up; an API that never answers fails the run after the wait.
+func TestApplyBounded(t *testing.T) {
+	a := newApplyEnv(t)
+	unserved := "05_cluster_infrastructure.config.openshift.io_cluster.yaml"
+	out, err := a.run(t, "STUB_FAIL_FILES="+unserved)
+	if err == nil {
+		t.Fatalf("aiokube succeeded with an unserved kind:\n%s", out)
+	}
+	got := creates(a.calls(t))
+	n := 0
+	for _, c := range got {
+		if c == unserved {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Errorf("the unserved manifest was tried %d times, want AIOKUBE_ATTEMPTS=3", n)
+	}
+	done, _ := os.ReadDir(filepath.Join(a.root, StateDir, "done"))
+	if len(done) != len(a.manifests)-1 {
+		t.Errorf("%d manifests created, want all but the unserved one (%d)", len(done), len(a.manifests)-1)
+	}
+	if !strings.Contains(out, "giving up on "+unserved) || !a.exists(testOptions.ManifestsDir) {
+		t.Errorf("the failure is not reported, or the inputs were removed:\n%s", out)
+	}
+
+	b := newApplyEnv(t)
+	out, err = b.run(t, "STUB_READYZ_FAILS=1000", "AIOKUBE_API_WAIT_SECONDS=0")
+	if err == nil || !strings.Contains(out, "not ready") {
+		t.Errorf("an API that never answers: err %v\n%s", err, out)
+	}
+	if c := creates(b.calls(t)); len(c) != 0 {
+		t.Errorf("created %v without an API", c)
+	}
+}
+
+// TestApplyWithKubectl: without oc on the host, aiokube uses kubectl.
+func TestApplyWithKubectl(t *testing.T) {
+	a := newApplyEnv(t)
+	dir := t.TempDir()
+	for _, l := range []struct{ name, target string }{{"kubectl", "oc"}, {"systemctl", "systemctl"}} {
+		if err := os.Symlink(filepath.Join(a.bin, l.target), filepath.Join(dir, l.name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := exec.LookPath("oc"); err == nil {
+		t.Skip("this host has oc")
+	}
+	a.bin = dir
+	out, err := a.run(t)
+	if err != nil || !strings.Contains(out, "client: kubectl") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}

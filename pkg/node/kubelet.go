@@ -1,0 +1,235 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/render-static/render-static/pkg/clusterconfig"
+)
+
+// CRI-O's socket on RHCOS.
+const crioEndpoint = "unix:///var/run/crio/crio.sock"
+
+// VolumePluginDir is where OpenShift keeps flexvolume plugins (kube-controller-manager's flex-volume-plugin-dir);
+// the kubelet's default lies under /usr, which is read-only on RHCOS.
+const VolumePluginDir = "/etc/kubernetes/kubelet-plugins/volume/exec"
+
+// NodeLabels are the labels the kubelet registers the node with: a single control-plane node that also runs
+// workloads (mastersSchedulable). OpenShift's kubelet accepts node-role labels at registration.
+var NodeLabels = []string{
+	"node-role.kubernetes.io/control-plane",
+	"node-role.kubernetes.io/master",
+	"node-role.kubernetes.io/worker",
+	"node.openshift.io/os_id=rhcos",
+}
+
+// KubeletConfiguration is /etc/kubernetes/kubelet.conf for RHCOS: CRI-O, the systemd cgroup driver, static pods
+// from StaticPodPath, client-certificate authentication against kube-apiserver's kubelet client CA and webhook
+// authorization, serving certificates requested by CSR (serverTLSBootstrap) and client certificate rotation.
+// Node name and IPs are flags (--hostname-override, --node-ip) in kubelet.service.
+func KubeletConfiguration(in *clusterconfig.Inputs) (*kubeletv1beta1.KubeletConfiguration, error) {
+	dns, err := clusterDNSIP(in)
+	if err != nil {
+		return nil, err
+	}
+	address := "0.0.0.0"
+	for _, ip := range in.NodeIPs {
+		if ip.Is6() {
+			// "::" listens on both families; the API server reaches the kubelet at the node's InternalIP(s).
+			address = "::"
+		}
+	}
+	f, t := false, true
+	maxPods, pids := int32(250), int64(4096)
+	return &kubeletv1beta1.KubeletConfiguration{
+		TypeMeta:                 metav1.TypeMeta{APIVersion: kubeletv1beta1.SchemeGroupVersion.String(), Kind: "KubeletConfiguration"},
+		StaticPodPath:            StaticPodPath,
+		ContainerRuntimeEndpoint: crioEndpoint,
+		CgroupDriver:             "systemd",
+		CgroupRoot:               "/",
+		SystemCgroups:            "/system.slice",
+		Address:                  address,
+		Authentication: kubeletv1beta1.KubeletAuthentication{
+			X509:      kubeletv1beta1.KubeletX509Authentication{ClientCAFile: KubeletClientCAPath},
+			Webhook:   kubeletv1beta1.KubeletWebhookAuthentication{Enabled: &t},
+			Anonymous: kubeletv1beta1.KubeletAnonymousAuthentication{Enabled: &f},
+		},
+		Authorization:             kubeletv1beta1.KubeletAuthorization{Mode: kubeletv1beta1.KubeletAuthorizationModeWebhook},
+		RotateCertificates:        true,
+		ServerTLSBootstrap:        true,
+		TLSMinVersion:             "VersionTLS12",
+		ClusterDomain:             "cluster.local",
+		ClusterDNS:                []string{dns.String()},
+		MaxPods:                   maxPods,
+		PodPidsLimit:              &pids,
+		SerializeImagePulls:       &f,
+		NodeStatusUpdateFrequency: metav1.Duration{Duration: 10 * time.Second},
+		ContainerLogMaxSize:       "50Mi",
+		VolumePluginDir:           VolumePluginDir,
+		SystemReserved:            map[string]string{"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "1Gi"},
+	}, nil
+}
+
+// clusterDNSIP is the cluster DNS service IP OpenShift's DNS operator uses: the tenth address of the first
+// service network (172.30.0.10, fd02::a).
+func clusterDNSIP(in *clusterconfig.Inputs) (netip.Addr, error) {
+	cidrs := in.InstallConfig.ServiceCIDRs()
+	if len(cidrs) == 0 {
+		return netip.Addr{}, fmt.Errorf("kubelet: no service network")
+	}
+	ip := cidrs[0].Masked().Addr()
+	for i := 0; i < 10; i++ {
+		ip = ip.Next()
+	}
+	if !cidrs[0].Contains(ip) {
+		return netip.Addr{}, fmt.Errorf("kubelet: service network %s is too small for the cluster DNS address", cidrs[0])
+	}
+	return ip, nil
+}
+
+// MarshalKubeletConfiguration writes the configuration as YAML with only what is set: unset durations ("0s"),
+// empty objects and nulls are left out, so the kubelet's defaults apply to them.
+func MarshalKubeletConfiguration(cfg *kubeletv1beta1.KubeletConfiguration) ([]byte, error) {
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	if reflect.ValueOf(cfg.Logging).IsZero() {
+		// Its fields are not omitempty; unset, the kubelet's logging defaults apply.
+		delete(m, "logging")
+	}
+	pruneZero(m, func(v any) bool { return v == nil || v == "0s" })
+	return yaml.Marshal(m)
+}
+
+// pruneZero removes, recursively, the map entries whose value is zero by isZero, and maps left empty; list
+// elements are kept as they are (they are values, not optional fields). It reports whether m ended up empty.
+func pruneZero(m map[string]any, isZero func(any) bool) bool {
+	for k, v := range m {
+		switch x := v.(type) {
+		case map[string]any:
+			if pruneZero(x, isZero) {
+				delete(m, k)
+			}
+		case []any:
+			if len(x) == 0 {
+				delete(m, k)
+			}
+			for _, e := range x {
+				if em, ok := e.(map[string]any); ok {
+					pruneZero(em, isZero)
+				}
+			}
+		default:
+			if isZero(v) {
+				delete(m, k)
+			}
+		}
+	}
+	return len(m) == 0
+}
+
+// kubeletFlags are what kubelet.service passes besides --config: the node's name and IPs (primary first), its
+// kubeconfig, and the registration labels.
+func kubeletFlags(in *clusterconfig.Inputs) []string {
+	ips := make([]string, len(in.NodeIPs))
+	for i, ip := range in.NodeIPs {
+		ips[i] = ip.String()
+	}
+	return []string{
+		"--config=" + KubeletConfigPath,
+		"--kubeconfig=" + KubeletKubeconfigPath,
+		"--runtime-cgroups=/system.slice/crio.service",
+		"--node-ip=" + strings.Join(ips, ","),
+		"--hostname-override=" + in.NodeName,
+		"--node-labels=" + strings.Join(NodeLabels, ","),
+		"--v=2",
+	}
+}
+
+// crioDropin makes CRI-O read the cluster's pull secret and use the payload's pause image (registry credentials
+// for it from the same file).
+func crioDropin(in *clusterconfig.Inputs) string {
+	return fmt.Sprintf(`# Written by render-static: CRI-O pulls with the cluster's pull secret and uses the payload's pause image.
+[crio.image]
+global_auth_file = %q
+pause_image = %q
+pause_image_auth_file = %q
+`, PullSecretPath, in.Images.Image("pod"), PullSecretPath)
+}
+
+// proxyEnv is the environment CRI-O pulls images with when the install-config sets a proxy: the proxies, and a
+// no-proxy list of the user's entries plus everything that must never go through a proxy on this node.
+func proxyEnv(in *clusterconfig.Inputs) map[string]string {
+	p := in.InstallConfig.Proxy
+	if p == nil || (p.HTTPProxy == "" && p.HTTPSProxy == "") {
+		return nil
+	}
+	var no []string
+	seen := map[string]bool{}
+	add := func(s string) {
+		s = strings.TrimSpace(s)
+		if s != "" && !seen[s] {
+			seen[s] = true
+			no = append(no, s)
+		}
+	}
+	for _, s := range strings.Split(p.NoProxy, ",") {
+		add(s)
+	}
+	for _, s := range []string{"localhost", "127.0.0.1", "::1", ".svc", ".cluster.local", "api-int." + in.InstallConfig.ClusterDomain()} {
+		add(s)
+	}
+	for _, ip := range in.NodeIPs {
+		add(ip.String())
+	}
+	for _, set := range [][]netip.Prefix{in.InstallConfig.MachineCIDRs(), in.InstallConfig.ClusterCIDRs(), in.InstallConfig.ServiceCIDRs()} {
+		for _, c := range set {
+			add(c.String())
+		}
+	}
+	env := map[string]string{"NO_PROXY": strings.Join(no, ",")}
+	if p.HTTPProxy != "" {
+		env["HTTP_PROXY"] = p.HTTPProxy
+	}
+	if p.HTTPSProxy != "" {
+		env["HTTPS_PROXY"] = p.HTTPSProxy
+	}
+	return env
+}
+
+// pullSecret is the install-config's pull secret, as CRI-O reads it.
+func pullSecret(in *clusterconfig.Inputs) []byte {
+	s := in.InstallConfig.PullSecret
+	if !strings.HasSuffix(s, "\n") {
+		s += "\n"
+	}
+	return []byte(s)
+}
+
+// kubeletClientCA is the bundle the kubelet authenticates clients with: kube-apiserver's kubelet client CA.
+var kubeletClientCA = struct{ Namespace, Name, Key string }{"openshift-kube-apiserver-operator", "kube-apiserver-to-kubelet-client-ca", "ca-bundle.crt"}
+
+// apiServerCA is the bundle that verifies every kube-apiserver serving certificate (api-int included).
+var apiServerCA = struct{ Namespace, Name, Key string }{"openshift-kube-apiserver", "kube-apiserver-server-ca", "ca-bundle.crt"}
+
+func configMapKey(cm *corev1.ConfigMap, key string) ([]byte, error) {
+	v, ok := cm.Data[key]
+	if !ok || strings.TrimSpace(v) == "" {
+		return nil, fmt.Errorf("configmap %s/%s has no %s", cm.Namespace, cm.Name, key)
+	}
+	return []byte(v), nil
+}

@@ -1,0 +1,73 @@
+// Package node is the node side of aio.ign: everything besides the static pods that turns a plain RHCOS machine
+// into the all-in-one control-plane node, and the first-boot apply of the exported manifests.
+//
+//   - kubelet: kubelet.service, /etc/kubernetes/kubelet.conf (KubeletConfiguration v1beta1), the kubelet's client
+//     CA, and /var/lib/kubelet/kubeconfig with a client certificate for system:node:<name> signed at render time
+//     with kube-controller-manager's CSR signer (loop "emulate/node-client-csr-approval"), so the node registers
+//     without a CSR approval step; CRI-O reads the pull secret from /var/lib/kubelet/config.json;
+//   - certificate renewal without operators: a bounded systemd timer (aio-csr-approver) approves the node's own
+//     kubelet-serving and kubelet-client CSRs, and nothing else, with a least-privileged identity of its own;
+//   - names: api.<domain> and api-int.<domain> resolve to the node in /etc/hosts;
+//   - first boot: aiokube.service applies /opt/openshift/manifests in order (namespaces, CRDs, the rest), restores
+//     status, records progress, and removes what only the first boot needed;
+//   - FilterExport: the one place that decides which exported objects must not reach a cluster without operators.
+//
+// docs/node.md walks through the first boot step by step.
+package node
+
+import (
+	"crypto"
+	"sync"
+
+	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/loops"
+)
+
+// Paths and units on the node. Everything the node side writes is named here.
+const (
+	KubeletUnit           = "kubelet.service"
+	KubeletConfigPath     = "/etc/kubernetes/kubelet.conf"
+	KubeletClientCAPath   = "/etc/kubernetes/kubelet-ca.crt"
+	KubeletKubeconfigPath = "/var/lib/kubelet/kubeconfig"
+	// PullSecretPath is where CRI-O reads registry credentials (global_auth_file) on RHCOS.
+	PullSecretPath = "/var/lib/kubelet/config.json"
+	CRIODropinPath = "/etc/crio/crio.conf.d/50-render-static.conf"
+	HostsPath      = "/etc/hosts"
+	// StaticPodPath is where the kubelet reads static pods (export.PodManifestDir).
+	StaticPodPath = "/etc/kubernetes/manifests"
+
+	AIOKubeUnit   = "aiokube.service"
+	AIOKubeScript = "/usr/local/bin/aiokube.sh"
+	// AIOKubeDir holds aiokube's own first-boot inputs and progress; all of it goes with the cleanup.
+	AIOKubeDir = "/opt/openshift/aiokube"
+	// StatusDir holds one merge patch {"status": ...} per manifest whose status must be restored after create.
+	StatusDir = AIOKubeDir + "/status"
+	// StateDir holds the progress markers: done/<manifest file> per created manifest, and "applied".
+	StateDir = AIOKubeDir + "/state"
+
+	ApproverService    = "aio-csr-approver.service"
+	ApproverTimer      = "aio-csr-approver.timer"
+	ApproverScript     = "/usr/local/bin/aio-csr-approver.sh"
+	ApproverKubeconfig = "/etc/kubernetes/aio-csr-approver.kubeconfig"
+)
+
+// Node is the node side of one render. Its emulation loop runs in the converge phase; Tree builds the files once
+// the loops settled. The private keys of the certificates it signs live only here, never in the cluster.
+type Node struct {
+	cluster *loops.Cluster
+	in      *clusterconfig.Inputs
+
+	mu   sync.Mutex
+	keys map[string]crypto.Signer // by CSR name
+}
+
+// New returns the node side of a render.
+func New(c *loops.Cluster, in *clusterconfig.Inputs) *Node {
+	return &Node{cluster: c, in: in, keys: map[string]crypto.Signer{}}
+}
+
+// Loops are the node side's loops, run in the converge phase after every component's loops: its static
+// resources, the emulated approval of its first client certificates, and the namespaces no component creates.
+func (n *Node) Loops() []loops.Loop {
+	return []loops.Loop{n.StaticResourcesLoop(), n.CSRApprovalLoop(), n.NamespacesLoop()}
+}

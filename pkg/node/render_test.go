@@ -1,0 +1,223 @@
+package node_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/node"
+	"github.com/render-static/render-static/pkg/pipeline"
+)
+
+// TestRenderedNode renders the dual-stack example through the whole pipeline (every component's loops, then the
+// node side's) and checks the node side against what the other components produced: the kubelet's and the
+// approver's client certificates chain to kube-apiserver's client-ca, the kubeconfigs trust the api-int serving
+// certificate, the kubelet trusts kube-apiserver's client certificate to it, kube-apiserver trusts the CSR
+// signer for kubelet serving certificates; nothing FilterExport drops is exported; and aiokube, run on the
+// rendered rootfs with a stub API, creates every manifest in order and leaves nothing only the first boot needed.
+func TestRenderedNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("renders the whole cluster")
+	}
+	config := filepath.Join("..", "..", "testdata/installconfig/good/dualstack.yaml")
+	dir := filepath.Join(t.TempDir(), "out")
+	o := pipeline.Options{InstallConfig: config, NodeIP: "192.168.126.10,fd00::10", NodeName: "sno-0", Dir: dir,
+		CertValidity: certs.DefaultLeafValidity, InfraID: "dual-x7k2p"}
+	in, err := pipeline.Validate(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := pipeline.RunEngine(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pipeline.Export(context.Background(), eng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	rootfs := filepath.Join(dir, "rootfs")
+	read := func(p string) []byte {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(rootfs, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	pool := func(p string) *x509.CertPool {
+		t.Helper()
+		cp := x509.NewCertPool()
+		if !cp.AppendCertsFromPEM(read(p)) {
+			t.Fatalf("%s holds no certificate", p)
+		}
+		return cp
+	}
+	kasCerts := "/etc/kubernetes/static-pod-resources/kube-apiserver-certs"
+	clientCA := pool(kasCerts + "/configmaps/client-ca/ca-bundle.crt")
+	for _, kc := range []string{node.KubeletKubeconfigPath, node.ApproverKubeconfig} {
+		cfg, err := clientcmd.Load(read(kc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := cfg.Contexts[cfg.CurrentContext]
+		user, cluster := cfg.AuthInfos[ctx.AuthInfo], cfg.Clusters[ctx.Cluster]
+		leaf, err := certs.ParseCertificates(user.ClientCertificateData)
+		if err != nil || len(leaf) == 0 {
+			t.Fatalf("%s: %v", kc, err)
+		}
+		if _, err := leaf[0].Verify(x509.VerifyOptions{Roots: clientCA, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+			t.Errorf("%s: the client certificate (%s) does not chain to kube-apiserver's client-ca: %v", kc, leaf[0].Subject, err)
+		}
+		if cluster.Server != "https://api-int.dual.example.com:6443" {
+			t.Errorf("%s: server %s", kc, cluster.Server)
+		}
+		servers := x509.NewCertPool()
+		servers.AppendCertsFromPEM(cluster.CertificateAuthorityData)
+		lb, _ := certs.ParseCertificates(read(kasCerts + "/secrets/internal-loadbalancer-serving-certkey/tls.crt"))
+		if _, err := lb[0].Verify(x509.VerifyOptions{Roots: servers, DNSName: "api-int.dual.example.com"}); err != nil {
+			t.Errorf("%s: its CA does not verify kube-apiserver's api-int certificate: %v", kc, err)
+		}
+	}
+	kasToKubelet, _ := certs.ParseCertificates(read(kasCerts + "/secrets/kubelet-client/tls.crt"))
+	if _, err := kasToKubelet[0].Verify(x509.VerifyOptions{Roots: pool(node.KubeletClientCAPath), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("the kubelet does not trust kube-apiserver's client certificate: %v", err)
+	}
+	// kube-apiserver verifies kubelet serving certificates (signed by kube-controller-manager with the CSR signer)
+	// with kubelet-serving-ca.
+	signer := csrSigner(t, filepath.Join(dir, "manifests"))
+	servingCA, err := filepath.Glob(filepath.Join(rootfs, "/etc/kubernetes/static-pod-resources/kube-apiserver-pod-*/configmaps/kubelet-serving-ca/ca-bundle.crt"))
+	if err != nil || len(servingCA) == 0 {
+		t.Fatalf("no kubelet-serving-ca in kube-apiserver's revision: %v", err)
+	}
+	if b, _ := os.ReadFile(servingCA[0]); !strings.Contains(string(b), strings.TrimSpace(signer)) {
+		t.Error("kube-apiserver's kubelet-serving-ca does not hold the CSR signer")
+	}
+
+	// Nothing a rule drops is exported.
+	for _, m := range out.Manifests {
+		for _, r := range node.ExportRules {
+			if r.Match(m) {
+				t.Errorf("%s is exported although rule %s drops it", m.File, r.Name)
+			}
+		}
+	}
+
+	// The first boot, with a stub API.
+	runFirstBoot(t, rootfs, len(out.Manifests))
+}
+
+// csrSigner returns the PEM certificate of openshift-kube-controller-manager-operator/csr-signer from the
+// exported manifests.
+func csrSigner(t *testing.T, manifests string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(manifests, "05_"+node.SignerNamespace+"_secret_"+node.SignerName+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^  tls\.crt: (\S+)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("csr-signer has no tls.crt")
+	}
+	pemBytes, err := base64.StdEncoding.DecodeString(string(m[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := certs.ParseCertificates(pemBytes)
+	if err != nil || len(cs) == 0 {
+		t.Fatalf("csr-signer: %v", err)
+	}
+	return string(pemBytes)
+}
+
+// runFirstBoot runs aiokube.sh on the rendered rootfs as aiokube.service would, against the stub API, and checks
+// the apply and the clean-up.
+func runFirstBoot(t *testing.T, rootfs string, manifests int) {
+	t.Helper()
+	unit, err := os.ReadFile(filepath.Join(rootfs, "/etc/systemd/system", node.AIOKubeUnit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := filepath.Abs(filepath.Join("..", "..", "testdata/node/bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	log := filepath.Join(work, "calls.log")
+	cmd := exec.Command("bash", filepath.Join(rootfs, node.AIOKubeScript))
+	cmd.Env = []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "STUB_LOG=" + log, "STUB_API=" + filepath.Join(work, "api"),
+		"AIOKUBE_ROOT=" + rootfs, "AIOKUBE_RETRY_SECONDS=0", "AIOKUBE_ATTEMPTS=2"}
+	unesc := strings.NewReplacer(`\\`, `\`, `\"`, `"`, "%%", "%")
+	sc := bufio.NewScanner(strings.NewReader(string(unit)))
+	for sc.Scan() {
+		if l := sc.Text(); strings.HasPrefix(l, `Environment="`) {
+			kv := unesc.Replace(strings.TrimSuffix(strings.TrimPrefix(l, `Environment="`), `"`))
+			if !strings.HasPrefix(kv, "AIOKUBE_RETRY_SECONDS=") && !strings.HasPrefix(kv, "AIOKUBE_ATTEMPTS=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+	}
+	outb, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("aiokube on the rendered rootfs: %v\n%s", err, outb)
+	}
+	calls, _ := os.ReadFile(log)
+	var created []string
+	for _, l := range strings.Split(string(calls), "\n") {
+		if f := strings.Fields(l); len(f) > 2 && f[2] == "create" {
+			created = append(created, filepath.Base(f[len(f)-1]))
+		}
+	}
+	if len(created) != manifests {
+		t.Errorf("aiokube created %d manifests, the render exported %d", len(created), manifests)
+	}
+	phase := func(f string) int {
+		switch {
+		case strings.HasPrefix(f, "00_"):
+			return 0
+		case strings.HasPrefix(f, "01_"):
+			return 1
+		}
+		return 2
+	}
+	for i := 1; i < len(created); i++ {
+		if phase(created[i]) < phase(created[i-1]) || (phase(created[i]) == phase(created[i-1]) && created[i] < created[i-1]) {
+			t.Errorf("%s created after %s", created[i], created[i-1])
+		}
+	}
+	// Nothing only the first boot needed is left, and the control plane's files are all there.
+	_ = filepath.WalkDir(rootfs, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel := "/" + strings.TrimPrefix(strings.TrimPrefix(p, rootfs), "/")
+		if strings.HasPrefix(rel, "/opt/openshift") || strings.Contains(rel, "aiokube") {
+			t.Errorf("%s is left after the first boot", rel)
+		}
+		if !d.IsDir() && strings.HasSuffix(rel, ".preset") {
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), "aiokube") {
+				t.Errorf("%s still enables aiokube", rel)
+			}
+		}
+		return nil
+	})
+	for _, p := range []string{node.KubeletConfigPath, node.KubeletKubeconfigPath, node.PullSecretPath, node.HostsPath, node.ApproverScript,
+		"/etc/systemd/system/" + node.KubeletUnit, "/etc/kubernetes/manifests"} {
+		if _, err := os.Stat(filepath.Join(rootfs, p)); err != nil {
+			t.Errorf("the first boot removed %s", p)
+		}
+	}
+}

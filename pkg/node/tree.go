@@ -1,0 +1,192 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"path"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/export"
+)
+
+// Options are what the node side needs from the rest of the render.
+type Options struct {
+	// ManifestsDir is where the exported manifests lie on the node; AdminKubeconfig is the cluster-admin
+	// kubeconfig there. aiokube uses both, and removes both once everything is created.
+	ManifestsDir    string
+	AdminKubeconfig string
+	// Manifests are the exported manifests (after FilterExport), for the status patches.
+	Manifests []export.Manifest
+}
+
+func (o Options) validate() error {
+	for name, p := range map[string]string{"ManifestsDir": o.ManifestsDir, "AdminKubeconfig": o.AdminKubeconfig} {
+		if !path.IsAbs(p) || path.Clean(p) != p || p == "/" {
+			return fmt.Errorf("node: %s %q is not a clean absolute path", name, p)
+		}
+	}
+	return nil
+}
+
+// Tree builds the node side's files and units from the settled cluster: the kubelet, CRI-O's pull secret and
+// drop-in, /etc/hosts, the CSR approver, and aiokube with its status patches.
+func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
+	if n == nil {
+		return nil, fmt.Errorf("node: no node side in this render (node.New was not called)")
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	in := n.in
+	t := export.NewTree()
+	add := t.AddFile
+
+	// The kubelet and CRI-O.
+	cfg, err := KubeletConfiguration(in)
+	if err != nil {
+		return nil, err
+	}
+	kubeletConf, err := MarshalKubeletConfiguration(cfg)
+	if err != nil {
+		return nil, err
+	}
+	clientCA, err := n.bundle(ctx, kubeletClientCA.Namespace, kubeletClientCA.Name, kubeletClientCA.Key)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet client CA: %w", err)
+	}
+	serverCA, err := n.bundle(ctx, apiServerCA.Namespace, apiServerCA.Name, apiServerCA.Key)
+	if err != nil {
+		return nil, fmt.Errorf("kube-apiserver serving CA: %w", err)
+	}
+	internalURL := in.InstallConfig.APIServerInternalURL()
+	clusterName := in.InstallConfig.Metadata.Name
+	cert, key, err := n.clientCertificate(ctx, n.nodeIdentity())
+	if err != nil {
+		return nil, err
+	}
+	kubeletKubeconfig, err := certs.Kubeconfig(clusterName, internalURL, serverCA, cert, key, "kubelet")
+	if err != nil {
+		return nil, err
+	}
+	unit, err := renderTemplate("kubelet.service", map[string]any{"StaticPodPath": StaticPodPath, "Flags": kubeletFlags(in)})
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range []struct {
+		path string
+		mode fs.FileMode
+		data []byte
+	}{
+		{KubeletConfigPath, 0644, kubeletConf},
+		{KubeletClientCAPath, 0644, clientCA},
+		{KubeletKubeconfigPath, 0600, kubeletKubeconfig},
+		{PullSecretPath, 0600, pullSecret(in)},
+		{CRIODropinPath, 0644, []byte(crioDropin(in))},
+		{HostsPath, 0644, Hosts(in)},
+	} {
+		if err := add(f.path, f.mode, f.data); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.AddUnit(export.Unit{Name: KubeletUnit, Contents: unit, Enabled: true}); err != nil {
+		return nil, err
+	}
+	if env := proxyEnv(in); env != nil {
+		dropin := "[Service]\n"
+		for _, l := range envLines(env) {
+			dropin += l + "\n"
+		}
+		if err := t.AddUnit(export.Unit{Name: "crio.service", Dropins: []export.Dropin{{Name: "10-render-static-proxy.conf", Contents: dropin}}}); err != nil {
+			return nil, err
+		}
+	}
+
+	// The CSR approver.
+	acert, akey, err := n.clientCertificate(ctx, n.approverIdentity())
+	if err != nil {
+		return nil, err
+	}
+	approverKubeconfig, err := certs.Kubeconfig(clusterName, internalURL, serverCA, acert, akey, "csr-approver")
+	if err != nil {
+		return nil, err
+	}
+	approverScript, err := readEmbedded("aio-csr-approver.sh")
+	if err != nil {
+		return nil, err
+	}
+	approverUnit, err := renderTemplate("aio-csr-approver.service", map[string]any{"Script": ApproverScript, "Env": envLines(n.approverEnv())})
+	if err != nil {
+		return nil, err
+	}
+	approverTimer, err := renderTemplate("aio-csr-approver.timer", nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := add(ApproverKubeconfig, 0600, approverKubeconfig); err != nil {
+		return nil, err
+	}
+	if err := add(ApproverScript, 0755, approverScript); err != nil {
+		return nil, err
+	}
+	if err := t.AddUnit(export.Unit{Name: ApproverService, Contents: approverUnit}); err != nil {
+		return nil, err
+	}
+	if err := t.AddUnit(export.Unit{Name: ApproverTimer, Contents: approverTimer, Enabled: true}); err != nil {
+		return nil, err
+	}
+
+	// aiokube.
+	script, err := readEmbedded("aiokube.sh")
+	if err != nil {
+		return nil, err
+	}
+	aiokubeUnit, err := renderTemplate("aiokube.service", map[string]any{"Script": AIOKubeScript, "Env": envLines(o.aiokubeEnv(in.Images.Image("tools")))})
+	if err != nil {
+		return nil, err
+	}
+	if err := add(AIOKubeScript, 0755, script); err != nil {
+		return nil, err
+	}
+	if err := t.AddUnit(export.Unit{Name: AIOKubeUnit, Contents: aiokubeUnit, Enabled: true}); err != nil {
+		return nil, err
+	}
+	patches, err := StatusPatches(o.Manifests)
+	if err != nil {
+		return nil, err
+	}
+	for file, p := range patches {
+		if err := add(path.Join(StatusDir, file+".json"), 0600, p); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.AddDir(StateDir, 0700); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// approverEnv is aio-csr-approver.sh's configuration: its kubeconfig, the node, and the names a serving
+// certificate of the node may carry (its name and IPs, as openssl prints them).
+func (n *Node) approverEnv() map[string]string {
+	sans := opensslSAN(n.in.NodeName, netip.Addr{})
+	for _, ip := range n.in.NodeIPs {
+		sans += "|" + opensslSAN("", ip)
+	}
+	return map[string]string{
+		"APPROVER_KUBECONFIG":   ApproverKubeconfig,
+		"APPROVER_NODE_NAME":    n.in.NodeName,
+		"APPROVER_ALLOWED_SANS": sans,
+	}
+}
+
+func (n *Node) bundle(ctx context.Context, ns, name, key string) ([]byte, error) {
+	cm, err := n.cluster.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return configMapKey(cm, key)
+}

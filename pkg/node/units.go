@@ -1,0 +1,66 @@
+package node
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"path"
+	"sort"
+	"strings"
+	"text/template"
+
+	"github.com/render-static/render-static/manifests"
+)
+
+// renderTemplate renders manifests/node/<name> with data; a missing key is an error.
+func renderTemplate(name string, data any) (string, error) {
+	raw, err := manifests.Read(path.Join("node", name))
+	if err != nil {
+		return "", err
+	}
+	t, err := template.New(name).Option("missingkey=error").Parse(string(raw))
+	if err != nil {
+		return "", fmt.Errorf("manifests/node/%s: %w", name, err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return "", fmt.Errorf("manifests/node/%s: %w", name, err)
+	}
+	return b.String(), nil
+}
+
+// readEmbedded returns manifests/node/<name> as it is (the scripts).
+func readEmbedded(name string) ([]byte, error) { return manifests.Read(path.Join("node", name)) }
+
+// envLines turns variables into systemd Environment= lines, sorted by name. Values are quoted, and '%' (systemd
+// specifiers), '"' and '\' are escaped, so any value reaches the process as it is.
+func envLines(env map[string]string) []string {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	esc := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "%", "%%")
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = `Environment="` + esc.Replace(k+"="+env[k]) + `"`
+	}
+	return out
+}
+
+// opensslSAN is how `openssl req -text` prints a subject alternative name: "DNS:name", and "IP Address:a.b.c.d"
+// or, for IPv6, eight uncompressed upper-case hexadecimal groups ("IP Address:FD00:0:0:0:0:0:0:10").
+func opensslSAN(dnsName string, ip netip.Addr) string {
+	if !ip.IsValid() {
+		return "DNS:" + dnsName
+	}
+	if ip.Is4() {
+		return "IP Address:" + ip.String()
+	}
+	b := ip.As16()
+	groups := make([]string, 8)
+	for i := range groups {
+		groups[i] = fmt.Sprintf("%X", uint16(b[2*i])<<8|uint16(b[2*i+1]))
+	}
+	return "IP Address:" + strings.Join(groups, ":")
+}
