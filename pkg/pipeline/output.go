@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -68,6 +69,13 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 	}
 	// What must not reach a cluster without operators is decided in one place (pkg/node, docs/node.md).
 	manifests, _ = node.FilterExport(manifests)
+	// The CRDs of the exported custom kinds, so the first-boot apply can create them first.
+	crds, err := export.CRDs(manifests, in.InstallConfig.FeatureSet)
+	if err != nil {
+		return nil, err
+	}
+	manifests = append(crds, manifests...)
+	sort.Slice(manifests, func(i, j int) bool { return manifests[i].File < manifests[j].File })
 	tree := export.NewTree()
 	for _, m := range manifests {
 		mode := fs.FileMode(0644)

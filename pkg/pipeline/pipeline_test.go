@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"fmt"
 	"compress/gzip"
 	"context"
 	"crypto/x509"
@@ -146,6 +147,7 @@ func TestRender(t *testing.T) {
 			}
 			checkAdminKubeconfig(t, r)
 			checkTrace(t, r)
+			checkCRDs(t, r)
 			if got := string(r.files["/etc/hostname"]); got != "sno-0\n" {
 				t.Errorf("/etc/hostname = %q", got)
 			}
@@ -387,6 +389,31 @@ func checkAdminKubeconfig(t *testing.T, r *rendered) {
 	clientCA.AppendCertsFromPEM(r.files["/etc/kubernetes/static-pod-resources/kube-apiserver-certs/configmaps/client-ca/ca-bundle.crt"])
 	if _, err := client.Verify(x509.VerifyOptions{Roots: clientCA, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
 		t.Errorf("admin client cert does not chain to kube-apiserver's client-ca: %v", err)
+	}
+}
+
+// checkCRDs: every exported custom resource has its CRD among the manifests, ordered before it.
+func checkCRDs(t *testing.T, r *rendered) {
+	crdFor := map[string]string{}
+	for _, m := range r.out.Manifests {
+		if m.GVK.Kind == "CustomResourceDefinition" {
+			spec, _ := m.Object["spec"].(map[string]interface{})
+			names, _ := spec["names"].(map[string]interface{})
+			crdFor[fmt.Sprintf("%v/%v", spec["group"], names["kind"])] = m.File
+		}
+	}
+	if len(crdFor) == 0 {
+		t.Fatal("no CRD exported")
+	}
+	for _, m := range r.out.Manifests {
+		if m.GVK.Group == "config.openshift.io" || m.GVK.Group == "operator.openshift.io" {
+			f, ok := crdFor[m.GVK.Group+"/"+m.GVK.Kind]
+			if !ok {
+				t.Errorf("%s is exported without its CRD", m.File)
+			} else if f >= m.File {
+				t.Errorf("CRD %s is not applied before %s", f, m.File)
+			}
+		}
 	}
 }
 

@@ -1,0 +1,201 @@
+package export
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/render-static/render-static/manifests"
+)
+
+// CRDKinds are the custom resource kinds a render exports (group/Kind). Their CRDs are vendored, unmodified, from
+// the pinned github.com/openshift/api (manifests/crds, written by `go run ./hack/synccrds`), so that the first-boot
+// apply can create them before the objects; a render that exports a custom kind not listed here fails.
+var CRDKinds = []string{
+	"config.openshift.io/APIServer", "config.openshift.io/Authentication", "config.openshift.io/DNS",
+	"config.openshift.io/Image", "config.openshift.io/Infrastructure", "config.openshift.io/Ingress",
+	"config.openshift.io/Network", "config.openshift.io/Proxy", "config.openshift.io/Scheduler",
+	"operator.openshift.io/Etcd", "operator.openshift.io/IngressController", "operator.openshift.io/KubeAPIServer",
+	"operator.openshift.io/KubeControllerManager", "operator.openshift.io/KubeScheduler",
+}
+
+// crdSourceDirs are where openshift/api keeps the generated CRDs of the groups above.
+var crdSourceDirs = []string{"config/v1/zz_generated.crd-manifests", "operator/v1/zz_generated.crd-manifests"}
+
+// groupsWithCRDs are the API groups whose objects need a CRD (everything else is built into kube-apiserver).
+var groupsWithCRDs = map[string]bool{"config.openshift.io": true, "operator.openshift.io": true}
+
+type crdFile struct {
+	name        string // file name
+	groupKind   string
+	profiles    map[string]bool // include.release.openshift.io/<profile>: "true"
+	featureSets []string        // release.openshift.io/feature-set (comma-separated); none means all
+	object      map[string]interface{}
+}
+
+const selfManagedProfile = "self-managed-high-availability"
+
+func parseCRD(name string, raw []byte) (*crdFile, error) {
+	var obj map[string]interface{}
+	if err := yaml.Unmarshal(raw, &obj); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var crd struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+		Spec struct {
+			Group string `json:"group"`
+			Names struct {
+				Kind string `json:"kind"`
+			} `json:"names"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(raw, &crd); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if crd.Kind != "CustomResourceDefinition" {
+		return nil, nil
+	}
+	f := &crdFile{name: name, groupKind: crd.Spec.Group + "/" + crd.Spec.Names.Kind, profiles: map[string]bool{}, object: obj}
+	for k, v := range crd.Metadata.Annotations {
+		if p, ok := strings.CutPrefix(k, "include.release.openshift.io/"); ok && v == "true" {
+			f.profiles[p] = true
+		}
+		if k == "release.openshift.io/feature-set" {
+			for _, s := range strings.Split(v, ",") {
+				f.featureSets = append(f.featureSets, strings.TrimSpace(s))
+			}
+		}
+	}
+	return f, nil
+}
+
+// forSelfManaged: a CRD without profile annotations applies everywhere.
+func (f *crdFile) forSelfManaged() bool {
+	return len(f.profiles) == 0 || f.profiles[selfManagedProfile]
+}
+
+func (f *crdFile) forFeatureSet(fs string) bool {
+	if len(f.featureSets) == 0 {
+		return true
+	}
+	for _, s := range f.featureSets {
+		if s == fs {
+			return true
+		}
+	}
+	return false
+}
+
+// SelectCRDSources returns the file names, among the given CRD files, of every variant of every CRDKinds kind a
+// self-managed cluster may use (all feature sets). It is what hack/synccrds vendors.
+func SelectCRDSources(files map[string][]byte) ([]string, error) {
+	want := map[string]bool{}
+	for _, k := range CRDKinds {
+		want[k] = true
+	}
+	found := map[string]bool{}
+	var out []string
+	for name, raw := range files {
+		f, err := parseCRD(name, raw)
+		if err != nil {
+			return nil, err
+		}
+		if f == nil || !want[f.groupKind] || !f.forSelfManaged() {
+			continue
+		}
+		found[f.groupKind] = true
+		out = append(out, name)
+	}
+	for _, k := range CRDKinds {
+		if !found[k] {
+			return nil, fmt.Errorf("no CRD for %s in the openshift/api sources", k)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// ReadCRDSources reads every CRD file of the pinned openshift/api module checked out at moduleDir.
+func ReadCRDSources(moduleDir string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, d := range crdSourceDirs {
+		entries, err := os.ReadDir(filepath.Join(moduleDir, d))
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".crd.yaml") {
+				continue
+			}
+			raw, err := os.ReadFile(filepath.Join(moduleDir, d, e.Name()))
+			if err != nil {
+				return nil, err
+			}
+			out[e.Name()] = raw
+		}
+	}
+	return out, nil
+}
+
+// CRDs returns the CRD manifests the exported objects need: for every kind of a group served by CRDs, the vendored
+// variant for a self-managed cluster and the install-config's feature set ("" is Default). An exported kind with
+// no CRD, or with more than one candidate, is an error.
+func CRDs(ms []Manifest, featureSet string) ([]Manifest, error) {
+	if featureSet == "" {
+		featureSet = "Default"
+	}
+	byKind := map[string][]*crdFile{}
+	entries, err := fs.ReadDir(manifests.FS, "crds")
+	if err != nil {
+		return nil, fmt.Errorf("vendored CRDs: %w", err)
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".crd.yaml") {
+			continue
+		}
+		raw, err := manifests.Read(path.Join("crds", e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		f, err := parseCRD(e.Name(), raw)
+		if err != nil {
+			return nil, err
+		}
+		if f != nil && f.forSelfManaged() && f.forFeatureSet(featureSet) {
+			byKind[f.groupKind] = append(byKind[f.groupKind], f)
+		}
+	}
+	needed := map[string]bool{}
+	for _, m := range ms {
+		if groupsWithCRDs[m.GVK.Group] {
+			needed[m.GVK.Group+"/"+m.GVK.Kind] = true
+		}
+	}
+	kinds := make([]string, 0, len(needed))
+	for k := range needed {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	var out []Manifest
+	for _, k := range kinds {
+		cands := byKind[k]
+		if len(cands) != 1 {
+			return nil, fmt.Errorf("exported kind %s needs exactly one CRD for feature set %s, found %d (see export.CRDKinds and hack/synccrds)", k, featureSet, len(cands))
+		}
+		m, err := fromMap(cands[0].object)
+		if err != nil {
+			return nil, fmt.Errorf("CRD %s: %w", cands[0].name, err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}

@@ -1,0 +1,81 @@
+package export
+
+import (
+	"bytes"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/render-static/render-static/manifests"
+)
+
+// TestVendoredCRDsMatchThePinnedModule: manifests/crds holds exactly what hack/synccrds selects from the pinned
+// openshift/api, byte for byte.
+func TestVendoredCRDsMatchThePinnedModule(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	files, err := ReadCRDSources(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := SelectCRDSources(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := filepath.Glob(filepath.Join("..", "..", "manifests", "crds", "*.crd.yaml"))
+	var names []string
+	for _, g := range got {
+		names = append(names, filepath.Base(g))
+	}
+	sort.Strings(names)
+	if strings.Join(names, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("manifests/crds is stale; run go run ./hack/synccrds\nhave %v\nwant %v", names, want)
+	}
+	for _, n := range want {
+		raw, err := manifests.Read("crds/" + n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(raw, files[n]) {
+			t.Errorf("manifests/crds/%s differs from the pinned module's; run go run ./hack/synccrds", n)
+		}
+	}
+}
+
+func TestCRDsForExportedKinds(t *testing.T) {
+	ms := []Manifest{
+		{GVK: schema.GroupVersionKind{Group: "config.openshift.io", Version: "v1", Kind: "Infrastructure"}},
+		{GVK: schema.GroupVersionKind{Group: "config.openshift.io", Version: "v1", Kind: "Infrastructure"}},
+		{GVK: schema.GroupVersionKind{Group: "operator.openshift.io", Version: "v1", Kind: "IngressController"}},
+		{GVK: schema.GroupVersionKind{Group: "", Version: "v1", Kind: "ConfigMap"}},
+	}
+	for _, fs := range []string{"", "TechPreviewNoUpgrade", "CustomNoUpgrade"} {
+		crds, err := CRDs(ms, fs)
+		if err != nil {
+			t.Fatalf("%q: %v", fs, err)
+		}
+		if len(crds) != 2 {
+			t.Fatalf("%q: %d CRDs, want 2", fs, len(crds))
+		}
+		if crds[0].Name != "infrastructures.config.openshift.io" || !strings.HasPrefix(crds[0].File, "01_cluster_customresourcedefinition.apiextensions.k8s.io_") {
+			t.Errorf("%q: first CRD %s %s", fs, crds[0].Name, crds[0].File)
+		}
+		want := fs
+		if want == "" {
+			want = "Default"
+		}
+		ann, _ := crds[0].Object["metadata"].(map[string]interface{})["annotations"].(map[string]interface{})
+		if ann["release.openshift.io/feature-set"] != want {
+			t.Errorf("%q: picked the %v variant", fs, ann["release.openshift.io/feature-set"])
+		}
+	}
+	if _, err := CRDs([]Manifest{{GVK: schema.GroupVersionKind{Group: "config.openshift.io", Version: "v1", Kind: "ClusterVersion"}}}, ""); err == nil {
+		t.Errorf("an exported custom kind without a vendored CRD was accepted")
+	}
+}
