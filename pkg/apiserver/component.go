@@ -14,6 +14,7 @@ import (
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/resourcesync"
 	"github.com/render-static/render-static/pkg/staticpod"
 )
 
@@ -41,11 +42,11 @@ func New(c *loops.Cluster, in *clusterconfig.Inputs) *Component {
 		operatorv1.StaticPodOperatorSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed, LogLevel: operatorv1.Normal}},
 		operatorv1.StaticPodOperatorStatus{NodeStatuses: []operatorv1.NodeStatus{{NodeName: in.NodeName}}})
 	k := &Component{cluster: c, in: in, op: op, recorder: c.Recorder}
-	k.sync = resourcesynccontroller.NewResourceSyncController("kube-apiserver", op, c.KubeInformers,
-		c.Kube.CoreV1(), c.Kube.CoreV1(), c.Recorder)
-	if err := registerSyncRules(k.sync); err != nil {
-		panic(err) // duplicate rules in SyncRules: a programming error
+	sync, err := resourcesync.New(c, "kube-apiserver", op, c.Recorder, SyncRules)
+	if err != nil {
+		panic(err) // a rule naming a namespace missing from Namespaces: a programming error
 	}
+	k.sync = sync
 	return k
 }
 

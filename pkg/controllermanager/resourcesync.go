@@ -4,13 +4,8 @@ import (
 	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
 
 	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/resourcesync"
 )
-
-// SyncRule copies Source to Dest (a configmap or a secret), as library-go's resource sync controller does.
-type SyncRule struct {
-	Dest, Source certs.Location
-	Secret       bool
-}
 
 // SyncRules are the operator's resource sync rules, destination from source:
 //   - the CSR CA bundle the operator builds is published for kube-apiserver (kubelet-serving-ca, client-ca);
@@ -18,7 +13,7 @@ type SyncRule struct {
 //   - the service CA (service-ca-operator's) into the revision;
 //   - the client and aggregator client CAs kube-apiserver trusts, so the controller manager's own secure port
 //     authenticates the same clients without reading them from the API.
-var SyncRules = []SyncRule{
+var SyncRules = []resourcesync.Rule{
 	{Dest: loc(ManagedNamespace, "csr-controller-ca"), Source: loc(OperatorNamespace, "csr-controller-ca")},
 	{Dest: loc(TargetNamespace, "kube-controller-manager-client-cert-key"), Source: loc(ManagedNamespace, "kube-controller-manager-client-cert-key"), Secret: true},
 	{Dest: loc(TargetNamespace, "service-ca"), Source: loc(ManagedNamespace, "service-ca")},
@@ -33,18 +28,9 @@ func rl(l certs.Location) resourcesynccontroller.ResourceLocation {
 // newResourceSync builds library-go's resource sync controller with SyncRules; the config observer shares it as
 // its ResourceSyncer.
 func (k *Component) newResourceSync() *resourcesynccontroller.ResourceSyncController {
-	c := k.cluster
-	s := resourcesynccontroller.NewResourceSyncController(ComponentName, k.op, c.KubeInformers, c.Kube.CoreV1(), c.Kube.CoreV1(), k.recorder)
-	for _, r := range SyncRules {
-		var err error
-		if r.Secret {
-			err = s.SyncSecret(rl(r.Dest), rl(r.Source))
-		} else {
-			err = s.SyncConfigMap(rl(r.Dest), rl(r.Source))
-		}
-		if err != nil {
-			panic(err) // only for a namespace missing from Namespaces: a programming error
-		}
+	s, err := resourcesync.New(k.cluster, ComponentName, k.op, k.recorder, SyncRules)
+	if err != nil {
+		panic(err) // a rule naming a namespace missing from Namespaces: a programming error
 	}
 	return s
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
 	"github.com/openshift/library-go/pkg/operator/staticresourcecontroller"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	corev1listers "k8s.io/client-go/listers/core/v1"
@@ -21,7 +20,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/manifests"
+	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/resourcesync"
 )
 
 // StaticResources are the manifests under manifests/etcd/ the static-resources loop applies.
@@ -110,69 +111,33 @@ func installConfig(cms corev1listers.ConfigMapNamespaceLister) (map[string]inter
 	return ic, nil
 }
 
-// A resource-sync rule: copy Source to Dest (conditionally on the source existing, as the operator does).
-type syncRule struct {
-	Secret       bool
-	Dest, Source resourcesynccontroller.ResourceLocation
+// rl is a conditional rule (copy only while the source exists), as the etcd operator declares all of its rules.
+func rl(secret bool, dest, source certs.Location) resourcesync.Rule {
+	return resourcesync.Rule{Secret: secret, Dest: dest, Source: source, Conditional: true}
 }
 
-func rl(ns, name string) resourcesynccontroller.ResourceLocation {
-	return resourcesynccontroller.ResourceLocation{Namespace: ns, Name: name}
-}
+func at(ns, name string) certs.Location { return certs.Location{Namespace: ns, Name: name} }
 
 // SyncRules are the operator's resource-sync rules. openshift-config/etcd-serving-ca and
 // openshift-config/etcd-client are what kube-apiserver reads.
-var SyncRules = []syncRule{
-	{Dest: rl(TargetNamespace, "cluster-config-v1"), Source: rl(KubeSystem, "cluster-config-v1")},
-	{Dest: rl(OperatorNamespace, CABundleName), Source: rl(TargetNamespace, CABundleName)},
-	{Dest: rl(ConfigNamespace, CABundleName), Source: rl(TargetNamespace, CABundleName)},
-	{Dest: rl(ConfigNamespace, ServingCAName), Source: rl(TargetNamespace, CABundleName)},
-	{Dest: rl(OperatorNamespace, "etcd-metric-serving-ca"), Source: rl(TargetNamespace, MetricsBundleName)},
-	{Secret: true, Dest: rl(OperatorNamespace, MetricClientName), Source: rl(TargetNamespace, MetricClientName)},
-	{Secret: true, Dest: rl(OperatorNamespace, ClientName), Source: rl(TargetNamespace, ClientName)},
-	{Secret: true, Dest: rl(ConfigNamespace, ClientName), Source: rl(TargetNamespace, ClientName)},
+var SyncRules = []resourcesync.Rule{
+	rl(false, at(TargetNamespace, "cluster-config-v1"), at(KubeSystem, "cluster-config-v1")),
+	rl(false, at(OperatorNamespace, CABundleName), at(TargetNamespace, CABundleName)),
+	rl(false, at(ConfigNamespace, CABundleName), at(TargetNamespace, CABundleName)),
+	rl(false, at(ConfigNamespace, ServingCAName), at(TargetNamespace, CABundleName)),
+	rl(false, at(OperatorNamespace, "etcd-metric-serving-ca"), at(TargetNamespace, MetricsBundleName)),
+	rl(true, at(OperatorNamespace, MetricClientName), at(TargetNamespace, MetricClientName)),
+	rl(true, at(OperatorNamespace, ClientName), at(TargetNamespace, ClientName)),
+	rl(true, at(ConfigNamespace, ClientName), at(TargetNamespace, ClientName)),
 }
 
 // resourceSyncLoop is library-go's resource sync controller with the operator's rules.
 func (k *Component) resourceSyncLoop() loops.Loop {
-	kube := k.cluster.KubeInformers
-	ctrl := resourcesynccontroller.NewResourceSyncController("etcd", k.op, kube, k.cluster.Kube.CoreV1(), k.cluster.Kube.CoreV1(), k.recorder)
-	var regErr error
-	for _, r := range SyncRules {
-		src := r.Source
-		var err error
-		if r.Secret {
-			lister := kube.InformersFor(src.Namespace).Core().V1().Secrets().Lister().Secrets(src.Namespace)
-			err = ctrl.SyncSecretConditionally(r.Dest, src, func() (bool, error) {
-				_, err := lister.Get(src.Name)
-				return exists(err)
-			})
-		} else {
-			lister := kube.InformersFor(src.Namespace).Core().V1().ConfigMaps().Lister().ConfigMaps(src.Namespace)
-			err = ctrl.SyncConfigMapConditionally(r.Dest, src, func() (bool, error) {
-				_, err := lister.Get(src.Name)
-				return exists(err)
-			})
-		}
-		if err != nil && regErr == nil {
-			regErr = fmt.Errorf("resource sync %s/%s: %w", r.Dest.Namespace, r.Dest.Name, err)
-		}
+	ctrl, err := resourcesync.New(k.cluster, "etcd", k.op, k.recorder, SyncRules)
+	if err != nil {
+		return loops.Loop{Name: "resource-sync/etcd", Sync: func(context.Context) error { return err }}
 	}
-	l := loops.ControllerLoop("resource-sync/etcd", ctrl, k.recorder)
-	if regErr != nil {
-		return l.Before(func(context.Context) error { return regErr })
-	}
-	return l
-}
-
-func exists(err error) (bool, error) {
-	switch {
-	case err == nil:
-		return true, nil
-	case apierrors.IsNotFound(err):
-		return false, nil
-	}
-	return false, err
+	return loops.ControllerLoop("resource-sync/etcd", ctrl, k.recorder)
 }
 
 // EndpointKey is the key of an IP in openshift-etcd/etcd-endpoints: its text, base64 without padding.

@@ -19,9 +19,11 @@ import (
 	"github.com/openshift/library-go/pkg/operator/events"
 	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
 
+	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/controllermanager"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/resourcesync"
 	"github.com/render-static/render-static/pkg/staticpod"
 )
 
@@ -115,13 +117,15 @@ func StaticPod() staticpod.StaticPod {
 // operator mints the scheduler's client certificate in openshift-config-managed; it goes into the cert
 // directory); the config observer adds the policy configmap rule through it.
 func (s *Component) newResourceSync() *resourcesynccontroller.ResourceSyncController {
-	c := s.cluster
-	rs := resourcesynccontroller.NewResourceSyncController(ComponentName, s.op, c.KubeInformers, c.Kube.CoreV1(), c.Kube.CoreV1(), s.recorder)
-	if err := rs.SyncSecret(
-		resourcesynccontroller.ResourceLocation{Namespace: TargetNamespace, Name: "kube-scheduler-client-cert-key"},
-		resourcesynccontroller.ResourceLocation{Namespace: ManagedNamespace, Name: "kube-scheduler-client-cert-key"},
-	); err != nil {
-		panic(err) // only for a namespace missing from Namespaces: a programming error
+	rs, err := resourcesync.New(s.cluster, ComponentName, s.op, s.recorder, SyncRules)
+	if err != nil {
+		panic(err) // a rule naming a namespace missing from Namespaces: a programming error
 	}
 	return rs
+}
+
+// SyncRules are the scheduler operator's resource sync rules.
+var SyncRules = []resourcesync.Rule{
+	{Secret: true, Dest: certs.Location{Namespace: TargetNamespace, Name: "kube-scheduler-client-cert-key"},
+		Source: certs.Location{Namespace: ManagedNamespace, Name: "kube-scheduler-client-cert-key"}},
 }
