@@ -7,7 +7,7 @@ EXAMPLE := examples/sno/install-config.yaml
 EXAMPLE_NODE_IP := 192.168.126.10
 EXAMPLE_NODE_NAME := sno-0
 
-.PHONY: all build run test deps unit bench lint fuzz clean
+.PHONY: all build run test deps e2e-build e2e unit bench lint fuzz clean
 
 all: build
 
@@ -23,9 +23,19 @@ deps:
 	./hack/install-test-deps.sh
 	$(GO) mod download
 
-# Everything: lint, unit and integration tests with the external tools required (not skipped).
-test: deps lint
-	RENDER_STATIC_REQUIRE_TOOLS=1 $(GO) test -count=1 -timeout 45m ./...
+# The upstream kube-apiserver, kube-controller-manager, kube-scheduler and etcd the end-to-end test boots, built
+# from the Go module proxy (cached under ~/go/cache/render-static-e2e; a cold build takes 10-27 minutes on 2
+# cores, so it runs first and alone, outside the tests' timeout).
+e2e-build:
+	./hack/e2e-build.sh
+
+# Everything: lint, unit and integration tests, and the end-to-end boot, with the external tools required.
+test: deps lint e2e-build
+	RENDER_STATIC_REQUIRE_TOOLS=1 RENDER_STATIC_E2E=1 $(GO) test -count=1 -timeout 60m ./...
+
+# Only the end-to-end boot of a rendered control plane (root; private network namespaces).
+e2e: deps e2e-build
+	./hack/e2e-run.sh
 
 # Quick: the Go tests, skipping what needs tools that are not installed.
 unit:

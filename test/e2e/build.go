@@ -1,0 +1,383 @@
+// Package e2e boots a rendered all-in-one control plane as plain processes and checks it: upstream binaries
+// built from the Go module proxy (build.go), Debian's real Ignition laying aio.ign into a directory
+// (ignition.go), a private network namespace (netns.go) and a runner that starts the static pods' containers
+// (runner.go, container.go). The tests live in *_test.go; see README.md.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Versions the wrapper modules pin (tools/k8s/go.mod, tools/etcd/go.mod). Keep them in step with the
+// product's library set (k8s.io/* v0.34.3 ↔ k8s.io/kubernetes v1.34.3).
+const (
+	KubeVersion = "v1.34.3"
+	EtcdVersion = "3.6.5"
+
+	// recipeVersion is part of the cache key: bump it when the build flags below change.
+	recipeVersion = "1"
+)
+
+// ToolModule is one wrapper module and the binaries built from it.
+type ToolModule struct {
+	Dir      string            // the wrapper module, relative to the tools directory
+	Packages map[string]string // binary name -> main package
+	LDFlags  string            // -X flags (on top of -s -w)
+}
+
+// kubeLDFlags stamps the version the way kubernetes' hack/lib/version.sh does; without it the binaries
+// report v0.0.0-master+$Format:%H$. A fixed buildDate keeps the build reproducible.
+func kubeLDFlags() string {
+	var b strings.Builder
+	for _, kv := range []string{"gitVersion=" + KubeVersion, "gitMajor=1", "gitMinor=34", "gitTreeState=clean",
+		"gitCommit=0000000000000000000000000000000000000000", "buildDate=2025-12-09T00:00:00Z"} {
+		fmt.Fprintf(&b, " -X k8s.io/component-base/version.%s -X k8s.io/client-go/pkg/version.%s", kv, kv)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// Tools are the wrapper modules under test/e2e/tools. They are separate modules (own go.mod + go.sum) so the
+// product's go.mod never sees k8s.io/kubernetes, and `go test ./...` of the product does not descend into them.
+func Tools() []ToolModule {
+	return []ToolModule{
+		{Dir: "k8s", LDFlags: kubeLDFlags(), Packages: map[string]string{
+			"kube-apiserver":          "k8s.io/kubernetes/cmd/kube-apiserver",
+			"kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
+			"kube-scheduler":          "k8s.io/kubernetes/cmd/kube-scheduler",
+			"kubectl":                 "k8s.io/kubernetes/cmd/kubectl",
+		}},
+		{Dir: "etcd", Packages: map[string]string{
+			"etcd":    "go.etcd.io/etcd/server/v3",
+			"etcdctl": "go.etcd.io/etcd/etcdctl/v3",
+		}},
+	}
+}
+
+// BuildOptions configures EnsureBinaries.
+type BuildOptions struct {
+	ToolsDir string        // test/e2e/tools
+	CacheDir string        // default: $RENDER_STATIC_E2E_CACHE or ~/go/cache/render-static-e2e
+	Timeout  time.Duration // the whole build, default 75 min (a cold build is 10-27 min on 2 cores)
+	LockWait time.Duration // how long to wait for another process building the same binaries, default Timeout
+	Logf     func(string, ...any)
+}
+
+// BuildResult says where the binaries are and what it cost.
+type BuildResult struct {
+	BinDir   string
+	Key      string
+	Cached   bool          // the binaries were already there
+	Duration time.Duration // time spent in this call (waiting for the lock included)
+}
+
+// DefaultCacheDir is where binaries and their Go build cache live. Only ~/go is promised to survive between CI
+// runs on the same machine, so both live there.
+func DefaultCacheDir() string {
+	if d := os.Getenv("RENDER_STATIC_E2E_CACHE"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		home = os.TempDir()
+	}
+	return filepath.Join(home, "go", "cache", "render-static-e2e")
+}
+
+// GoTool returns the go command: the one on PATH, else the one of the toolchain that built this binary.
+func GoTool() (string, error) {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p, nil
+	}
+	p := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("no go command on PATH or in %s", filepath.Dir(p))
+	}
+	return p, nil
+}
+
+// CacheKey hashes what decides the binaries: every wrapper module's go.mod, go.sum and tools.go, the Go
+// version and the build recipe.
+func CacheKey(toolsDir, goVersion string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "recipe %s\ngo %s\n", recipeVersion, goVersion)
+	for _, m := range Tools() {
+		for _, f := range []string{"go.mod", "go.sum", "tools.go"} {
+			data, err := os.ReadFile(filepath.Join(toolsDir, m.Dir, f))
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(h, "%s/%s %d\n", m.Dir, f, len(data))
+			h.Write(data)
+		}
+		fmt.Fprintf(h, "ldflags %s\n", m.LDFlags)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// BinaryNames lists every binary EnsureBinaries provides.
+func BinaryNames() []string {
+	var names []string
+	for _, m := range Tools() {
+		for n := range m.Packages {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+func haveAll(binDir string) bool {
+	for _, n := range BinaryNames() {
+		st, err := os.Stat(filepath.Join(binDir, n))
+		if err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// EnsureBinaries returns a directory holding kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
+// etcd and etcdctl, building them on a cache miss. The cache entry is
+// <CacheDir>/<key>/bin, written atomically (built into a temporary directory, then renamed); a lock file
+// keeps parallel test binaries from building the same entry twice.
+func EnsureBinaries(ctx context.Context, o BuildOptions) (*BuildResult, error) {
+	start := time.Now()
+	if o.CacheDir == "" {
+		o.CacheDir = DefaultCacheDir()
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 75 * time.Minute
+	}
+	if o.LockWait == 0 {
+		o.LockWait = o.Timeout
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	goBin, err := GoTool()
+	if err != nil {
+		return nil, err
+	}
+	out, err := exec.CommandContext(ctx, goBin, "env", "GOVERSION").Output()
+	if err != nil {
+		return nil, fmt.Errorf("go env GOVERSION: %w", err)
+	}
+	goVersion := strings.TrimSpace(string(out))
+	key, err := CacheKey(o.ToolsDir, goVersion)
+	if err != nil {
+		return nil, fmt.Errorf("cache key: %w", err)
+	}
+	entry := filepath.Join(o.CacheDir, key)
+	binDir := filepath.Join(entry, "bin")
+	res := &BuildResult{BinDir: binDir, Key: key}
+	if haveAll(binDir) {
+		res.Cached, res.Duration = true, time.Since(start)
+		return res, nil
+	}
+	if err := os.MkdirAll(entry, 0o755); err != nil {
+		return nil, err
+	}
+	unlock, err := lockFile(ctx, filepath.Join(o.CacheDir, key+".lock"), o.LockWait, o.Logf)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if haveAll(binDir) { // another process built them while we waited
+		res.Cached, res.Duration = true, time.Since(start)
+		return res, nil
+	}
+	if _, err := os.Stat(binDir); err == nil { // incomplete: cannot happen with the rename, but be safe
+		if err := os.RemoveAll(binDir); err != nil {
+			return nil, err
+		}
+	}
+	bctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	tmp, err := os.MkdirTemp(entry, "tmp-bin-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	logPath := filepath.Join(entry, "build.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	gocache := os.Getenv("RENDER_STATIC_E2E_GOCACHE")
+	if gocache == "" {
+		gocache = filepath.Join(o.CacheDir, "go-build")
+	}
+	o.Logf("building %s into %s (Go build cache %s, log %s); a cold build takes 10-27 min on 2 cores",
+		strings.Join(BinaryNames(), ", "), binDir, gocache, logPath)
+	steps := map[string]string{}
+	for _, m := range Tools() {
+		t0 := time.Now()
+		if err := buildModule(bctx, goBin, filepath.Join(o.ToolsDir, m.Dir), m, tmp, gocache, logFile); err != nil {
+			return nil, fmt.Errorf("building %s (log %s): %w\n%s", m.Dir, logPath, err, tail(logPath, 40))
+		}
+		steps[m.Dir] = time.Since(t0).Round(time.Second).String()
+		o.Logf("built %s in %s", m.Dir, steps[m.Dir])
+	}
+	versions := map[string]string{}
+	for _, n := range BinaryNames() {
+		args := []string{"--version"}
+		switch n {
+		case "kubectl":
+			args = []string{"version", "--client"}
+		case "etcdctl":
+			args = []string{"version"}
+		}
+		vctx, vcancel := context.WithTimeout(ctx, 30*time.Second)
+		out, err := exec.CommandContext(vctx, filepath.Join(tmp, n), args...).CombinedOutput()
+		vcancel()
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w\n%s", n, strings.Join(args, " "), err, out)
+		}
+		versions[n] = strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
+	}
+	if !strings.Contains(versions["kube-apiserver"], KubeVersion) || !strings.Contains(versions["etcd"], EtcdVersion) {
+		return nil, fmt.Errorf("unexpected versions: %v", versions)
+	}
+	meta, _ := json.MarshalIndent(map[string]any{"go": goVersion, "key": key, "built": time.Now().UTC().Format(time.RFC3339),
+		"steps": steps, "versions": versions, "gocache": gocache}, "", "  ")
+	if err := os.WriteFile(filepath.Join(tmp, "BUILD.json"), append(meta, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, binDir); err != nil {
+		return nil, err
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+// buildModule runs one `go build` for all of a module's binaries (one command shares the action graph and
+// links in parallel), then renames the outputs to their binary names.
+func buildModule(ctx context.Context, goBin, modDir string, m ToolModule, outDir, gocache string, log io.Writer) error {
+	args := []string{"build", "-mod=readonly", "-trimpath", "-ldflags", strings.TrimSpace("-s -w " + m.LDFlags), "-o", outDir + string(os.PathSeparator)}
+	renames := map[string]string{}
+	for name, pkg := range m.Packages {
+		args = append(args, pkg)
+		renames[defaultExeName(pkg)] = name
+	}
+	cmdArgs := append([]string{goBin}, args...)
+	if nice, err := exec.LookPath("nice"); err == nil { // a shared 2-core machine: let interactive work go first
+		cmdArgs = append([]string{nice, "-n", "10"}, cmdArgs...)
+	}
+	cmd := exec.CommandContext(ctx, cmdArgs[0], cmdArgs[1:]...)
+	cmd.Dir = modDir
+	cmd.Env = append(filteredEnv("GOFLAGS", "GOWORK", "CGO_ENABLED", "GOCACHE", "GOTOOLCHAIN", "GOOS", "GOARCH"),
+		"GOFLAGS=-buildvcs=false", "GOWORK=off", "CGO_ENABLED=0", "GOCACHE="+gocache, "GOTOOLCHAIN=local")
+	cmd.Stdout, cmd.Stderr = log, log
+	// Its own process group (so a cancel kills the compilers too), and it dies with this process: an orphaned
+	// build would run on without the lock, next to the build of the next test run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	fmt.Fprintf(log, "+ (cd %s && %s)\n", modDir, strings.Join(cmdArgs, " "))
+	if err := cmd.Run(); err != nil {
+		return err
+	}
+	for from, to := range renames {
+		if from == to {
+			continue
+		}
+		if err := os.Rename(filepath.Join(outDir, from), filepath.Join(outDir, to)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// defaultExeName is the file name `go build -o dir/` gives a main package: its last path element, or the one
+// before a /vN major-version suffix.
+func defaultExeName(pkg string) string {
+	parts := strings.Split(pkg, "/")
+	last := parts[len(parts)-1]
+	if len(parts) > 1 && len(last) > 1 && last[0] == 'v' && strings.Trim(last[1:], "0123456789") == "" {
+		return parts[len(parts)-2]
+	}
+	return last
+}
+
+func filteredEnv(drop ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		keep := true
+		for _, d := range drop {
+			if strings.HasPrefix(kv, d+"=") {
+				keep = false
+			}
+		}
+		if keep {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// lockFile takes an exclusive flock on path, polling until wait has passed.
+func lockFile(ctx context.Context, path string, wait time.Duration, logf func(string, ...any)) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(wait)
+	logged := false
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			f.Truncate(0)
+			fmt.Fprintf(f, "%d\n", os.Getpid())
+			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if !logged {
+			holder, _ := os.ReadFile(path)
+			logf("another process (pid %s) is building the binaries; waiting up to %s", strings.TrimSpace(string(holder)), wait)
+			logged = true
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("timed out after %s waiting for the build lock %s", wait, path)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// tail returns the last n lines of a file, for error messages.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}

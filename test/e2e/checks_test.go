@@ -1,0 +1,476 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Every wait in the checks is bounded by one of these.
+const (
+	shortWait = 60 * time.Second
+	longWait  = 2 * time.Minute
+)
+
+// poll calls f every interval until it reports done, fails, or timeout passes; the last error is reported.
+func poll(ctx context.Context, timeout, interval time.Duration, f func(ctx context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		rctx, rcancel := context.WithTimeout(ctx, 15*time.Second)
+		done, err := f(rctx)
+		rcancel()
+		if done && err == nil {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if last == nil {
+				last = errors.New("condition not met")
+			}
+			return fmt.Errorf("after %s: %w", timeout, last)
+		case <-time.After(interval):
+		}
+	}
+}
+
+// clients builds client-go clients from a kubeconfig (its server resolves through the namespace's /etc/hosts).
+func clients(t *testing.T, kubeconfig string) (*kubernetes.Clientset, *rest.Config) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("kubeconfig %s: %v", kubeconfig, err)
+	}
+	cfg.Timeout = 15 * time.Second
+	cfg.QPS, cfg.Burst = 50, 100
+	cfg.Proxy = nil
+	t.Logf("API server (from %s): %s", kubeconfig, cfg.Host)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, cfg
+}
+
+// controlPlaneChecks is what the e2e asserts about a booted control plane (the self-test asserts the same):
+// health, the advertised node IP, a namespace's default ServiceAccount (kube-controller-manager), both
+// leases, an Unschedulable pod (kube-scheduler), a Secret encrypted in etcd, then the first-boot apply step
+// and every exported manifest on the API, and no container ended on the way.
+func controlPlaneChecks(t *testing.T, spec *innerSpec, r *Runner, tm *timings) {
+	cs, cfg := clients(t, spec.Kubeconfig)
+	tm.step("checks", func() {
+		checkHealth(t, cs)
+		checkKubernetesEndpoint(t, cs, spec.ips()[0])
+		if spec.Partial {
+			t.Log("partial boot: no default ServiceAccount, lease or Unschedulable checks")
+			checkNamespace(t, cs, false)
+		} else {
+			ns := checkNamespace(t, cs, true)
+			checkLeases(t, cs)
+			checkUnschedulable(t, cs, ns)
+		}
+		checkSecretEncrypted(t, cs, r)
+	})
+	tm.step("first-boot-apply", func() {
+		t.Run("first-boot-apply", func(t *testing.T) {
+			manifests := filepath.Join(r.Root, "opt", "openshift", "manifests")
+			argv, env := findAiokube(t, r.Root)
+			if argv == nil {
+				t.Skip("no aiokube first-boot step in the render (pkg/node): not applying " + manifests)
+			}
+			// Read the manifests first: on success the step removes what only the first boot needed.
+			objs, err := manifestObjects(manifests)
+			if err != nil {
+				t.Fatalf("exported manifests: %v", err)
+			}
+			// Keep the step's own waits short here; every one of them stays bounded.
+			env = overrideEnv(env, "AIOKUBE_API_WAIT_SECONDS=120", "AIOKUBE_RETRY_SECONDS=2", "AIOKUBE_ATTEMPTS=5",
+				"AIOKUBE_CRD_WAIT_SECONDS=60", "AIOKUBE_REQUEST_TIMEOUT_SECONDS=15")
+			t.Logf("first-boot apply of %d objects: %s", len(objs), strings.Join(argv, " "))
+			ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+			defer cancel()
+			err = r.RunNodeCommand(ctx, "aiokube", argv, env, 5*time.Minute)
+			t.Logf("aiokube output (last lines):\n%s", tail(filepath.Join(r.LogDir, "aiokube.log"), 25))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkObjectsExist(t, cfg, objs)
+		})
+	})
+	checkNoCrashes(t, r)
+}
+
+// checkHealth: /readyz and /livez answer ok through the admin kubeconfig, and the server is v1.34.3.
+func checkHealth(t *testing.T, cs *kubernetes.Clientset) {
+	t.Helper()
+	ctx := context.Background()
+	for _, p := range []string{"/readyz", "/livez"} {
+		var body []byte
+		err := poll(ctx, shortWait, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
+			b, err := cs.Discovery().RESTClient().Get().AbsPath(p).DoRaw(ctx)
+			body = b
+			return err == nil && string(b) == "ok", err
+		})
+		if err != nil {
+			t.Errorf("GET %s: %v (%s)", p, err, body)
+		} else {
+			t.Logf("GET %s: %s", p, body)
+		}
+	}
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		t.Errorf("server version: %v", err)
+	} else if v.GitVersion != KubeVersion {
+		t.Errorf("server version %s, want %s", v.GitVersion, KubeVersion)
+	}
+}
+
+// checkKubernetesEndpoint: the apiserver advertises the node IP (env fieldRef expansion worked): the
+// kubernetes service's EndpointSlice holds exactly the node IP.
+func checkKubernetesEndpoint(t *testing.T, cs *kubernetes.Clientset, nodeIP string) {
+	t.Helper()
+	var got []string
+	err := poll(context.Background(), shortWait, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
+		l, err := cs.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=kubernetes"})
+		if err != nil {
+			return false, err
+		}
+		got = nil
+		for _, s := range l.Items {
+			for _, e := range s.Endpoints {
+				got = append(got, e.Addresses...)
+			}
+		}
+		return len(got) == 1 && got[0] == nodeIP, nil
+	})
+	if err != nil {
+		t.Errorf("EndpointSlice of service default/kubernetes has %v, want [%s]: %v", got, nodeIP, err)
+	} else {
+		t.Logf("service default/kubernetes → %s", got[0])
+	}
+}
+
+// checkNamespace creates a namespace; with wantSA it waits for its default ServiceAccount (made by
+// kube-controller-manager's serviceaccount controller).
+func checkNamespace(t *testing.T, cs *kubernetes.Clientset, wantSA bool) string {
+	t.Helper()
+	ctx := context.Background()
+	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	if !wantSA {
+		return ns.Name
+	}
+	start := time.Now()
+	err = poll(ctx, shortWait, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Errorf("namespace %s: no default ServiceAccount (kube-controller-manager): %v", ns.Name, err)
+	} else {
+		t.Logf("namespace %s: default ServiceAccount after %.1fs", ns.Name, time.Since(start).Seconds())
+	}
+	return ns.Name
+}
+
+// checkLeases: kube-controller-manager and kube-scheduler hold their leader-election leases.
+func checkLeases(t *testing.T, cs *kubernetes.Clientset) {
+	t.Helper()
+	for _, name := range []string{"kube-controller-manager", "kube-scheduler"} {
+		var holder string
+		start := time.Now()
+		err := poll(context.Background(), longWait, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
+			l, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			if l.Spec.HolderIdentity != nil {
+				holder = *l.Spec.HolderIdentity
+			}
+			return holder != "" && l.Spec.RenewTime != nil, nil
+		})
+		if err != nil {
+			t.Errorf("lease kube-system/%s not held: %v", name, err)
+		} else {
+			t.Logf("lease kube-system/%s held by %s (waited %.1fs)", name, holder, time.Since(start).Seconds())
+		}
+	}
+}
+
+// checkUnschedulable: with no nodes, the scheduler marks a new pod Unschedulable (so it runs and binds).
+func checkUnschedulable(t *testing.T, cs *kubernetes.Clientset, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unschedulable"}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}}}}
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Errorf("create pod: %v", err)
+		return
+	}
+	var msg string
+	err := poll(ctx, longWait, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				msg = c.Message
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("pod %s/%s never marked Unschedulable (kube-scheduler): %v", ns, pod.Name, err)
+	} else {
+		t.Logf("pod %s/%s: Unschedulable: %s", ns, pod.Name, msg)
+	}
+}
+
+// checkSecretEncrypted creates a Secret through the API and reads its bytes straight from etcd with the
+// etcd client library, using the client certificate, CA and endpoint the running kube-apiserver's flags
+// name (mapped through its volume mounts to the Ignition root): they must start with k8s:enc:aescbc:v1:.
+func checkSecretEncrypted(t *testing.T, cs *kubernetes.Clientset, r *Runner) {
+	t.Helper()
+	ctx := context.Background()
+	api := r.Find("kube-apiserver", "")
+	if api == nil {
+		t.Fatal("no running kube-apiserver container")
+	}
+	flag := func(name string) string {
+		v, ok := api.Flag(name)
+		if !ok {
+			t.Fatalf("kube-apiserver has no --%s", name)
+		}
+		return v
+	}
+	hostFile := func(name string) string {
+		p, err := api.HostPath(flag(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	caPEM, err := os.ReadFile(hostFile("etcd-cafile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.LoadX509KeyPair(hostFile("etcd-certfile"), hostFile("etcd-keyfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatal("no CA in --etcd-cafile")
+	}
+	endpoints := strings.Split(flag("etcd-servers"), ",")
+	prefix := "/registry"
+	if v, ok := api.Flag("etcd-prefix"); ok {
+		prefix = v
+	}
+
+	name := fmt.Sprintf("e2e-%d", time.Now().UnixNano())
+	const plain = "plaintext-that-must-not-reach-etcd"
+	if _, err := cs.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name},
+		StringData: map[string]string{"k": plain}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create secret: %v", err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second,
+		TLS: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatalf("etcd client for %v: %v", endpoints, err)
+	}
+	defer cli.Close()
+	key := prefix + "/secrets/default/" + name
+	gctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	resp, err := cli.Get(gctx, key)
+	if err != nil {
+		t.Fatalf("etcd get %s: %v", key, err)
+	}
+	if len(resp.Kvs) != 1 {
+		t.Fatalf("etcd has %d values at %s", len(resp.Kvs), key)
+	}
+	v := resp.Kvs[0].Value
+	if !bytes.HasPrefix(v, []byte("k8s:enc:aescbc:v1:")) {
+		t.Errorf("secret %s stored as %q..., want the k8s:enc:aescbc:v1: prefix", key, v[:min(len(v), 40)])
+	} else {
+		t.Logf("secret %s in etcd starts with %q", key, v[:bytes.IndexByte(v[len("k8s:enc:aescbc:v1:"):], ':')+len("k8s:enc:aescbc:v1:")+1])
+	}
+	if bytes.Contains(v, []byte(plain)) {
+		t.Errorf("secret %s holds its plaintext in etcd", key)
+	}
+}
+
+// checkNoCrashes: no container ended while the control plane was supposed to run.
+func checkNoCrashes(t *testing.T, r *Runner) {
+	t.Helper()
+	for _, u := range r.Unexpected() {
+		t.Errorf("container ended: %s", u)
+	}
+}
+
+// manifestObjects reads every object in the YAML/JSON files of dir (multi-document files and Lists included).
+func manifestObjects(dir string) ([]*unstructured.Unstructured, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, e := range entries {
+		if e.IsDir() || !(strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml") || strings.HasSuffix(e.Name(), ".json")) {
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+		for {
+			var u unstructured.Unstructured
+			err := dec.Decode(&u.Object)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				f.Close()
+				return nil, fmt.Errorf("%s: %w", e.Name(), err)
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			if u.IsList() {
+				l, err := u.ToList()
+				if err != nil {
+					f.Close()
+					return nil, fmt.Errorf("%s: %w", e.Name(), err)
+				}
+				for i := range l.Items {
+					out = append(out, &l.Items[i])
+				}
+				continue
+			}
+			out = append(out, &u)
+		}
+		f.Close()
+	}
+	return out, nil
+}
+
+// overrideEnv returns env (KEY=VALUE, in order) with the given settings replacing or added to it.
+func overrideEnv(env []string, set ...string) []string {
+	out := append([]string(nil), env...)
+	for _, kv := range set {
+		k, _, _ := strings.Cut(kv, "=")
+		replaced := false
+		for i, e := range out {
+			if strings.HasPrefix(e, k+"=") {
+				out[i], replaced = kv, true
+			}
+		}
+		if !replaced {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// checkObjectsExist: every object (read from the exported manifests) exists on the live API.
+func checkObjectsExist(t *testing.T, cfg *rest.Config, objs []*unstructured.Unstructured) {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := memory.NewMemCacheClient(dc)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
+	missing := map[string]error{}
+	for _, o := range objs {
+		missing[objKey(o)] = nil
+	}
+	err = poll(context.Background(), 20*time.Second, time.Second, func(ctx context.Context) (bool, error) {
+		cached.Invalidate()
+		mapper.Reset()
+		for _, o := range objs {
+			k := objKey(o)
+			if _, ok := missing[k]; !ok {
+				continue
+			}
+			gvk := o.GroupVersionKind()
+			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				missing[k] = err
+				continue
+			}
+			var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+			if m.Scope.Name() == meta.RESTScopeNameNamespace {
+				ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+			}
+			if _, err := ri.Get(ctx, o.GetName(), metav1.GetOptions{}); err != nil {
+				missing[k] = err
+				continue
+			}
+			delete(missing, k)
+		}
+		return len(missing) == 0, nil
+	})
+	if err != nil {
+		for _, k := range sortedKeys(missing) {
+			t.Errorf("manifest object %s not on the API: %v", k, missing[k])
+		}
+	}
+	t.Logf("%d of %d exported objects exist on the API", len(objs)-len(missing), len(objs))
+	if len(missing) > 0 {
+		t.Errorf("%d exported objects missing from the API", len(missing))
+	}
+}
+
+func objKey(o *unstructured.Unstructured) string {
+	ns := o.GetNamespace()
+	if ns == "" {
+		ns = "-"
+	}
+	return fmt.Sprintf("%s %s/%s", o.GroupVersionKind().String(), ns, o.GetName())
+}

@@ -1,0 +1,283 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Environment variables between the test that creates the namespaces (outer) and the test binary it
+// re-executes inside them (inner).
+const (
+	// EnvInner names the JSON file describing the inner run; set only in the re-executed test binary.
+	EnvInner = "RENDER_STATIC_E2E_INNER"
+	// EnvHostNetns carries the outer process's network namespace link (net:[N]), a second reference besides
+	// /proc/1/ns/net, which a sandbox may not let us read.
+	EnvHostNetns = "RENDER_STATIC_E2E_HOST_NETNS"
+	// EnvHostMntns is the same for the mount namespace.
+	EnvHostMntns = "RENDER_STATIC_E2E_HOST_MNTNS"
+)
+
+// nsLink reads /proc/<pid>/ns/<kind> ("net:[4026531833]").
+func nsLink(pid, kind string) (string, error) {
+	return os.Readlink(filepath.Join("/proc", pid, "ns", kind))
+}
+
+// hostNamespaceRefs returns the links that stand for the host's namespace of a kind: /proc/1/ns/<kind> when
+// readable; otherwise (a sandbox may deny it even to root) that of the oldest ancestor whose link is readable;
+// plus the link the creating process passed down in env (EnvHostNetns/EnvHostMntns).
+func hostNamespaceRefs(kind, env string) []string {
+	var refs []string
+	if l, err := nsLink("1", kind); err == nil {
+		refs = append(refs, l)
+	} else {
+		oldest := ""
+		pid := os.Getppid()
+		for i := 0; i < 64 && pid > 1; i++ {
+			if l, err := nsLink(strconv.Itoa(pid), kind); err == nil {
+				oldest = l
+			}
+			next, err := parentPID(pid)
+			if err != nil {
+				break
+			}
+			pid = next
+		}
+		if oldest != "" {
+			refs = append(refs, oldest)
+		}
+	}
+	if v := os.Getenv(env); v != "" {
+		refs = append(refs, v)
+	}
+	return refs
+}
+
+func parentPID(pid int) (int, error) {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, err
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')') // the command may contain spaces and parentheses
+	if i < 0 {
+		return 0, fmt.Errorf("bad stat for %d", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0, fmt.Errorf("bad stat for %d", pid)
+	}
+	return strconv.Atoi(f[1])
+}
+
+// checkPrivate refuses when this process's namespace of kind is the host's or cannot be told apart from it.
+func checkPrivate(kind, env string) error {
+	self, err := nsLink("self", kind)
+	if err != nil {
+		return fmt.Errorf("refusing: cannot read /proc/self/ns/%s: %w", kind, err)
+	}
+	refs := hostNamespaceRefs(kind, env)
+	if len(refs) == 0 {
+		return fmt.Errorf("refusing: no reference for the host's %s namespace (/proc/1/ns/%s and every ancestor unreadable, %s unset)", kind, kind, env)
+	}
+	for _, r := range refs {
+		if r == self {
+			return fmt.Errorf("refusing to run in the host's %s namespace (%s): the harness must run inside the private namespaces it creates (see netns.go)", kind, self)
+		}
+	}
+	return nil
+}
+
+// CheckPrivateNetns refuses (returns an error) when /proc/self/ns/net is the host's: the same link target as
+// /proc/1/ns/net, or, where that is unreadable, as the oldest readable ancestor's or the one the creating
+// process recorded. The rendered control plane talks to the node IP, api and api-int: that traffic must
+// stay inside a namespace the test created.
+func CheckPrivateNetns() error { return checkPrivate("net", EnvHostNetns) }
+
+// CheckPrivateMntns is the same for the mount namespace: the harness bind-mounts over /etc/hosts.
+func CheckPrivateMntns() error { return checkPrivate("mnt", EnvHostMntns) }
+
+// NodeAddress is one node IP with the prefix length of its machine network.
+type NodeAddress struct {
+	IP     netip.Addr
+	Prefix int
+}
+
+func (a NodeAddress) String() string { return netip.PrefixFrom(a.IP, a.Prefix).String() }
+
+// ConfigureNetns sets up the private network namespace: loopback up, a veth pair (eth0, eth0p; this kernel
+// has no dummy link type) with both ends inside the namespace, the node addresses on eth0 and default routes
+// into it, so nothing ever leaves. It refuses unless the namespace is private and fresh (only lo).
+func ConfigureNetns(ctx context.Context, addrs []NodeAddress) error {
+	if err := CheckPrivateNetns(); err != nil {
+		return err
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return err
+	}
+	for _, i := range ifs {
+		if i.Name != "lo" {
+			return fmt.Errorf("refusing: the network namespace is not fresh (it has %s)", i.Name)
+		}
+	}
+	ip, err := exec.LookPath("ip")
+	if err != nil {
+		return fmt.Errorf("ip (iproute2) not on PATH: run hack/install-test-deps.sh")
+	}
+	cmds := [][]string{
+		{"link", "set", "lo", "up"},
+		{"link", "add", "eth0", "type", "veth", "peer", "name", "eth0p"},
+		{"link", "set", "eth0p", "up"},
+		{"link", "set", "eth0", "up"},
+	}
+	have4, have6 := false, false
+	for _, a := range addrs {
+		if a.IP.Is4() {
+			cmds = append(cmds, []string{"-4", "addr", "add", a.String(), "dev", "eth0"})
+			have4 = true
+		} else {
+			cmds = append(cmds, []string{"-6", "addr", "add", a.String(), "dev", "eth0", "nodad"})
+			have6 = true
+		}
+	}
+	if have4 {
+		cmds = append(cmds, []string{"-4", "route", "add", "default", "dev", "eth0"})
+	}
+	if have6 {
+		cmds = append(cmds, []string{"-6", "route", "add", "default", "dev", "eth0"})
+	}
+	for _, c := range cmds {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		out, err := exec.CommandContext(cctx, ip, c...).CombinedOutput()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("ip %s: %w: %s", strings.Join(c, " "), err, out)
+		}
+	}
+	// IPv6 addresses can stay tentative for a moment even with nodad; wait (bounded) until they are usable.
+	deadline := time.Now().Add(10 * time.Second)
+	for _, a := range addrs {
+		for {
+			l, err := net.Listen("tcp", net.JoinHostPort(a.IP.String(), "0"))
+			if err == nil {
+				l.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("node address %s not usable: %w", a, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// PrivateEtc makes every mount private to this (already private) mount namespace and bind-mounts files with
+// the given contents over /etc/hosts and /etc/resolv.conf, so api.<domain> and api-int.<domain> resolve to
+// the node IP for this process and its children, and no lookup tries a real name server.
+func PrivateEtc(work, hosts string) error {
+	if err := CheckPrivateMntns(); err != nil {
+		return err
+	}
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making / private: %w", err)
+	}
+	for name, content := range map[string]string{"hosts": hosts, "resolv.conf": "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"} {
+		src := filepath.Join(work, "etc-"+name)
+		if err := os.WriteFile(src, []byte(content), 0o644); err != nil {
+			return err
+		}
+		dst := filepath.Join("/etc", name)
+		if st, err := os.Lstat(dst); err != nil || st.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("%s is missing or a symlink; cannot bind over it", dst)
+		}
+		if err := syscall.Mount(src, dst, "", syscall.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s over %s: %w", src, dst, err)
+		}
+	}
+	return nil
+}
+
+// HostsFile renders /etc/hosts for the namespace: localhost, and every name on the node addresses.
+func HostsFile(addrs []NodeAddress, names ...string) string {
+	var b strings.Builder
+	b.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+	for _, a := range addrs {
+		fmt.Fprintf(&b, "%s\t%s\n", a.IP, strings.Join(names, " "))
+	}
+	return b.String()
+}
+
+// InnerCommand re-executes the running test binary so that only the test named testName runs, inside new
+// network and mount namespaces (the equivalent of `unshare --net --mount`). innerSpec is a file the inner
+// test reads (EnvInner). The child dies with this process (Pdeathsig).
+func InnerCommand(ctx context.Context, testName, innerSpec string, timeout time.Duration) (*exec.Cmd, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	hostNet, err := nsLink("self", "net")
+	if err != nil {
+		return nil, err
+	}
+	hostMnt, err := nsLink("self", "mnt")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, self, "-test.run=^"+testName+"$", "-test.v", "-test.count=1",
+		"-test.timeout="+timeout.String())
+	cmd.Env = append(filteredEnv(EnvInner, EnvHostNetns, EnvHostMntns),
+		EnvInner+"="+innerSpec, EnvHostNetns+"="+hostNet, EnvHostMntns+"="+hostMnt)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWNS,
+		Setpgid:    true,
+		Pdeathsig:  syscall.SIGKILL,
+	}
+	// Everything the inner test started is in its own process group or dies with it (Pdeathsig); on
+	// cancellation kill the inner test binary by its PID.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGKILL) }
+	cmd.WaitDelay = 30 * time.Second
+	return cmd, nil
+}
+
+// RunInner runs InnerCommand and hands every output line to logf as it comes.
+func RunInner(ctx context.Context, testName, innerSpec string, timeout time.Duration, logf func(string, ...any)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout+time.Minute)
+	defer cancel()
+	cmd, err := InnerCommand(ctx, testName, innerSpec, timeout)
+	if err != nil {
+		return err
+	}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		for sc.Scan() {
+			logf("%s", sc.Text())
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	err = cmd.Run()
+	pw.Close()
+	<-done
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return fmt.Errorf("inner test %s failed: %v", testName, ee)
+	}
+	return err
+}
