@@ -199,3 +199,79 @@ func CRDs(ms []Manifest, featureSet string) ([]Manifest, error) {
 	}
 	return out, nil
 }
+
+// PruneToCRDs removes from every exported custom object the fields its CRD's schema (for the object's version)
+// does not define, as kube-apiserver's structural pruning would, so that a strictly validated create on the live
+// cluster accepts it (a Go type of the pinned openshift/api may carry a field that the CRD of the chosen feature
+// set leaves out). It returns the pruned field paths per manifest file, and fails on an object whose version the
+// CRD does not serve.
+func PruneToCRDs(ms []Manifest, crds []Manifest) (map[string][]string, error) {
+	schemas := map[string]map[string]interface{}{} // group/kind/version → openAPIV3Schema
+	for _, c := range crds {
+		spec, _ := c.Object["spec"].(map[string]interface{})
+		names, _ := spec["names"].(map[string]interface{})
+		versions, _ := spec["versions"].([]interface{})
+		for _, v := range versions {
+			vm, _ := v.(map[string]interface{})
+			schema, _ := vm["schema"].(map[string]interface{})
+			s, _ := schema["openAPIV3Schema"].(map[string]interface{})
+			schemas[fmt.Sprintf("%v/%v/%v", spec["group"], names["kind"], vm["name"])] = s
+		}
+	}
+	pruned := map[string][]string{}
+	for i, m := range ms {
+		if !groupsWithCRDs[m.GVK.Group] {
+			continue
+		}
+		s, ok := schemas[m.GVK.Group+"/"+m.GVK.Kind+"/"+m.GVK.Version]
+		if !ok {
+			return nil, fmt.Errorf("%s: no CRD serves %s", m.File, m.GVK)
+		}
+		var removed []string
+		prune(m.Object, s, "", &removed, true)
+		if len(removed) > 0 {
+			sort.Strings(removed)
+			pruned[m.File] = removed
+			b, err := yaml.Marshal(m.Object)
+			if err != nil {
+				return nil, err
+			}
+			ms[i].YAML = b
+		}
+	}
+	return pruned, nil
+}
+
+// prune walks a value against a structural schema: object properties the schema does not name are removed
+// (unless the schema preserves unknown fields); apiVersion, kind and metadata are kept at the root.
+func prune(v interface{}, schema map[string]interface{}, path string, removed *[]string, root bool) {
+	if schema == nil || schema["x-kubernetes-preserve-unknown-fields"] == true {
+		return
+	}
+	switch x := v.(type) {
+	case map[string]interface{}:
+		props, hasProps := schema["properties"].(map[string]interface{})
+		additional, _ := schema["additionalProperties"].(map[string]interface{})
+		for k, child := range x {
+			if root && (k == "apiVersion" || k == "kind" || k == "metadata") {
+				continue
+			}
+			p := path + "." + k
+			switch {
+			case hasProps && props[k] != nil:
+				cs, _ := props[k].(map[string]interface{})
+				prune(child, cs, p, removed, false)
+			case additional != nil:
+				prune(child, additional, p, removed, false)
+			case hasProps || additional == nil:
+				delete(x, k)
+				*removed = append(*removed, strings.TrimPrefix(p, "."))
+			}
+		}
+	case []interface{}:
+		items, _ := schema["items"].(map[string]interface{})
+		for i, e := range x {
+			prune(e, items, fmt.Sprintf("%s[%d]", path, i), removed, false)
+		}
+	}
+}

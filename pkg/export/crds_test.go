@@ -79,3 +79,37 @@ func TestCRDsForExportedKinds(t *testing.T) {
 		t.Errorf("an exported custom kind without a vendored CRD was accepted")
 	}
 }
+
+func TestPruneToCRDs(t *testing.T) {
+	obj := map[string]interface{}{
+		"apiVersion": "config.openshift.io/v1", "kind": "Scheduler",
+		"metadata": map[string]interface{}{"name": "cluster"},
+		"spec": map[string]interface{}{
+			"mastersSchedulable":    true,
+			"profileCustomizations": map[string]interface{}{},
+			"notAField":             "x",
+		},
+	}
+	m, err := fromMap(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := []Manifest{m}
+	crds, err := CRDs(ms, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pruned, err := PruneToCRDs(ms, crds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(pruned[m.File], ",")
+	if !strings.Contains(got, "spec.notAField") || !strings.Contains(string(ms[0].YAML), "mastersSchedulable: true") || strings.Contains(string(ms[0].YAML), "notAField") {
+		t.Errorf("pruned %q, yaml:\n%s", got, ms[0].YAML)
+	}
+	// An unserved version is an error, not a silent export.
+	m.GVK.Version = "v9"
+	if _, err := PruneToCRDs([]Manifest{m}, crds); err == nil {
+		t.Error("an object of a version the CRD does not serve was accepted")
+	}
+}

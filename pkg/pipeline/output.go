@@ -74,6 +74,10 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Fields a CRD of this feature set does not define would fail the live cluster's strict validation.
+	if _, err := export.PruneToCRDs(manifests, crds); err != nil {
+		return nil, err
+	}
 	manifests = append(crds, manifests...)
 	sort.Slice(manifests, func(i, j int) bool { return manifests[i].File < manifests[j].File })
 	tree := export.NewTree()

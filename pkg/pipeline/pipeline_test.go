@@ -2,11 +2,11 @@ package pipeline
 
 import (
 	"bytes"
-	"fmt"
 	"compress/gzip"
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
