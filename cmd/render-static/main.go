@@ -95,7 +95,8 @@ Invalid input exits 1 with every problem listed, and --dir is left untouched.`,
 	f.StringVar(&o.NodeName, "node-name", o.NodeName, "the node's name; aio.ign sets /etc/hostname to it")
 	f.StringVar(&o.Dir, "dir", o.Dir, "output directory (replaced atomically)")
 	f.DurationVar(&o.CertValidity, "cert-validity", o.CertValidity, "validity of leaf certificates; signers live at least ten years")
-	f.StringVar(&o.Images, "images", "", "YAML map of component (hyperkube, etcd, cluster-kube-apiserver-operator, ...) to image pull spec; unnamed components keep their defaults")
+	f.StringVar(&o.Images, "images", "", "YAML map of component (hyperkube, etcd, cluster-kube-apiserver-operator, ...; for --flavor upstream kube-apiserver, kube-controller-manager, kube-scheduler, etcd-upstream) to image pull spec; unnamed components keep their defaults")
+	f.StringVar(&o.Flavor, "flavor", string(clusterconfig.FlavorOpenShift), "static pods to render: openshift (the operators' pods, OpenShift images) or upstream (flag-only pods for the upstream kube-apiserver, kube-controller-manager, kube-scheduler and etcd images); loops, certificates and layout are the same")
 	f.StringVar(&o.InfraID, "infra-id", "", "infrastructure name (default: <cluster name>-<5 random characters>, as the installer makes it)")
 	cmd.AddCommand(newConformanceCommand(stdout))
 	return cmd

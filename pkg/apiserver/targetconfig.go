@@ -25,6 +25,7 @@ import (
 
 	"github.com/render-static/render-static/manifests"
 	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
 )
 
@@ -166,6 +167,9 @@ func ImageVersion(image string) string {
 // observed grace period, bind network and proxy; forceRedeploymentReason and version; and, on a single node,
 // the startup monitor's pod.
 func (k *Component) podConfigMapLoop() loops.Loop {
+	if k.in.Flavor == clusterconfig.FlavorUpstream {
+		return k.upstreamPodConfigMapLoop() // upstream.go
+	}
 	return k.whenInputs(loops.Loop{Name: "target-config/kube-apiserver-pod", Sync: func(ctx context.Context) error {
 		observed, _, _, err := k.observedConfig()
 		if err != nil {

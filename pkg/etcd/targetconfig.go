@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/render-static/render-static/manifests"
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
 )
 
@@ -167,6 +168,9 @@ func (k *Component) restorePodLoop() loops.Loop {
 // podLoop is the target config of the static pod: configmap etcd-pod with pod.yaml rendered from
 // manifests/etcd/pod.yaml (the installer substitutes REVISION, NODE_NAME and NODE_ENVVAR_NAME on the node).
 func (k *Component) podLoop() loops.Loop {
+	if k.in.Flavor == clusterconfig.FlavorUpstream {
+		return k.upstreamPodLoop() // upstream.go
+	}
 	return loops.Loop{Name: "target-config/" + PodConfigMap, Sync: func(ctx context.Context) error {
 		d, err := k.podData()
 		if err != nil {

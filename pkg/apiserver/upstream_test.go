@@ -1,0 +1,812 @@
+package apiserver_test
+
+import (
+	"context"
+	"crypto"
+	"crypto/tls"
+	"crypto/x509"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/keyutil"
+
+	"github.com/render-static/render-static/pkg/apiserver"
+	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/installconfig"
+	"github.com/render-static/render-static/pkg/loops"
+)
+
+// Tests of --flavor upstream: the kube-apiserver pod is a flag-only pod for the upstream image whose every flag is a
+// flag of kube-apiserver v1.34.3 and whose every file is one the render lays down; the rest of the render is the
+// OpenShift flavor's.
+
+var updateUpstreamFlags = flag.Bool("update-upstream-flags", false,
+	"rewrite testdata/upstream/kube-apiserver-flags.txt from the e2e-built kube-apiserver's --help")
+
+const (
+	upstreamFlagList   = "testdata/upstream/kube-apiserver-flags.txt"
+	upstreamKASVersion = "Kubernetes v1.34.3"
+)
+
+// upstreamCases: the conformance install-config (IPv4, the node of sno()), IPv6 and dual stack.
+var upstreamCases = []struct{ name, config, ips string }{
+	{"ipv4", shared("conformance/sno/install-config.yaml"), "192.168.126.10"},
+	{"ipv6", repo("testdata/installconfig/good/ipv6.yaml"), ""},
+	{"dualstack", repo("testdata/installconfig/good/dualstack.yaml"), ""},
+	{"proxy", repo("testdata/installconfig/good/proxy.yaml"), ""},
+}
+
+var (
+	upstreamMu      sync.Mutex
+	upstreamRenders = map[string]*rendered{}
+)
+
+// renderUpstream renders kube-apiserver of the upstream flavor once per case, like render() does for the OpenShift
+// flavor (same seeds and stand-ins for etcd and kube-controller-manager).
+func renderUpstream(t *testing.T, name, config, ips string) *rendered {
+	t.Helper()
+	upstreamMu.Lock()
+	defer upstreamMu.Unlock()
+	if r, ok := upstreamRenders[name]; ok {
+		if r == nil {
+			t.Fatalf("the upstream %s render failed before", name)
+		}
+		return r
+	}
+	upstreamRenders[name] = nil
+	if ips == "" {
+		ips = nodeIPComment(t, config)
+	}
+	start := time.Now()
+	addrs := nodeIPs(t, ips)
+	ic, err := installconfig.Load(config, addrs)
+	if err != nil {
+		t.Fatalf("install-config %s: %v", config, err)
+	}
+	lt, err := certs.NewLifetimes(certs.DefaultLeafValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	images, err := clusterconfig.LoadImages("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &clusterconfig.Inputs{InstallConfig: ic, NodeName: node, NodeIPs: addrs, InfraID: "sno-x7k2p", Lifetimes: lt,
+		Images: images, Flavor: clusterconfig.FlavorUpstream}
+	seeds, err := clusterconfig.Objects(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := certs.NewAdmin(lt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saKeys, err := clusterconfig.ServiceAccountKeySeeds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds = append(append(append(seeds, admin.ClientCAConfigMap()), saKeys...), standIns(t, addrs[0])...)
+	c, err := loops.NewCluster(append(append([]string(nil), apiserver.Namespaces...), clusterconfig.Namespaces...), clusterconfig.DynamicKinds, seeds...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp := apiserver.New(c, in)
+	revLoops, err := comp.Revision()
+	if err != nil {
+		t.Fatal(err)
+	}
+	phases := []loops.Phase{
+		{Name: "converge", Loops: append(clusterconfig.Emulations(c, in), comp.Converge()...)},
+		{Name: "revision", Loops: revLoops},
+	}
+	defer func() {
+		for _, p := range phases {
+			for _, l := range p.Loops {
+				l.Close()
+			}
+		}
+	}()
+	runner := &loops.Runner{Cluster: c, MaxPasses: 10}
+	for _, p := range phases {
+		if err := runner.Run(context.Background(), p); err != nil {
+			t.Fatalf("%s: %v\n%s", config, err, runner.Result().Trace())
+		}
+	}
+	if err := runner.CheckDegraded(); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := staticpodRevision(comp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := export.Install(context.Background(), c.Kube, comp.StaticPod(), rev, node)
+	if err != nil {
+		t.Fatalf("install: %v", err)
+	}
+	r := &rendered{in: in, cluster: c, comp: comp, runner: runner, rev: rev, tree: tree, files: map[string]export.File{}, took: time.Since(start)}
+	for _, f := range tree.Files() {
+		r.files[strings.TrimPrefix(f.Path, "/")] = f
+	}
+	upstreamRenders[name] = r
+	return r
+}
+
+// arg is one "--name=value" of a container.
+type arg struct{ name, value string }
+
+func parseArgs(t *testing.T, args []string) []arg {
+	t.Helper()
+	var out []arg
+	for _, a := range args {
+		name, value, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !strings.HasPrefix(a, "--") || !ok {
+			t.Errorf("argument %q is not --name=value", a)
+			continue
+		}
+		out = append(out, arg{name, value})
+	}
+	return out
+}
+
+func values(args []arg, name string) []string {
+	var out []string
+	for _, a := range args {
+		if a.name == name {
+			out = append(out, a.value)
+		}
+	}
+	return out
+}
+
+// one returns the value of a flag that must be given exactly once.
+func one(t *testing.T, args []arg, name string) string {
+	t.Helper()
+	v := values(args, name)
+	if len(v) != 1 {
+		t.Errorf("--%s given %d times (%v), want once", name, len(v), v)
+		return ""
+	}
+	return v[0]
+}
+
+// upstreamFlags is the committed list of kube-apiserver v1.34.3's flags, admission plugins, cipher suites and TLS
+// versions (testdata/upstream/kube-apiserver-flags.txt).
+type upstreamFlags struct {
+	flags                      map[string]string // name → type ("bool" for flags without a value type)
+	deprecated                 map[string]bool
+	plugins, suites, insecure  map[string]bool
+	tlsVersions, defaultPlugin map[string]bool
+}
+
+func loadUpstreamFlags(t *testing.T) *upstreamFlags {
+	t.Helper()
+	raw, err := os.ReadFile(upstreamFlagList)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &upstreamFlags{flags: map[string]string{}, deprecated: map[string]bool{}, plugins: map[string]bool{},
+		suites: map[string]bool{}, insecure: map[string]bool{}, tlsVersions: map[string]bool{}, defaultPlugin: map[string]bool{}}
+	for i, line := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		switch {
+		case f[0] == "flag" && (len(f) == 3 || len(f) == 4 && f[3] == "deprecated"):
+			l.flags[f[1]] = f[2]
+			l.deprecated[f[1]] = len(f) == 4
+		case f[0] == "admission-plugin" && len(f) == 2:
+			l.plugins[f[1]] = true
+		case f[0] == "default-admission-plugin" && len(f) == 2:
+			l.defaultPlugin[f[1]] = true
+		case f[0] == "cipher-suite" && len(f) == 2:
+			l.suites[f[1]] = true
+		case f[0] == "insecure-cipher-suite" && len(f) == 2:
+			l.insecure[f[1]] = true
+		case f[0] == "tls-version" && len(f) == 2:
+			l.tlsVersions[f[1]] = true
+		default:
+			t.Fatalf("%s:%d: cannot parse %q", upstreamFlagList, i+1, line)
+		}
+	}
+	if len(l.flags) < 150 || len(l.plugins) < 30 || len(l.suites) < 10 || len(l.tlsVersions) < 4 || len(l.defaultPlugin) < 10 {
+		t.Fatalf("%s is incomplete: %d flags, %d admission plugins, %d cipher suites, %d TLS versions, %d default plugins",
+			upstreamFlagList, len(l.flags), len(l.plugins), len(l.suites), len(l.tlsVersions), len(l.defaultPlugin))
+	}
+	return l
+}
+
+// apiserverFileFlags are the flags whose values name files kube-apiserver reads (tls-sni-cert-key: the certificate
+// and key before the ':'); audit-log-path is a file it writes.
+var apiserverFileFlags = map[string]bool{
+	"client-ca-file": true, "etcd-cafile": true, "etcd-certfile": true, "etcd-keyfile": true,
+	"tls-cert-file": true, "tls-private-key-file": true, "tls-sni-cert-key": true,
+	"service-account-key-file": true, "service-account-signing-key-file": true,
+	"kubelet-client-certificate": true, "kubelet-client-key": true, "kubelet-certificate-authority": true,
+	"proxy-client-cert-file": true, "proxy-client-key-file": true, "requestheader-client-ca-file": true,
+	"encryption-provider-config": true, "audit-policy-file": true,
+}
+
+// filesOf returns the files a file flag's value names.
+func filesOf(name, value string) []string {
+	if name == "tls-sni-cert-key" {
+		pair, _, _ := strings.Cut(value, ":")
+		return strings.Split(pair, ",")
+	}
+	return []string{value}
+}
+
+// hostPath maps a path inside a container to the node path through the container's volume mounts (the longest
+// mount point that contains it) and returns it with the volume.
+func hostPath(pod *corev1.Pod, c *corev1.Container, p string) (string, *corev1.Volume, error) {
+	var best *corev1.VolumeMount
+	for i := range c.VolumeMounts {
+		m := &c.VolumeMounts[i]
+		if (p == m.MountPath || strings.HasPrefix(p, strings.TrimSuffix(m.MountPath, "/")+"/")) && (best == nil || len(m.MountPath) > len(best.MountPath)) {
+			best = m
+		}
+	}
+	if best == nil {
+		return "", nil, fmt.Errorf("%s is under no volume mount of container %s", p, c.Name)
+	}
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		if v.Name != best.Name {
+			continue
+		}
+		if v.HostPath == nil {
+			return "", v, fmt.Errorf("%s: volume %s is not a hostPath", p, v.Name)
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, strings.TrimSuffix(best.MountPath, "/")), "/")
+		return path.Join(v.HostPath.Path, best.SubPath, rel), v, nil
+	}
+	return "", nil, fmt.Errorf("%s: no volume %s", p, best.Name)
+}
+
+// TestUpstreamPod checks the upstream kube-apiserver pod of each network case: one flag-only container of the
+// upstream image; flags of kube-apiserver v1.34.3 only (no OpenShift flag, admission plugin or feature gate); every
+// file it names laid down by the render, mapped through the pod's mounts; certificates and keys that belong
+// together; the addresses, networks, issuer, encryption, audit and TLS profile of the cluster.
+func TestUpstreamPod(t *testing.T) {
+	list := loadUpstreamFlags(t)
+	for _, tc := range upstreamCases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := renderUpstream(t, tc.name, tc.config, tc.ips)
+			if r.rev != 1 {
+				t.Fatalf("revision %d, want 1\n%s", r.rev, r.runner.Result().Trace())
+			}
+			pod := podOf(t, r.file(t, "etc/kubernetes/manifests/kube-apiserver-pod.yaml"))
+			if _, ok := r.files["etc/kubernetes/manifests/kube-apiserver-startup-monitor-pod.yaml"]; ok {
+				t.Errorf("the upstream flavor has the startup monitor (an operator binary)")
+			}
+			if len(pod.Spec.InitContainers) != 0 || len(pod.Spec.Containers) != 1 {
+				t.Fatalf("pod has %d init containers and %d containers, want 0 and 1", len(pod.Spec.InitContainers), len(pod.Spec.Containers))
+			}
+			c := &pod.Spec.Containers[0]
+			if c.Name != "kube-apiserver" || c.Image != "registry.k8s.io/kube-apiserver:v1.34.3" || strings.Join(c.Command, " ") != "kube-apiserver" {
+				t.Errorf("container %s image %s command %v, want kube-apiserver registry.k8s.io/kube-apiserver:v1.34.3 [kube-apiserver]", c.Name, c.Image, c.Command)
+			}
+			// Flags only; the cluster proxy, as for the OpenShift pod, in the environment.
+			env := map[string]string{}
+			for _, e := range c.Env {
+				env[e.Name] = e.Value
+				if !strings.HasSuffix(e.Name, "_PROXY") || e.ValueFrom != nil {
+					t.Errorf("env %s: the upstream pod takes flags only (proxy variables aside)", e.Name)
+				}
+			}
+			if tc.name == "proxy" {
+				if env["HTTPS_PROXY"] != "https://user:pass@proxy.corp.example.net:3129" || !strings.Contains(env["NO_PROXY"], ".svc") {
+					t.Errorf("proxy env %v", env)
+				}
+			} else if len(env) > 0 {
+				t.Errorf("proxy env %v without a proxy", env)
+			}
+			args := parseArgs(t, c.Args)
+			whole := strings.Join(append(append([]string(nil), c.Command...), c.Args...), " ")
+			for _, bad := range []string{"openshift-config", "/bin/sh", "/bin/bash", "hyperkube", "watch-termination", "config.yaml"} {
+				if strings.Contains(whole, bad) {
+					t.Errorf("command line contains %q: %s", bad, whole)
+				}
+			}
+
+			// Flags of kube-apiserver v1.34.3, none deprecated; bool flags with a bool.
+			seen := map[string]int{}
+			for _, a := range args {
+				seen[a.name]++
+				typ, ok := list.flags[a.name]
+				switch {
+				case !ok:
+					t.Errorf("--%s is not a kube-apiserver v1.34.3 flag", a.name)
+				case list.deprecated[a.name]:
+					t.Errorf("--%s is deprecated in kube-apiserver v1.34.3", a.name)
+				case typ == "bool" && a.value != "true" && a.value != "false":
+					t.Errorf("--%s=%s: a bool flag", a.name, a.value)
+				case seen[a.name] > 1 && !strings.HasSuffix(typ, "s") && typ != "namedCertKey" && typ != "stringArray":
+					t.Errorf("--%s (%s) given more than once", a.name, typ)
+				}
+			}
+			if v := values(args, "feature-gates"); len(v) > 0 {
+				t.Errorf("--feature-gates=%v: no gate is needed (and no OpenShift gate may be passed)", v)
+			}
+			if v := one(t, args, "authorization-mode"); v != "Node,RBAC" {
+				t.Errorf("--authorization-mode=%s, want Node,RBAC", v)
+			}
+			plugins := strings.Split(one(t, args, "enable-admission-plugins"), ",")
+			for _, p := range plugins {
+				if !list.plugins[p] {
+					t.Errorf("admission plugin %s is not an upstream kube-apiserver plugin", p)
+				}
+			}
+			if !contains(plugins, "NodeRestriction") {
+				t.Errorf("admission plugins %v lack NodeRestriction", plugins)
+			}
+			if v := values(args, "disable-admission-plugins"); len(v) > 0 {
+				t.Errorf("--disable-admission-plugins=%v: the upstream defaults stay on", v)
+			}
+			if v := one(t, args, "tls-min-version"); !list.tlsVersions[v] || v != "VersionTLS12" {
+				t.Errorf("--tls-min-version=%s, want VersionTLS12 (the Intermediate profile)", v)
+			}
+			suites := strings.Split(one(t, args, "tls-cipher-suites"), ",")
+			for _, s := range suites {
+				if !list.suites[s] {
+					t.Errorf("cipher suite %s is not one kube-apiserver prefers (insecure: %v)", s, list.insecure[s])
+				}
+			}
+			if len(suites) < 4 {
+				t.Errorf("cipher suites %v: the Intermediate profile has more", suites)
+			}
+
+			// Every file flag names a file the render lays down; every absolute path is a file flag's.
+			pathRE := regexp.MustCompile(`(?:^|[=,])(/(?:etc|var|usr|opt|run)/[^,:]*)`)
+			for _, a := range args {
+				if !apiserverFileFlags[a.name] {
+					if a.name != "audit-log-path" && pathRE.MatchString(a.value) {
+						t.Errorf("--%s=%s names a path but is not a known file flag", a.name, a.value)
+					}
+					continue
+				}
+				for _, f := range filesOf(a.name, a.value) {
+					hp, _, err := hostPath(pod, c, f)
+					if err != nil {
+						t.Errorf("--%s: %v", a.name, err)
+						continue
+					}
+					file, ok := r.files[strings.TrimPrefix(hp, "/")]
+					if !ok {
+						t.Errorf("--%s=%s: the render lays down no %s", a.name, f, hp)
+					} else if len(file.Contents) == 0 {
+						t.Errorf("--%s=%s: %s is empty", a.name, f, hp)
+					}
+				}
+			}
+			auditLog := one(t, args, "audit-log-path")
+			if hp, v, err := hostPath(pod, c, auditLog); err != nil {
+				t.Errorf("--audit-log-path: %v", err)
+			} else if v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectoryOrCreate || path.Dir(hp) != v.HostPath.Path {
+				t.Errorf("--audit-log-path=%s: %s is not directly in a DirectoryOrCreate hostPath (%+v)", auditLog, hp, v.HostPath)
+			}
+			for _, v := range pod.Spec.Volumes {
+				if v.HostPath == nil {
+					t.Errorf("volume %s is not a hostPath", v.Name)
+				}
+			}
+			get := func(name string) []byte {
+				hp, _, err := hostPath(pod, c, name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r.file(t, strings.TrimPrefix(hp, "/"))
+			}
+
+			// Certificates and keys that belong together.
+			pairs := [][2]string{
+				{one(t, args, "tls-cert-file"), one(t, args, "tls-private-key-file")},
+				{one(t, args, "etcd-certfile"), one(t, args, "etcd-keyfile")},
+				{one(t, args, "kubelet-client-certificate"), one(t, args, "kubelet-client-key")},
+				{one(t, args, "proxy-client-cert-file"), one(t, args, "proxy-client-key-file")},
+			}
+			sni := map[string]string{}
+			for _, v := range values(args, "tls-sni-cert-key") {
+				files, names, ok := strings.Cut(v, ":")
+				f := strings.Split(files, ",")
+				if !ok || len(f) != 2 || names == "" {
+					t.Errorf("--tls-sni-cert-key=%s: want cert,key:names", v)
+					continue
+				}
+				pairs = append(pairs, [2]string{f[0], f[1]})
+				sni[path.Base(path.Dir(f[0]))] = names
+			}
+			for _, p := range pairs {
+				if _, err := tls.X509KeyPair(get(p[0]), get(p[1])); err != nil {
+					t.Errorf("%s and %s are not a key pair: %v", p[0], p[1], err)
+				}
+			}
+			domain := r.in.InstallConfig.ClusterDomain()
+			wantSNI := map[string]string{
+				"localhost-serving-cert-certkey":        "localhost,127.0.0.1",
+				"localhost-recovery-serving-certkey":    "localhost-recovery",
+				"external-loadbalancer-serving-certkey": "api." + domain,
+				"internal-loadbalancer-serving-certkey": "api-int." + domain,
+			}
+			if fmt.Sprint(sni) != fmt.Sprint(wantSNI) {
+				t.Errorf("SNI certificates %v, want %v", sni, wantSNI)
+			}
+			// Each SNI certificate verifies for its names against kube-apiserver-server-ca.
+			serverCA := x509.NewCertPool()
+			serverCA.AppendCertsFromPEM(r.file(t, "etc/kubernetes/static-pod-resources/kube-apiserver-pod-1/configmaps/kube-apiserver-server-ca/ca-bundle.crt"))
+			for _, v := range values(args, "tls-sni-cert-key") {
+				files, names, _ := strings.Cut(v, ":")
+				leaf, err := certs.ParseCertificates(get(strings.Split(files, ",")[0]))
+				if err != nil || len(leaf) == 0 {
+					t.Errorf("%s: %v", files, err)
+					continue
+				}
+				for _, n := range strings.Split(names, ",") {
+					if _, err := leaf[0].Verify(x509.VerifyOptions{Roots: serverCA, DNSName: n}); err != nil {
+						t.Errorf("SNI certificate %s for %s: %v", files, n, err)
+					}
+				}
+			}
+			for _, f := range []string{"client-ca-file", "etcd-cafile", "kubelet-certificate-authority", "requestheader-client-ca-file"} {
+				if cas, err := certs.ParseCertificates(get(one(t, args, f))); err != nil || len(cas) == 0 {
+					t.Errorf("--%s: no CA certificates (%v)", f, err)
+				}
+			}
+
+			// Service-account tokens: every published public key verifies, the bound signer's key among them.
+			keyFiles := values(args, "service-account-key-file")
+			var want []string
+			for _, cm := range []string{"sa-token-signing-certs", "bound-sa-token-signing-certs"} {
+				for p := range r.files {
+					if strings.HasPrefix(p, "etc/kubernetes/static-pod-resources/kube-apiserver-pod-1/configmaps/"+cm+"/") {
+						want = append(want, "/etc/kubernetes/static-pod-resources/configmaps/"+cm+"/"+path.Base(p))
+					}
+				}
+			}
+			got := append([]string(nil), keyFiles...)
+			sort.Strings(got)
+			sort.Strings(want)
+			if fmt.Sprint(got) != fmt.Sprint(want) || len(want) < 2 {
+				t.Errorf("--service-account-key-file %v, want every key of the revision's signing certs %v", keyFiles, want)
+			}
+			signer, err := keyutil.ParsePrivateKeyPEM(get(one(t, args, "service-account-signing-key-file")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			signerPub, err := x509.MarshalPKIXPublicKey(signer.(crypto.Signer).Public())
+			if err != nil {
+				t.Fatal(err)
+			}
+			verifies := false
+			for _, f := range keyFiles {
+				keys, err := keyutil.ParsePublicKeysPEM(get(f))
+				if err != nil {
+					t.Errorf("--service-account-key-file=%s: %v", f, err)
+				}
+				for _, k := range keys {
+					if der, _ := x509.MarshalPKIXPublicKey(k); string(der) == string(signerPub) {
+						verifies = true
+					}
+				}
+			}
+			if !verifies {
+				t.Errorf("no --service-account-key-file holds the public key of --service-account-signing-key-file")
+			}
+			issuer := apiserver.DefaultServiceAccountIssuer
+			if v := values(args, "service-account-issuer"); fmt.Sprint(v) != fmt.Sprint([]string{issuer}) {
+				t.Errorf("--service-account-issuer %v, want %s", v, issuer)
+			}
+			if v := one(t, args, "api-audiences"); v != issuer {
+				t.Errorf("--api-audiences=%s, want %s", v, issuer)
+			}
+			if v := one(t, args, "service-account-jwks-uri"); v != "https://api."+domain+":6443/openid/v1/jwks" {
+				t.Errorf("--service-account-jwks-uri=%s", v)
+			}
+
+			// Encryption at rest and audit: the revision's files.
+			if v := one(t, args, "encryption-provider-config"); v != apiserver.EncryptionConfigPath {
+				t.Errorf("--encryption-provider-config=%s, want %s", v, apiserver.EncryptionConfigPath)
+			} else if cfg := decodeYAML(t, get(v)); cfg["kind"] != "EncryptionConfiguration" || cfg["apiVersion"] != "apiserver.config.k8s.io/v1" {
+				t.Errorf("encryption config is %v %v", cfg["apiVersion"], cfg["kind"])
+			}
+			if pol := decodeYAML(t, get(one(t, args, "audit-policy-file"))); pol["kind"] != "Policy" || pol["apiVersion"] != "audit.k8s.io/v1" {
+				t.Errorf("audit policy is %v %v", pol["apiVersion"], pol["kind"])
+			}
+
+			// Addresses and networks.
+			ip := r.in.NodeIP()
+			host := ip.String()
+			if ip.Is6() {
+				host = "[" + host + "]"
+			}
+			bind, svc := "0.0.0.0", "172.30.0.0/16"
+			switch tc.name {
+			case "ipv6":
+				bind, svc = "::", "fd02::/112"
+			case "dualstack":
+				bind, svc = "::", "172.30.0.0/16,fd02::/112"
+			}
+			check := func(name, want string) {
+				t.Helper()
+				if got := one(t, args, name); got != want {
+					t.Errorf("--%s=%s, want %s", name, got, want)
+				}
+			}
+			check("advertise-address", ip.String())
+			check("bind-address", bind)
+			check("secure-port", "6443")
+			check("service-cluster-ip-range", svc)
+			check("etcd-servers", "https://"+host+":2379,https://localhost:2379")
+			check("allow-privileged", "true")
+			check("shutdown-delay-duration", "0s")
+			if pod.Spec.TerminationGracePeriodSeconds == nil || *pod.Spec.TerminationGracePeriodSeconds != 15 {
+				t.Errorf("terminationGracePeriodSeconds %v, want 15 (single node)", pod.Spec.TerminationGracePeriodSeconds)
+			}
+
+			// Probes: kubeadm's, over HTTPS on the secure port of the advertised address.
+			for what, pb := range map[string]*corev1.Probe{"startup": c.StartupProbe, "liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+				wantPath := "/livez"
+				if what == "readiness" {
+					wantPath = "/readyz"
+				}
+				if pb == nil || pb.HTTPGet == nil {
+					t.Errorf("no %s probe", what)
+					continue
+				}
+				g := pb.HTTPGet
+				if g.Path != wantPath || g.Port.IntValue() != 6443 || g.Scheme != corev1.URISchemeHTTPS || g.Host != ip.String() {
+					t.Errorf("%s probe %s://%s:%s%s, want HTTPS %s:6443%s", what, g.Scheme, g.Host, g.Port.String(), g.Path, ip, wantPath)
+				}
+			}
+			if !pod.Spec.HostNetwork {
+				t.Errorf("not on the host network")
+			}
+		})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestUpstreamLayoutIsTheOpenShiftFlavors: the upstream flavor lays down the same files with the same modes as the
+// OpenShift flavor (same loops, certificates, encryption config, revision and cert directory), except the OpenShift
+// flavor's startup monitor; the revisioned OpenShift config file is still there, unused.
+func TestUpstreamLayoutIsTheOpenShiftFlavors(t *testing.T) {
+	up := renderUpstream(t, upstreamCases[0].name, upstreamCases[0].config, upstreamCases[0].ips)
+	openshift := sno(t)
+	onlyOpenShift := map[string]bool{
+		"etc/kubernetes/manifests/kube-apiserver-startup-monitor-pod.yaml":                                 true,
+		"etc/kubernetes/static-pod-resources/kube-apiserver-pod-1/kube-apiserver-startup-monitor-pod.yaml": true,
+		revDir + "/configmaps/kube-apiserver-pod/kube-apiserver-startup-monitor-pod.yaml":                  true,
+	}
+	for p, f := range openshift.files {
+		u, ok := up.files[p]
+		switch {
+		case onlyOpenShift[p]:
+			if ok {
+				t.Errorf("the upstream flavor lays down %s", p)
+			}
+		case !ok:
+			t.Errorf("the upstream flavor lacks %s", p)
+		case u.Mode != f.Mode:
+			t.Errorf("%s: mode %o, the OpenShift flavor's %o", p, u.Mode, f.Mode)
+		}
+	}
+	for p := range up.files {
+		if _, ok := openshift.files[p]; !ok {
+			t.Errorf("only the upstream flavor lays down %s", p)
+		}
+	}
+	// The audit policy is the same; the OpenShift config file is still revisioned.
+	p := revDir + "/configmaps/kube-apiserver-audit-policies/policy.yaml"
+	if string(up.file(t, p)) != string(openshift.file(t, p)) {
+		t.Errorf("%s differs between the flavors", p)
+	}
+}
+
+// upstreamBinary finds an e2e-built upstream binary (test/e2e's cache: $RENDER_STATIC_E2E_CACHE or
+// ~/go/cache/render-static-e2e, <key>/bin/<name>) whose --version says version, or "".
+func upstreamBinary(t *testing.T, name, version string) string {
+	t.Helper()
+	dir := os.Getenv("RENDER_STATIC_E2E_CACHE")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, "go", "cache", "render-static-e2e")
+	}
+	found, _ := filepath.Glob(filepath.Join(dir, "*", "bin", name))
+	for _, b := range found {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, b, "--version").CombinedOutput()
+		cancel()
+		if err == nil && strings.Contains(string(out), version) {
+			return b
+		}
+	}
+	return ""
+}
+
+// TestUpstreamFlagsParseWithTheBinary: when the e2e harness has built kube-apiserver v1.34.3, its own flag set
+// parses every case's arguments (with --help last, it exits 0 after parsing; an unknown flag or a malformed value
+// fails), and the committed flag list is the binary's --help. Skipped without the binary.
+func TestUpstreamFlagsParseWithTheBinary(t *testing.T) {
+	bin := upstreamBinary(t, "kube-apiserver", upstreamKASVersion)
+	if bin == "" {
+		if *updateUpstreamFlags {
+			t.Fatal("-update-upstream-flags needs the e2e-built kube-apiserver (make e2e builds it)")
+		}
+		t.Skip("no e2e-built kube-apiserver " + upstreamKASVersion + " in the e2e cache")
+	}
+	help, err := exec.Command(bin, "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s --help: %v", bin, err)
+	}
+	got := kubeAPIServerFlagList(t, string(help))
+	if *updateUpstreamFlags {
+		if err := os.WriteFile(upstreamFlagList, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want, err := os.ReadFile(upstreamFlagList); err != nil || string(want) != got {
+		t.Errorf("%s is not %s's --help (go test ./pkg/apiserver -run TestUpstreamFlagsParseWithTheBinary -update-upstream-flags): %v", upstreamFlagList, bin, err)
+	}
+	for _, tc := range upstreamCases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := renderUpstream(t, tc.name, tc.config, tc.ips)
+			c := podOf(t, r.file(t, "etc/kubernetes/manifests/kube-apiserver-pod.yaml")).Spec.Containers[0]
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, bin, append(append([]string(nil), c.Args...), "--help")...).CombinedOutput()
+			if err != nil {
+				t.Errorf("kube-apiserver does not parse the arguments: %v\n%s", err, clip(string(out)))
+			}
+		})
+	}
+	// The check can fail: an unknown flag and a malformed value are refused.
+	for _, bad := range [][]string{{"--openshift-config=/x", "--help"}, {"--advertise-address=not-an-ip", "--help"}} {
+		if out, err := exec.Command(bin, bad...).CombinedOutput(); err == nil {
+			t.Errorf("kube-apiserver %v was accepted:\n%s", bad, clip(string(out)))
+		}
+	}
+}
+
+// kubeAPIServerFlagList turns kube-apiserver's --help into the committed list: every flag with its value type
+// (bool without one) and whether it is deprecated, the admission plugins, the default admission plugins, the cipher
+// suites (preferred and insecure) and the TLS versions.
+func kubeAPIServerFlagList(t *testing.T, help string) string {
+	t.Helper()
+	flagRE := regexp.MustCompile(`^\s+(?:-\w, )?--([a-z0-9-]+)(?: (\S+))?(?:\s{2,}(.*))?$`)
+	type entry struct{ typ, desc string }
+	flags := map[string]*entry{}
+	var cur *entry
+	for _, line := range strings.Split(help, "\n") {
+		if m := flagRE.FindStringSubmatch(line); m != nil {
+			typ := m[2]
+			if typ == "" {
+				typ = "bool"
+			}
+			cur = &entry{typ: typ, desc: m[3]}
+			flags[m[1]] = cur
+			continue
+		}
+		if cur != nil && strings.HasPrefix(line, "     ") {
+			cur.desc += " " + strings.TrimSpace(line)
+		} else {
+			cur = nil
+		}
+	}
+	listAfter := func(desc, marker, end string) []string {
+		_, rest, ok := strings.Cut(desc, marker)
+		if !ok {
+			t.Fatalf("--help: no %q in %q", marker, desc)
+		}
+		rest, _, _ = strings.Cut(rest, end)
+		var out []string
+		for _, s := range strings.Split(rest, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	var b strings.Builder
+	b.WriteString("# kube-apiserver v1.34.3, from the --help of the binary test/e2e builds (k8s.io/kubernetes v1.34.3):\n" +
+		"# flag NAME TYPE [deprecated] (TYPE bool: no value type), admission-plugin, default-admission-plugin,\n" +
+		"# cipher-suite (preferred), insecure-cipher-suite, tls-version. Regenerate with\n" +
+		"#   go test ./pkg/apiserver -run TestUpstreamFlagsParseWithTheBinary -update-upstream-flags\n")
+	var names []string
+	for n := range flags {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		e := flags[n]
+		fmt.Fprintf(&b, "flag %s %s", n, e.typ)
+		if strings.Contains(e.desc, "(DEPRECATED:") || strings.Contains(e.desc, "DEPRECATED:") {
+			b.WriteString(" deprecated")
+		}
+		b.WriteString("\n")
+	}
+	need := func(name string) string {
+		e, ok := flags[name]
+		if !ok {
+			t.Fatalf("--help has no --%s", name)
+		}
+		return e.desc
+	}
+	plugins := need("enable-admission-plugins")
+	for _, p := range listAfter(plugins, "Comma-delimited list of admission plugins:", ".") {
+		fmt.Fprintf(&b, "admission-plugin %s\n", p)
+	}
+	for _, p := range listAfter(plugins, "default enabled ones (", ")") {
+		fmt.Fprintf(&b, "default-admission-plugin %s\n", p)
+	}
+	ciphers := need("tls-cipher-suites")
+	for _, s := range listAfter(ciphers, "Preferred values:", ".") {
+		fmt.Fprintf(&b, "cipher-suite %s\n", s)
+	}
+	for _, s := range listAfter(ciphers, "Insecure values:", ".") {
+		fmt.Fprintf(&b, "insecure-cipher-suite %s\n", s)
+	}
+	for _, s := range listAfter(need("tls-min-version"), "Possible values:", "\n") {
+		fmt.Fprintf(&b, "tls-version %s\n", s)
+	}
+	return b.String()
+}
+
+// TestUpstreamArgsFail: UpstreamArgs refuses an observed config without what kube-apiserver cannot start
+// without, naming it.
+func TestUpstreamArgsFail(t *testing.T) {
+	r := renderUpstream(t, upstreamCases[0].name, upstreamCases[0].config, upstreamCases[0].ips)
+	spec, _, _, err := r.comp.Operator().GetStaticPodOperatorState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := apiserver.UpstreamInputs{NodeIP: r.in.NodeIP(), ServiceAccountPublicKeys: []string{"/k.pub"}, Verbosity: 2,
+		SNINames: map[string][]string{"localhost-serving-cert-certkey": {"localhost"}, "localhost-recovery-serving-certkey": {"a"},
+			"external-loadbalancer-serving-certkey": {"b"}, "internal-loadbalancer-serving-certkey": {"c"}}}
+	observed := func() map[string]interface{} { return decodeYAML(t, spec.ObservedConfig.Raw) }
+	if _, err := apiserver.UpstreamArgs(observed(), in); err != nil {
+		t.Fatalf("the rendered observed config: %v", err)
+	}
+	for _, missing := range [][]string{
+		{"apiServerArguments", "etcd-servers"}, {"servicesSubnet"}, {"servingInfo", "bindAddress"},
+		{"apiServerArguments", "service-account-issuer"}, {"servingInfo", "minTLSVersion"},
+	} {
+		o := observed()
+		m := o
+		for _, k := range missing[:len(missing)-1] {
+			m = m[k].(map[string]interface{})
+		}
+		delete(m, missing[len(missing)-1])
+		if _, err := apiserver.UpstreamArgs(o, in); err == nil || !strings.Contains(err.Error(), missing[len(missing)-1]) {
+			t.Errorf("without %s: error %v", strings.Join(missing, "."), err)
+		}
+	}
+	noKeys := in
+	noKeys.ServiceAccountPublicKeys = nil
+	if _, err := apiserver.UpstreamArgs(observed(), noKeys); err == nil {
+		t.Errorf("no error without service-account public keys")
+	}
+}
