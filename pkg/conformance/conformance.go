@@ -385,7 +385,7 @@ func (c *comparison) fileList() error {
 	return nil
 }
 
-func sortedKeys(ms ...map[string]string) []string {
+func sortedKeys[V any](ms ...map[string]V) []string {
 	set := map[string]bool{}
 	for _, m := range ms {
 		for k := range m {
@@ -448,7 +448,7 @@ func (c *comparison) diff(path string, want, got interface{}) {
 			return
 		}
 		if wk, gk := keyed(w), keyed(g); wk != nil && gk != nil {
-			for _, k := range sortedAny(wk, gk) {
+			for _, k := range sortedKeys(wk, gk) {
 				c.diff(fmt.Sprintf("%s[%s]", path, k), wk[k], gk[k])
 			}
 			return
@@ -494,20 +494,6 @@ func keyed(l []interface{}) map[string]interface{} {
 	return out
 }
 
-func sortedAny(ms ...map[string]interface{}) []string {
-	set := map[string]bool{}
-	for _, m := range ms {
-		for k := range m {
-			set[k] = true
-		}
-	}
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
 
 // Adaptation is a known, documented difference: Path is a pattern over difference paths where '*' matches any
 // run of characters.
