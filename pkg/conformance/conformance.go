@@ -494,7 +494,6 @@ func keyed(l []interface{}) map[string]interface{} {
 	return out
 }
 
-
 // Adaptation is a known, documented difference: Path is a pattern over difference paths where '*' matches any
 // run of characters.
 type Adaptation struct {
