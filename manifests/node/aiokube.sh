@@ -11,7 +11,11 @@
 #    A manifest that fails is retried in the next pass over its round, at most AIOKUBE_ATTEMPTS passes.
 # 3. Records each created manifest as AIOKUBE_STATE_DIR/done/<manifest> and logs it (to the journal), so a
 #    reboot half-way finishes the job; AIOKUBE_STATE_DIR/applied marks the end of the apply.
-# 4. Removes what only the first boot needed (AIOKUBE_CLEANUP, then its empty parents AIOKUBE_CLEANUP_DIRS),
+# 4. Waits, bounded, until kube-controller-manager filled the legacy service-account token secrets the render
+#    exported empty (AIOKUBE_LEGACY_TOKENS), and copies each live token over the render's in the revision
+#    directories under AIOKUBE_STATIC_POD_RESOURCES (see sync_legacy_tokens). What is not filled in time is logged
+#    and left as it is: it does not fail the run.
+# 5. Removes what only the first boot needed (AIOKUBE_CLEANUP, then its empty parents AIOKUBE_CLEANUP_DIRS),
 #    disables and removes itself (unit and script), and removes its state last.
 #
 # The client is the host's oc (RHCOS ships it), else kubectl, else oc from AIOKUBE_CLIENT_IMAGE through podman.
@@ -33,12 +37,17 @@ attempts=${AIOKUBE_ATTEMPTS:-20}
 retry=${AIOKUBE_RETRY_SECONDS:-15}
 crd_wait=${AIOKUBE_CRD_WAIT_SECONDS:-120}
 request_timeout=${AIOKUBE_REQUEST_TIMEOUT_SECONDS:-30}
+read -r -a legacy_tokens <<<"${AIOKUBE_LEGACY_TOKENS:-}"
+token_wait=${AIOKUBE_TOKEN_WAIT_SECONDS:-600}
+resources=$root${AIOKUBE_STATIC_POD_RESOURCES:-/etc/kubernetes/static-pod-resources}
 
 log() { echo "aiokube: $*"; }
 
 client=()
 pick_client() {
-	if command -v oc >/dev/null 2>&1; then
+	if ((${#client[@]} > 0)); then
+		return 0
+	elif command -v oc >/dev/null 2>&1; then
 		client=(oc)
 	elif command -v kubectl >/dev/null 2>&1; then
 		client=(kubectl)
@@ -145,6 +154,130 @@ apply() {
 	log "every manifest is created"
 }
 
+# Legacy service-account tokens. The render minted the token secrets of AIOKUBE_LEGACY_TOKENS
+# (namespace/secret/serviceaccount) offline, for the UIDs its own cluster gave the service accounts, and the
+# installer layout copied each token into the revision directories of the static pods that use it. The service
+# accounts created here have new UIDs, so kube-apiserver rejects those tokens; the export therefore left the secrets
+# empty (pkg/node/legacytokens.go), and kube-controller-manager's token controller fills them for the live accounts.
+# Once a secret holds a token and the live account's UID, sync_token writes the token (and ca.crt when it differs)
+# into every <AIOKUBE_STATIC_POD_RESOURCES>/*/secrets/<secret>/ whose namespace file names the secret's namespace.
+#
+# No pod restart is needed for the token: the pods read it through kubeconfigs with tokenFile, and client-go
+# (k8s.io/client-go v0.34.3) turns tokenFile into a file token source that reads the file again on use once its
+# cached copy is about a minute old, keeping the last token it read when a read fails (transport/token_source.go:
+# NewCachedFileTokenSource, period one minute, leeway 10 s; used by NewBearerAuthWithRefreshRoundTripper in
+# transport/round_trippers.go). Files are replaced by a rename in their directory (the pods mount the revision
+# directory, not the file), so a reader sees the old or the new token, never a part. A certificate-authority
+# file, though, is read once when a client is built: a changed ca.crt takes effect at the container's next start
+# (kube-controller-manager's root CA is the same serviceaccount-ca bundle the render used, so it rarely changes).
+#
+# Bounded: AIOKUBE_TOKEN_WAIT_SECONDS for all secrets together, polling every AIOKUBE_RETRY_SECONDS. A secret not
+# filled by then (e.g. a component that is absent) is logged and left as it is; the run goes on. Each secret done
+# is recorded as AIOKUBE_STATE_DIR/tokens/<namespace>_<secret>, so a rerun skips it.
+
+# token_fields is what aiokube reads of a token secret: its service-account UID annotation, token and ca.crt
+# (base64), separated by '|', which neither a UID nor base64 holds. A missing key prints as empty.
+token_fields='{.metadata.annotations.kubernetes\.io/service-account\.uid}{"|"}{.data.token}{"|"}{.data.ca\.crt}'
+
+declare -A token_reason=()
+
+# replace FILE NEW: gives FILE the contents of NEW unless it has them, through a temporary file in FILE's
+# directory renamed over it: 0600, owned by root (aiokube runs as root). Adds FILE to $written when it wrote.
+replace() {
+	local file=$1 new=$2 tmp
+	if cmp -s -- "$new" "$file"; then
+		return 0
+	fi
+	tmp=$(mktemp "${file%/*}/.${file##*/}.XXXXXX") || return 1
+	if ! cat -- "$new" >"$tmp" || ! chmod 0600 -- "$tmp" || ! mv -f -- "$tmp" "$file"; then
+		rm -f -- "$tmp"
+		return 1
+	fi
+	written+=("${file#"$root"}")
+}
+
+# sync_token NAMESPACE/SECRET/SERVICEACCOUNT: once the live secret holds a token for the live account, writes it
+# into every directory the installer wrote for the secret and records the secret as done. Returns 1, with the
+# reason in token_reason, while it cannot.
+sync_token() {
+	local entry=$1 ns name sa live_uid out uid token ca dir stage dirs=() written=()
+	IFS=/ read -r ns name sa <<<"$entry"
+	if ! live_uid=$(kc get serviceaccount --namespace="$ns" "$sa" --output='jsonpath={.metadata.uid}' 2>"$state_dir/kc.err") || [[ -z $live_uid ]]; then
+		token_reason[$entry]="service account $sa: $(oneline "$(cat "$state_dir/kc.err")")"
+		return 1
+	fi
+	if ! out=$(kc get secret --namespace="$ns" "$name" --output="jsonpath=$token_fields" 2>"$state_dir/kc.err"); then
+		token_reason[$entry]=$(oneline "$(cat "$state_dir/kc.err")")
+		return 1
+	fi
+	IFS='|' read -r uid token ca <<<"$out"
+	if [[ -z $token || $uid != "$live_uid" ]]; then
+		token_reason[$entry]="no token for service account UID $live_uid yet (the secret names UID '$uid')"
+		return 1
+	fi
+	for dir in "$resources"/*/secrets/"$name"; do
+		if [[ -f $dir/namespace && $(<"$dir/namespace") == "$ns" ]]; then
+			dirs+=("$dir")
+		fi
+	done
+	stage=$(mktemp -d "$state_dir/tokens/.stage.XXXXXX") || return 1
+	if ! base64 -d <<<"$token" >"$stage/token" 2>/dev/null || [[ ! -s $stage/token ]] ||
+		! base64 -d <<<"$ca" >"$stage/ca.crt" 2>/dev/null; then
+		rm -rf -- "$stage"
+		token_reason[$entry]="the secret's token or ca.crt is not base64"
+		return 1
+	fi
+	for dir in "${dirs[@]}"; do
+		if ! replace "$dir/token" "$stage/token" ||
+			{ [[ -s $stage/ca.crt && -e $dir/ca.crt ]] && ! replace "$dir/ca.crt" "$stage/ca.crt"; }; then
+			rm -rf -- "$stage"
+			token_reason[$entry]="could not write into ${dir#"$root"}"
+			return 1
+		fi
+	done
+	rm -rf -- "$stage"
+	: >"$state_dir/tokens/${ns}_$name"
+	if ((${#dirs[@]} == 0)); then
+		log "$ns/$name: filled, but no directory on this node holds it (no ${resources#"$root"}/*/secrets/$name/namespace names $ns)"
+	else
+		log "$ns/$name: the live token (service account UID $live_uid) is on the node: ${#written[@]} files written (${written[*]}) in ${#dirs[@]} directories"
+	fi
+}
+
+# sync_legacy_tokens: sync_token for every legacy token secret not recorded as done, pass after pass until all are
+# done or AIOKUBE_TOKEN_WAIT_SECONDS passed; never fails the run.
+sync_legacy_tokens() {
+	local entry ns name pending=() left=() deadline
+	for entry in "${legacy_tokens[@]}"; do
+		IFS=/ read -r ns name _ <<<"$entry"
+		[[ -e $state_dir/tokens/${ns}_$name ]] || pending+=("$entry")
+	done
+	if ((${#pending[@]} == 0)); then
+		return 0
+	fi
+	pick_client
+	log "waiting up to ${token_wait}s until kube-controller-manager filled ${#pending[@]} legacy service-account token secrets: ${pending[*]}"
+	deadline=$((SECONDS + token_wait))
+	while :; do
+		left=()
+		for entry in "${pending[@]}"; do
+			sync_token "$entry" || left+=("$entry")
+		done
+		if ((${#left[@]} == 0)); then
+			log "every legacy service-account token on the node is the live one"
+			return 0
+		fi
+		pending=("${left[@]}")
+		if ((SECONDS >= deadline)); then
+			break
+		fi
+		sleep "$retry"
+	done
+	for entry in "${pending[@]}"; do
+		log "$entry: giving up after ${token_wait}s: ${token_reason[$entry]:-not filled}; the node keeps the render's token, which kube-apiserver rejects (the clients that use it fail until it is replaced)"
+	done
+}
+
 clean_up() {
 	local p
 	log "removing what only the first boot needed: ${cleanup[*]}"
@@ -169,12 +302,13 @@ clean_up() {
 }
 
 main() {
-	mkdir -p "$state_dir/done"
+	mkdir -p "$state_dir/done" "$state_dir/tokens"
 	if [[ ! -e $state_dir/applied ]]; then
 		apply
 	else
-		log "every manifest was created before; finishing the clean-up"
+		log "every manifest was created before; finishing the token sync and the clean-up"
 	fi
+	sync_legacy_tokens
 	clean_up
 }
 

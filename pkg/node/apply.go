@@ -98,8 +98,9 @@ func (o Options) cleanupDirs() []string {
 	return out
 }
 
-// aiokubeEnv is aiokube.sh's configuration, set by aiokube.service.
-func (o Options) aiokubeEnv(clientImage string) map[string]string {
+// aiokubeEnv is aiokube.sh's configuration, set by aiokube.service. tokens are the exported legacy token secrets
+// (legacyTokens) whose live token aiokube copies to the node.
+func (o Options) aiokubeEnv(clientImage string, tokens []string) map[string]string {
 	return map[string]string{
 		"AIOKUBE_MANIFESTS":               o.ManifestsDir,
 		"AIOKUBE_KUBECONFIG":              o.AdminKubeconfig,
@@ -115,5 +116,8 @@ func (o Options) aiokubeEnv(clientImage string) map[string]string {
 		"AIOKUBE_RETRY_SECONDS":           strconv.Itoa(RetrySeconds),
 		"AIOKUBE_CRD_WAIT_SECONDS":        strconv.Itoa(CRDWaitSeconds),
 		"AIOKUBE_REQUEST_TIMEOUT_SECONDS": strconv.Itoa(RequestTimeoutSeconds),
+		"AIOKUBE_LEGACY_TOKENS":           strings.Join(tokens, " "),
+		"AIOKUBE_TOKEN_WAIT_SECONDS":      strconv.Itoa(TokenWaitSeconds),
+		"AIOKUBE_STATIC_POD_RESOURCES":    export.ResourceDir,
 	}
 }

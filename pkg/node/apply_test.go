@@ -52,13 +52,16 @@ type applyEnv struct {
 	manifests      []string // file names, sorted
 	env            map[string]string
 	bin            string
+	tokens         []offlineToken // the legacy token secrets the render minted, with their files on the node
 }
 
-// newApplyEnv lays down the node's files, the exported manifests of the fixture (plus a CRD) and an admin
-// kubeconfig under a temporary root, as aio.ign would on the node.
+// newApplyEnv lays down the node's files, the exported manifests of the fixture (plus a CRD), an admin kubeconfig
+// and the revision directories holding the render's legacy service-account tokens under a temporary root, as
+// aio.ign would on the node.
 func newApplyEnv(t *testing.T) *applyEnv {
 	t.Helper()
 	f := newFixture(t, "examples/sno/install-config.yaml", "192.168.126.10", true)
+	addLegacyTokens(t, f)
 	f.converge(t)
 	ms := f.exported(t)
 	o := testOptions
@@ -89,12 +92,14 @@ func newApplyEnv(t *testing.T) *applyEnv {
 	a.manifests = append(a.manifests, testCRD)
 	slices.Sort(a.manifests)
 	write(o.AdminKubeconfig, 0600, []byte("apiVersion: v1\nkind: Config\n"))
+	a.tokens = layDownLegacyTokens(t, f, a.root)
 
 	a.env = unitEnv(t, unitOf(t, tr, AIOKubeUnit).Contents)
 	a.env["AIOKUBE_ROOT"] = a.root
 	a.env["AIOKUBE_RETRY_SECONDS"] = "0"
 	a.env["AIOKUBE_ATTEMPTS"] = "3"
 	a.env["AIOKUBE_API_WAIT_SECONDS"] = "5"
+	a.env["AIOKUBE_TOKEN_WAIT_SECONDS"] = "5"
 	return a
 }
 

@@ -69,8 +69,15 @@ var ExportRules = []ExportRule{
 }
 
 // FilterExport is the one place that decides which exported objects must not be created on the live cluster (see
-// ExportRules). The pipeline's export calls it on every manifest before anything is written; it returns the
-// manifests to keep, in order, and the dropped ones with the rule that matched.
+// ExportRules), and in which shape the others are: a legacy service-account token secret (type
+// kubernetes.io/service-account-token) is kept without the token, ca.crt and namespace the render's emulated token
+// controller wrote and without its kubernetes.io/service-account.uid annotation (rule LegacyTokenRule), since both
+// name the UID of the render's ServiceAccount; the live kube-controller-manager fills it for the live account, and
+// aiokube copies the live token to the node (legacytokens.go). One that cannot be rewritten is dropped rather than
+// exported with the render's token.
+//
+// The pipeline's export calls it on every manifest before anything is written; it returns the manifests to keep,
+// in order, and the dropped ones with the rule that matched.
 func FilterExport(ms []export.Manifest) (kept []export.Manifest, dropped []Dropped) {
 	for _, m := range ms {
 		rule := ""
@@ -78,6 +85,13 @@ func FilterExport(ms []export.Manifest) (kept []export.Manifest, dropped []Dropp
 			if r.Match(m) {
 				rule = r.Name
 				break
+			}
+		}
+		if rule == "" && IsLegacyToken(m) {
+			if req, err := asTokenRequest(m); err != nil {
+				rule = LegacyTokenRule
+			} else {
+				m = req
 			}
 		}
 		if rule != "" {

@@ -108,6 +108,7 @@ type fixture struct {
 	signer   *testCA
 	kubeletC *testCA // signs kube-apiserver's client certificate to the kubelet
 	servingC *testCA // signs kube-apiserver's serving certificates
+	extra    []loops.Loop
 }
 
 func newFixture(t *testing.T, config, nodeIPs string, withSigner bool) *fixture {
@@ -134,11 +135,11 @@ func newFixture(t *testing.T, config, nodeIPs string, withSigner bool) *fixture 
 	return f
 }
 
-// converge runs the node's loops to a fixpoint and returns the runner's result.
+// converge runs the fixture's extra loops and the node's loops to a fixpoint and returns the runner's result.
 func (f *fixture) converge(t *testing.T) *loops.Result {
 	t.Helper()
 	r := &loops.Runner{Cluster: f.c}
-	if err := r.Run(context.Background(), loops.Phase{Name: "converge", Loops: f.n.Loops()}); err != nil {
+	if err := r.Run(context.Background(), loops.Phase{Name: "converge", Loops: append(f.extra, f.n.Loops()...)}); err != nil {
 		t.Fatal(err)
 	}
 	return r.Result()

@@ -9,8 +9,10 @@
 //     kubelet-serving and kubelet-client CSRs, and nothing else, with a least-privileged identity of its own;
 //   - names: api.<domain> and api-int.<domain> resolve to the node in /etc/hosts;
 //   - first boot: aiokube.service applies /opt/openshift/manifests in order (namespaces, CRDs, the rest), restores
-//     status, records progress, and removes what only the first boot needed;
-//   - FilterExport: the one place that decides which exported objects must not reach a cluster without operators.
+//     status, records progress, puts the live legacy service-account tokens into the revision directories
+//     (legacytokens.go), and removes what only the first boot needed;
+//   - FilterExport: the one place that decides which exported objects must not reach a cluster without operators,
+//     and exports legacy token secrets without the render's token and service-account UID.
 //
 // docs/node.md walks through the first boot step by step.
 package node

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/render-static/render-static/pkg/certs"
@@ -24,8 +25,10 @@ import (
 // node side's) and checks the node side against what the other components produced: the kubelet's and the
 // approver's client certificates chain to kube-apiserver's client-ca, the kubeconfigs trust the api-int serving
 // certificate, the kubelet trusts kube-apiserver's client certificate to it, kube-apiserver trusts the CSR
-// signer for kubelet serving certificates; nothing FilterExport drops is exported; and aiokube, run on the
-// rendered rootfs with a stub API, creates every manifest in order and leaves nothing only the first boot needed.
+// signer for kubelet serving certificates; nothing FilterExport drops is exported; legacy token secrets are
+// exported without the render's token and UID; and aiokube, run on the rendered rootfs with a stub API, creates
+// every manifest in order, puts the live legacy tokens into the revision directories, and leaves nothing only the
+// first boot needed.
 func TestRenderedNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("renders the whole cluster")
@@ -116,8 +119,42 @@ func TestRenderedNode(t *testing.T) {
 		}
 	}
 
+	// Legacy service-account tokens: exported without the render's token and UID, while the revision directories
+	// aio.ign lays down keep the render's token (what conformance compares); after the first boot they hold the
+	// token the live cluster filled the secret with.
+	tokenDirs := map[string]string{} // revision directory → namespace/service account
+	for _, m := range out.Manifests {
+		if !node.IsLegacyToken(m) {
+			continue
+		}
+		if y := string(m.YAML); strings.Contains(y, "\n  token:") || strings.Contains(y, corev1.ServiceAccountUIDKey) {
+			t.Errorf("%s is exported with the render's token or service-account UID:\n%s", m.File, y)
+		}
+		sa := regexp.MustCompile(`(?m)^    kubernetes\.io/service-account\.name: (\S+)$`).FindStringSubmatch(string(m.YAML))
+		if sa == nil {
+			t.Fatalf("%s names no service account", m.File)
+		}
+		dirs, _ := filepath.Glob(filepath.Join(rootfs, "/etc/kubernetes/static-pod-resources/*/secrets", m.Name))
+		for _, d := range dirs {
+			if string(read(strings.TrimPrefix(d, rootfs)+"/namespace")) == m.Namespace {
+				tokenDirs[d] = m.Namespace + "-" + sa[1]
+				if tok := read(strings.TrimPrefix(d, rootfs) + "/token"); !strings.HasPrefix(string(tok), "eyJ") {
+					t.Errorf("%s/token does not hold the render's token: %.20q", d, tok)
+				}
+			}
+		}
+	}
+	if len(tokenDirs) < 3 {
+		t.Fatalf("legacy token secrets on the node: %v; want kube-apiserver's, kube-controller-manager's and kube-scheduler's", tokenDirs)
+	}
+
 	// The first boot, with a stub API.
 	runFirstBoot(t, rootfs, len(out.Manifests))
+	for d, nsSA := range tokenDirs {
+		if got, want := string(read(strings.TrimPrefix(d, rootfs)+"/token")), "live-token-"+nsSA+"-live-uid-"+nsSA; got != want {
+			t.Errorf("after the first boot %s/token = %.40q…, want %q", strings.TrimPrefix(d, rootfs), got, want)
+		}
+	}
 }
 
 // csrSigner returns the PEM certificate of openshift-kube-controller-manager-operator/csr-signer from the
@@ -159,13 +196,13 @@ func runFirstBoot(t *testing.T, rootfs string, manifests int) {
 	log := filepath.Join(work, "calls.log")
 	cmd := exec.Command("bash", filepath.Join(rootfs, node.AIOKubeScript))
 	cmd.Env = []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "STUB_LOG=" + log, "STUB_API=" + filepath.Join(work, "api"),
-		"AIOKUBE_ROOT=" + rootfs, "AIOKUBE_RETRY_SECONDS=0", "AIOKUBE_ATTEMPTS=2"}
+		"AIOKUBE_ROOT=" + rootfs, "AIOKUBE_RETRY_SECONDS=0", "AIOKUBE_ATTEMPTS=2", "AIOKUBE_TOKEN_WAIT_SECONDS=10"}
 	unesc := strings.NewReplacer(`\\`, `\`, `\"`, `"`, "%%", "%")
 	sc := bufio.NewScanner(strings.NewReader(string(unit)))
 	for sc.Scan() {
 		if l := sc.Text(); strings.HasPrefix(l, `Environment="`) {
 			kv := unesc.Replace(strings.TrimSuffix(strings.TrimPrefix(l, `Environment="`), `"`))
-			if !strings.HasPrefix(kv, "AIOKUBE_RETRY_SECONDS=") && !strings.HasPrefix(kv, "AIOKUBE_ATTEMPTS=") {
+			if !strings.HasPrefix(kv, "AIOKUBE_RETRY_SECONDS=") && !strings.HasPrefix(kv, "AIOKUBE_ATTEMPTS=") && !strings.HasPrefix(kv, "AIOKUBE_TOKEN_WAIT_SECONDS=") {
 				cmd.Env = append(cmd.Env, kv)
 			}
 		}
@@ -173,6 +210,9 @@ func runFirstBoot(t *testing.T, rootfs string, manifests int) {
 	outb, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("aiokube on the rendered rootfs: %v\n%s", err, outb)
+	}
+	if !strings.Contains(string(outb), "every legacy service-account token on the node is the live one") {
+		t.Errorf("aiokube did not put the live legacy tokens on the node:\n%s", outb)
 	}
 	calls, _ := os.ReadFile(log)
 	var created []string

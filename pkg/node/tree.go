@@ -19,7 +19,8 @@ type Options struct {
 	// kubeconfig there. aiokube uses both, and removes both once everything is created.
 	ManifestsDir    string
 	AdminKubeconfig string
-	// Manifests are the exported manifests (after FilterExport), for the status patches.
+	// Manifests are the exported manifests (after FilterExport), for the status patches and the legacy token
+	// secrets aiokube waits for.
 	Manifests []export.Manifest
 }
 
@@ -144,7 +145,11 @@ func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	aiokubeUnit, err := renderTemplate("aiokube.service", map[string]any{"Script": AIOKubeScript, "Env": envLines(o.aiokubeEnv(in.Images.Image("tools")))})
+	tokens, err := legacyTokens(o.Manifests)
+	if err != nil {
+		return nil, err
+	}
+	aiokubeUnit, err := renderTemplate("aiokube.service", map[string]any{"Script": AIOKubeScript, "Env": envLines(o.aiokubeEnv(in.Images.Image("tools"), tokens))})
 	if err != nil {
 		return nil, err
 	}
