@@ -32,11 +32,13 @@ func builtin(group string) bool {
 // StatusPatches are the merge patches aiokube applies to the status subresource right after creating an object:
 // one per custom resource that carries a status (the Infrastructure's topology and API URLs, the Network's
 // applied networks, the operator resources' revisions), since creating an object drops its status. Keyed by
-// manifest file.
+// manifest file. A kind whose exported CRD has no status subresource (config.openshift.io Network) gets no patch:
+// there the create keeps the status, and a patch of /status would be NotFound.
 func StatusPatches(ms []export.Manifest) (map[string][]byte, error) {
 	out := map[string][]byte{}
+	withoutStatus := kindsWithoutStatusSubresource(ms)
 	for _, m := range ms {
-		if builtin(m.GVK.Group) {
+		if builtin(m.GVK.Group) || withoutStatus[m.GVK.Group+"/"+m.GVK.Kind] {
 			continue
 		}
 		st, ok := m.Object["status"].(map[string]any)
@@ -62,6 +64,32 @@ func StatusPatches(ms []export.Manifest) (map[string][]byte, error) {
 		out[m.File] = append(b, '\n')
 	}
 	return out, nil
+}
+
+// kindsWithoutStatusSubresource lists group/kind of every exported CRD none of whose versions has a status
+// subresource.
+func kindsWithoutStatusSubresource(ms []export.Manifest) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range ms {
+		if m.GVK.Kind != "CustomResourceDefinition" {
+			continue
+		}
+		spec, _ := m.Object["spec"].(map[string]any)
+		names, _ := spec["names"].(map[string]any)
+		versions, _ := spec["versions"].([]any)
+		has := false
+		for _, v := range versions {
+			vm, _ := v.(map[string]any)
+			sub, _ := vm["subresources"].(map[string]any)
+			if _, ok := sub["status"]; ok {
+				has = true
+			}
+		}
+		if !has {
+			out[fmt.Sprintf("%v/%v", spec["group"], names["kind"])] = true
+		}
+	}
+	return out
 }
 
 // cleanupPaths are the first-boot inputs aiokube removes once every manifest is created: the manifests, the

@@ -208,3 +208,25 @@ func TestSelfDescription(t *testing.T) {
 		}
 	}
 }
+
+// TestNoStatusPatchWithoutStatusSubresource: the Network CRD has no status subresource, so its status goes with
+// the create and a /status patch would be NotFound on the live cluster; the Infrastructure's still gets one.
+func TestNoStatusPatchWithoutStatusSubresource(t *testing.T) {
+	f := newFixture(t, "testdata/installconfig/good/dualstack.yaml", "", true)
+	f.converge(t)
+	ms := f.exported(t)
+	crds, err := export.CRDs(ms, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	patches, err := StatusPatches(append(crds, ms...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := patches["05_cluster_network.config.openshift.io_cluster.yaml"]; ok {
+		t.Error("the Network gets a status patch although its CRD has no status subresource")
+	}
+	if _, ok := patches["05_cluster_infrastructure.config.openshift.io_cluster.yaml"]; !ok {
+		t.Error("the Infrastructure lost its status patch")
+	}
+}
