@@ -27,6 +27,7 @@ import (
 
 	"github.com/render-static/render-static/manifests"
 	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
 )
 
@@ -343,6 +344,9 @@ func ExtendedArgs(configYAML string) ([]string, error) {
 // managePod completes the pod template (see manifests/kube-controller-manager/pod.yaml) and applies the
 // kube-controller-manager-pod configmap.
 func (k *Component) managePod(ctx context.Context) error {
+	if k.in.Flavor == clusterconfig.FlavorUpstream {
+		return k.manageUpstreamPod(ctx) // upstream.go
+	}
 	obs, spec, err := k.observedConfig()
 	if err != nil {
 		return err

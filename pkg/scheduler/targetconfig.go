@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/manifests"
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/controllermanager"
 	"github.com/render-static/render-static/pkg/loops"
 )
@@ -187,6 +188,9 @@ func FeatureGatesArg(enabled, disabled []configv1.FeatureGateName) string {
 // managePod completes the pod template (see manifests/kube-scheduler/pod.yaml) and applies the
 // kube-scheduler-pod configmap.
 func (s *Component) managePod(ctx context.Context) error {
+	if s.in.Flavor == clusterconfig.FlavorUpstream {
+		return s.manageUpstreamPod(ctx) // upstream.go
+	}
 	spec, _, _, err := s.op.GetStaticPodOperatorState()
 	if err != nil {
 		return err

@@ -1,0 +1,535 @@
+// Package upstreamtest is what the --flavor upstream tests of kube-controller-manager and kube-scheduler share: it
+// renders install-configs with the upstream flavor through the whole pipeline (pkg/pipeline: validate, one engine
+// run of every registered component, export) once per test binary and case, resolves the paths a container sees
+// through its pod's mounts, checks the kubeconfigs, volumes, scratch directory and probes of the pods, and reads and
+// writes the committed flag lists of the upstream binaries (derived from the --help of the binaries test/e2e
+// builds). It is for tests only.
+package upstreamtest
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/controllermanager"
+	"github.com/render-static/render-static/pkg/controllermanager/rendertest"
+	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/pipeline"
+)
+
+// Case is one install-config rendered with the upstream flavor. Paths are relative to a package directory two
+// levels below the repository root (pkg/<component>).
+type Case struct {
+	Name, InstallConfig string
+	// NodeIPs as --node-ip takes them; empty: the install-config's "# node-ip:" comment.
+	NodeIPs string
+}
+
+// Cases: the conformance install-config (IPv4, the node and infrastructure name of rendertest.SNO, so that the
+// OpenShift flavor's render of it is comparable file by file), IPv6, dual stack, and a cluster-wide proxy.
+var Cases = []Case{
+	{"ipv4", rendertest.Shared("conformance/sno/install-config.yaml"), rendertest.NodeIP},
+	{"ipv6", "../../testdata/installconfig/good/ipv6.yaml", ""},
+	{"dualstack", "../../testdata/installconfig/good/dualstack.yaml", ""},
+	{"proxy", "../../testdata/installconfig/good/proxy.yaml", ""},
+}
+
+// Render is one upstream-flavor render.
+type Render struct {
+	Case   Case
+	Inputs *clusterconfig.Inputs
+	Engine *pipeline.Engine
+	Tree   *export.Tree
+	Took   time.Duration
+	files  map[string]export.File
+}
+
+type cached struct {
+	once sync.Once
+	r    *Render
+	err  error
+}
+
+var (
+	mu      sync.Mutex
+	renders = map[Case]*cached{}
+)
+
+// Get renders a case once per process (later calls return the same render, or the same error).
+func Get(c Case) (*Render, error) {
+	mu.Lock()
+	e, ok := renders[c]
+	if !ok {
+		e = &cached{}
+		renders[c] = e
+	}
+	mu.Unlock()
+	e.once.Do(func() { e.r, e.err = render(c) })
+	return e.r, e.err
+}
+
+var nodeIPComment = regexp.MustCompile(`(?m)^# node-ip: (\S+)`)
+
+func render(c Case) (*Render, error) {
+	start := time.Now()
+	ips := c.NodeIPs
+	if ips == "" {
+		raw, err := os.ReadFile(c.InstallConfig)
+		if err != nil {
+			return nil, err
+		}
+		m := nodeIPComment.FindSubmatch(raw)
+		if m == nil {
+			return nil, fmt.Errorf("%s has no '# node-ip:' comment", c.InstallConfig)
+		}
+		ips = string(m[1])
+	}
+	// Dir is validated but never written: the tree stays in memory.
+	in, err := pipeline.Validate(pipeline.Options{InstallConfig: c.InstallConfig, NodeIP: ips, NodeName: rendertest.NodeName,
+		Dir: "unused", CertValidity: certs.DefaultLeafValidity, InfraID: rendertest.InfraID, Flavor: string(clusterconfig.FlavorUpstream)})
+	if err != nil {
+		return nil, err
+	}
+	eng, err := pipeline.RunEngine(context.Background(), in)
+	if err != nil {
+		return nil, err
+	}
+	o, err := pipeline.Export(context.Background(), eng)
+	if err != nil {
+		return nil, err
+	}
+	r := &Render{Case: c, Inputs: in, Engine: eng, Tree: o.Tree, Took: time.Since(start), files: map[string]export.File{}}
+	for _, f := range o.Tree.Files() {
+		r.files[f.Path] = f
+	}
+	return r, nil
+}
+
+// File returns a node file of the render (with or without the leading slash).
+func (r *Render) File(p string) (export.File, bool) {
+	f, ok := r.files["/"+strings.TrimPrefix(p, "/")]
+	return f, ok
+}
+
+// Files returns the node paths of the render (with the leading slash).
+func (r *Render) Files() map[string]export.File { return r.files }
+
+// Pod decodes the static pod manifest /etc/kubernetes/manifests/<file>.
+func (r *Render) Pod(file string) (*corev1.Pod, error) {
+	f, ok := r.File(path.Join(export.PodManifestDir, file))
+	if !ok {
+		return nil, fmt.Errorf("the render has no %s/%s", export.PodManifestDir, file)
+	}
+	return resourceread.ReadPodV1(f.Contents)
+}
+
+// ContainerFile reads the file a container of pod sees at p: through its mounts, a file the render lays down.
+func (r *Render) ContainerFile(pod *corev1.Pod, container, p string) ([]byte, error) {
+	host, err := rendertest.HostPath(pod, container, p)
+	if err != nil {
+		return nil, err
+	}
+	f, ok := r.File(host)
+	if !ok {
+		return nil, fmt.Errorf("%s (%s in container %s) is not in the render", host, p, container)
+	}
+	if len(f.Contents) == 0 {
+		return nil, fmt.Errorf("%s (%s in container %s) is empty", host, p, container)
+	}
+	return f.Contents, nil
+}
+
+// Kubeconfig is what a kubeconfig a pod names must be.
+type Kubeconfig struct {
+	Path            string // as the container sees it
+	Server          string
+	User            string // the client certificate's common name
+	ServerName      string // the name kube-apiserver's serving certificate must verify for
+	ServingCertFile string // node path of that serving certificate
+	ClientCAFile    string // node path of kube-apiserver's client CA bundle
+}
+
+// CheckKubeconfig verifies a kubeconfig a container of pod reads: its server; that its CA (a file the container
+// sees) verifies kube-apiserver's serving certificate for the server name; that its client certificate and key
+// (files the container sees) belong together, are the user's and chain to kube-apiserver's client CA.
+func (r *Render) CheckKubeconfig(pod *corev1.Pod, container string, k Kubeconfig) error {
+	raw, err := r.ContainerFile(pod, container, k.Path)
+	if err != nil {
+		return err
+	}
+	cfg, err := clientcmd.Load(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", k.Path, err)
+	}
+	ctx, ok := cfg.Contexts[cfg.CurrentContext]
+	if !ok {
+		return fmt.Errorf("%s: no current context %q", k.Path, cfg.CurrentContext)
+	}
+	cluster, user := cfg.Clusters[ctx.Cluster], cfg.AuthInfos[ctx.AuthInfo]
+	if cluster == nil || user == nil {
+		return fmt.Errorf("%s: context %s names no cluster or user", k.Path, cfg.CurrentContext)
+	}
+	if cluster.Server != k.Server {
+		return fmt.Errorf("%s: server %s, want %s", k.Path, cluster.Server, k.Server)
+	}
+	caPEM, err := r.ContainerFile(pod, container, cluster.CertificateAuthority)
+	if err != nil {
+		return fmt.Errorf("%s: certificate-authority: %w", k.Path, err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		return fmt.Errorf("%s: certificate-authority %s holds no certificate", k.Path, cluster.CertificateAuthority)
+	}
+	serving, err := r.Certificate(k.ServingCertFile)
+	if err != nil {
+		return err
+	}
+	if _, err := serving.Verify(x509.VerifyOptions{Roots: roots, DNSName: k.ServerName}); err != nil {
+		return fmt.Errorf("%s: its CA does not verify kube-apiserver for %s: %w", k.Path, k.ServerName, err)
+	}
+	certPEM, err := r.ContainerFile(pod, container, user.ClientCertificate)
+	if err != nil {
+		return fmt.Errorf("%s: client-certificate: %w", k.Path, err)
+	}
+	keyPEM, err := r.ContainerFile(pod, container, user.ClientKey)
+	if err != nil {
+		return fmt.Errorf("%s: client-key: %w", k.Path, err)
+	}
+	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		return fmt.Errorf("%s: client certificate and key do not match: %w", k.Path, err)
+	}
+	client, err := firstCertificate(certPEM)
+	if err != nil {
+		return fmt.Errorf("%s: client-certificate: %w", k.Path, err)
+	}
+	if client.Subject.CommonName != k.User {
+		return fmt.Errorf("%s: client certificate for %q, want %q", k.Path, client.Subject.CommonName, k.User)
+	}
+	clientCA, ok := r.File(k.ClientCAFile)
+	if !ok {
+		return fmt.Errorf("the render has no %s", k.ClientCAFile)
+	}
+	clientRoots := x509.NewCertPool()
+	if !clientRoots.AppendCertsFromPEM(clientCA.Contents) {
+		return fmt.Errorf("%s holds no certificate", k.ClientCAFile)
+	}
+	if _, err := client.Verify(x509.VerifyOptions{Roots: clientRoots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		return fmt.Errorf("%s: client certificate does not chain to kube-apiserver's client CA %s: %w", k.Path, k.ClientCAFile, err)
+	}
+	return nil
+}
+
+// Certificate parses the first certificate of a node file.
+func (r *Render) Certificate(nodePath string) (*x509.Certificate, error) {
+	f, ok := r.File(nodePath)
+	if !ok {
+		return nil, fmt.Errorf("the render has no %s", nodePath)
+	}
+	c, err := firstCertificate(f.Contents)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", nodePath, err)
+	}
+	return c, nil
+}
+
+func firstCertificate(pemData []byte) (*x509.Certificate, error) {
+	cs, err := certs.ParseCertificates(pemData)
+	if err != nil {
+		return nil, err
+	}
+	if len(cs) == 0 {
+		return nil, fmt.Errorf("no certificate")
+	}
+	return cs[0], nil
+}
+
+// Arg is one "--name=value" argument.
+type Arg struct{ Name, Value string }
+
+// ParseArgs splits arguments that must all be --name=value.
+func ParseArgs(args []string) ([]Arg, error) {
+	var out []Arg
+	for _, a := range args {
+		name, value, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !strings.HasPrefix(a, "--") || !ok || name == "" {
+			return nil, fmt.Errorf("argument %q is not --name=value", a)
+		}
+		out = append(out, Arg{name, value})
+	}
+	return out, nil
+}
+
+// Values returns every value of a flag, in order.
+func Values(args []Arg, name string) []string {
+	var out []string
+	for _, a := range args {
+		if a.Name == name {
+			out = append(out, a.Value)
+		}
+	}
+	return out
+}
+
+// FlagList is a committed list of an upstream binary's flags: "flag NAME TYPE [deprecated]" lines (TYPE bool for
+// a flag without a value type) and "KIND VALUE" lines of value lists (cipher-suite, tls-version, controller, ...).
+type FlagList struct {
+	Flags      map[string]string // name → type
+	Deprecated map[string]bool
+	Values     map[string]map[string]bool // kind → values
+}
+
+// LoadFlagList reads a committed flag list.
+func LoadFlagList(file string) (*FlagList, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	l := &FlagList{Flags: map[string]string{}, Deprecated: map[string]bool{}, Values: map[string]map[string]bool{}}
+	for i, line := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 0 || strings.HasPrefix(f[0], "#"):
+		case f[0] == "flag" && (len(f) == 3 || len(f) == 4 && f[3] == "deprecated"):
+			l.Flags[f[1]] = f[2]
+			l.Deprecated[f[1]] = len(f) == 4
+		case f[0] != "flag" && len(f) == 2:
+			if l.Values[f[0]] == nil {
+				l.Values[f[0]] = map[string]bool{}
+			}
+			l.Values[f[0]][f[1]] = true
+		default:
+			return nil, fmt.Errorf("%s:%d: cannot parse %q", file, i+1, line)
+		}
+	}
+	return l, nil
+}
+
+// ValueList says which value list of a flag's --help text becomes "Kind VALUE" lines: the comma-separated items
+// between After and Before in the flag's description (Before "" or absent: to its end).
+type ValueList struct{ Kind, Flag, After, Before string }
+
+// TLSValueLists are the cipher suites (preferred and insecure) and TLS versions of a Kubernetes component's help.
+var TLSValueLists = []ValueList{
+	{"cipher-suite", "tls-cipher-suites", "Preferred values:", "."},
+	{"insecure-cipher-suite", "tls-cipher-suites", "Insecure values:", "."},
+	{"tls-version", "tls-min-version", "Possible values:", ""},
+}
+
+var (
+	helpFlagRE    = regexp.MustCompile(`^\s+(?:-\w, )?--([a-z0-9-]+)(?: (\S+))?(?:\s{2,}(.*))?$`)
+	helpSectionRE = regexp.MustCompile(`^\S.*:$`)
+)
+
+// FlagListFromHelp turns a Kubernetes component's --help into the committed list: every flag with its value type
+// and whether it is deprecated (its description says DEPRECATED, or it is in the "Deprecated flags:" section),
+// then the value lists. header is written first, as comment lines.
+func FlagListFromHelp(help, header string, lists []ValueList) (string, error) {
+	type entry struct {
+		typ, desc  string
+		deprecated bool
+	}
+	flags := map[string]*entry{}
+	var cur *entry
+	section := ""
+	for _, line := range strings.Split(help, "\n") {
+		if helpSectionRE.MatchString(line) {
+			section, cur = line, nil
+			continue
+		}
+		if m := helpFlagRE.FindStringSubmatch(line); m != nil {
+			typ := m[2]
+			if typ == "" {
+				typ = "bool"
+			}
+			cur = &entry{typ: typ, desc: m[3], deprecated: section == "Deprecated flags:"}
+			flags[m[1]] = cur
+			continue
+		}
+		if cur != nil && strings.HasPrefix(line, "     ") {
+			cur.desc += " " + strings.TrimSpace(line)
+		} else {
+			cur = nil
+		}
+	}
+	if len(flags) == 0 {
+		return "", fmt.Errorf("--help lists no flags")
+	}
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimSpace(header), "\n") {
+		b.WriteString("# " + l + "\n")
+	}
+	names := make([]string, 0, len(flags))
+	for n := range flags {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		e := flags[n]
+		fmt.Fprintf(&b, "flag %s %s", n, e.typ)
+		if e.deprecated || strings.Contains(e.desc, "DEPRECATED:") {
+			b.WriteString(" deprecated")
+		}
+		b.WriteString("\n")
+	}
+	for _, l := range lists {
+		e, ok := flags[l.Flag]
+		if !ok {
+			return "", fmt.Errorf("--help has no --%s", l.Flag)
+		}
+		_, rest, ok := strings.Cut(e.desc, l.After)
+		if !ok {
+			return "", fmt.Errorf("--help: no %q in the description of --%s", l.After, l.Flag)
+		}
+		if l.Before != "" {
+			rest, _, _ = strings.Cut(rest, l.Before)
+		}
+		n := 0
+		for _, v := range strings.Split(rest, ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				fmt.Fprintf(&b, "%s %s\n", l.Kind, v)
+				n++
+			}
+		}
+		if n == 0 {
+			return "", fmt.Errorf("--help: no %s in the description of --%s", l.Kind, l.Flag)
+		}
+	}
+	return b.String(), nil
+}
+
+// Binary finds an e2e-built upstream binary (test/e2e's cache: $RENDER_STATIC_E2E_CACHE or
+// ~/go/cache/render-static-e2e, <key>/bin/<name>) whose --version says version, or "".
+func Binary(name, version string) string {
+	dir := os.Getenv("RENDER_STATIC_E2E_CACHE")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, "go", "cache", "render-static-e2e")
+	}
+	found, _ := filepath.Glob(filepath.Join(dir, "*", "bin", name))
+	for _, b := range found {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, b, "--version").CombinedOutput()
+		cancel()
+		if err == nil && strings.Contains(string(out), version) {
+			return b
+		}
+	}
+	return ""
+}
+
+// ParsesFlags runs bin with args and --help last: the binary parses every flag (an unknown flag or a malformed
+// value fails) and exits 0 after printing its help.
+func ParsesFlags(bin string, args []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, append(append([]string(nil), args...), "--help")...).CombinedOutput()
+	if err != nil {
+		s := string(out)
+		if len(s) > 2000 {
+			s = s[:2000] + "…"
+		}
+		return fmt.Errorf("%s does not parse the arguments: %v\n%s", filepath.Base(bin), err, s)
+	}
+	return nil
+}
+
+// CheckScratchDir: dir is a writable emptyDir mount of the container.
+func CheckScratchDir(t testing.TB, pod *corev1.Pod, c *corev1.Container, dir string) {
+	t.Helper()
+	for _, m := range c.VolumeMounts {
+		if m.MountPath != dir {
+			continue
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.Name == m.Name && v.EmptyDir != nil && !m.ReadOnly {
+				return
+			}
+		}
+	}
+	t.Errorf("%s is not a writable emptyDir mount of %s", dir, c.Name)
+}
+
+// CheckVolumes: the pod mounts from the node exactly the revision and the cert directory, read-only, at the
+// OpenShift pod's mount points; both hold files of the render.
+func CheckVolumes(t testing.TB, r *Render, pod *corev1.Pod, c *corev1.Container, component string) {
+	t.Helper()
+	want := map[string]string{
+		"/etc/kubernetes/static-pod-resources/" + component + "-pod-1": controllermanager.ResourcesInPod,
+		"/etc/kubernetes/static-pod-resources/" + component + "-certs": controllermanager.CertsInPod,
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.HostPath == nil {
+			continue
+		}
+		at, ok := want[v.HostPath.Path]
+		if !ok || v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectory {
+			t.Errorf("hostPath volume %s %+v: want only %v, of type Directory", v.Name, v.HostPath, want)
+			continue
+		}
+		delete(want, v.HostPath.Path)
+		mounted := false
+		for _, m := range c.VolumeMounts {
+			if m.Name == v.Name {
+				mounted = m.MountPath == at && m.ReadOnly && m.SubPath == ""
+			}
+		}
+		if !mounted {
+			t.Errorf("volume %s (%s) is not mounted read-only at %s", v.Name, v.HostPath.Path, at)
+		}
+		n := 0
+		for p := range r.Files() {
+			if strings.HasPrefix(p, v.HostPath.Path+"/") {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("the render lays down nothing in %s", v.HostPath.Path)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("no hostPath volume for %v", want)
+	}
+}
+
+// CheckProbes: startup, liveness and readiness probes GET /healthz over HTTPS on the secure port of the node IP
+// (the bind address covers it); the pod is a host-network, node-critical pod.
+func CheckProbes(t testing.TB, pod *corev1.Pod, c *corev1.Container, nodeIP string, port int) {
+	t.Helper()
+	for what, pb := range map[string]*corev1.Probe{"startup": c.StartupProbe, "liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+		if pb == nil || pb.HTTPGet == nil {
+			t.Errorf("no %s probe", what)
+			continue
+		}
+		g := pb.HTTPGet
+		if g.Path != "/healthz" || g.Port.IntValue() != port || g.Scheme != corev1.URISchemeHTTPS || net.ParseIP(g.Host).String() != nodeIP {
+			t.Errorf("%s probe %s://%s:%s%s, want HTTPS %s:%d/healthz", what, g.Scheme, g.Host, g.Port.String(), g.Path, nodeIP, port)
+		}
+	}
+	if len(c.Ports) != 1 || int(c.Ports[0].ContainerPort) != port {
+		t.Errorf("ports %+v, want %d", c.Ports, port)
+	}
+	if !pod.Spec.HostNetwork || pod.Spec.PriorityClassName != "system-node-critical" {
+		t.Errorf("hostNetwork %v priorityClassName %q", pod.Spec.HostNetwork, pod.Spec.PriorityClassName)
+	}
+}

@@ -1,0 +1,171 @@
+package scheduler
+
+// The upstream flavor (--flavor upstream) of kube-scheduler: the same loops, revision and installer layout as the
+// OpenShift flavor; only the pod of configmap kube-scheduler-pod differs. It runs the upstream kube-scheduler image
+// (clusterconfig image "kube-scheduler") with flags only, kubeadm style: the revision's scheduler-kubeconfig for
+// the client connection and for delegated authentication and authorization, leader election on kubeadm's lease
+// kube-system/kube-scheduler, the TLS profile of the observed config.
+//
+// Flags rather than --config with the revision's config.yaml: that file is upstream KubeSchedulerConfiguration v1,
+// but it holds its lease in openshift-kube-scheduler with OpenShift's lease timings and names its kubeconfig inside
+// the file; with flags every path is a flag. Flags cannot select plugins, so the flag-only scheduler runs upstream's
+// default plugins, which is the LowNodeUtilization profile (the only one a render has: the installer names none);
+// any other Scheduler profile or profile customization is refused instead of being silently dropped.
+//
+// --kubeconfig is the one deprecated flag: kube-scheduler v1.34 has no other flag for its client connection (its
+// replacement is --config), and kubeadm v1.34 passes it the same way.
+//
+// Left out on purpose: OpenShift's feature gates (upstream's defaults apply), unsupportedConfigOverrides arguments
+// (free-form operator overrides, not part of a render), the wait-for-port init container (its job is
+// --permit-address-sharing), the cert syncer and recovery controller containers.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strconv"
+
+	configv1 "github.com/openshift/api/config/v1"
+	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/render-static/render-static/pkg/controllermanager"
+)
+
+// UpstreamImage is the clusterconfig image the upstream kube-scheduler pod runs.
+const UpstreamImage = "kube-scheduler"
+
+// UpstreamSecurePort is kube-scheduler's HTTPS port (healthz, metrics), as in the OpenShift pod.
+const UpstreamSecurePort = 10259
+
+// upstreamKubeconfig is scheduler-kubeconfig (api-int, system:kube-scheduler), as config.yaml of the OpenShift pod
+// names it.
+var upstreamKubeconfig = controllermanager.ResourceFile("configmaps", "scheduler-kubeconfig", "kubeconfig")
+
+// upstreamFixedArgs are the files of the revision and the settings that do not depend on the cluster. Keep to
+// flags kube-scheduler v1.34 lists in --help (testdata/upstream).
+var upstreamFixedArgs = [][2]string{
+	{"kubeconfig", upstreamKubeconfig},
+	{"authentication-kubeconfig", upstreamKubeconfig},
+	{"authorization-kubeconfig", upstreamKubeconfig},
+	// The lease kubeadm's kube-scheduler holds (the flags' defaults, spelled out).
+	{"leader-elect", "true"},
+	{"leader-elect-resource-namespace", "kube-system"},
+	{"leader-elect-resource-name", "kube-scheduler"},
+	{"secure-port", strconv.Itoa(UpstreamSecurePort)},
+	{"cert-dir", controllermanager.UpstreamCertDir},
+	// A restarted instance binds at once (the OpenShift pod's init container waits for the port instead).
+	{"permit-address-sharing", "true"},
+}
+
+// UpstreamInputs is what the upstream kube-scheduler's flags are computed from.
+type UpstreamInputs struct {
+	// Scheduler is the Scheduler "cluster" spec: the flags select no plugins, so only the default profile goes.
+	Scheduler configv1.SchedulerSpec
+	// Observed is the operator's observed config (servingInfo: the TLS profile).
+	Observed map[string]interface{}
+	// NodeIPs are the node's IPs, primary first.
+	NodeIPs []netip.Addr
+	// ServingCert says the revision holds secret serving-cert (service-ca-operator's certificate for the scheduler
+	// service); without it kube-scheduler serves a self-signed certificate.
+	ServingCert bool
+	// Verbosity is the klog level.
+	Verbosity int
+}
+
+// UpstreamArgs returns the upstream kube-scheduler's arguments ("--name=value"), sorted by flag name.
+func UpstreamArgs(in UpstreamInputs) ([]string, error) {
+	if err := upstreamProfile(in.Scheduler); err != nil {
+		return nil, err
+	}
+	flags := map[string]string{}
+	for _, a := range upstreamFixedArgs {
+		flags[a[0]] = a[1]
+	}
+	bind, err := controllermanager.UpstreamBindAddress(in.NodeIPs)
+	if err != nil {
+		return nil, err
+	}
+	flags["bind-address"] = bind
+	tls, err := controllermanager.UpstreamTLSArgs(in.Observed)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range tls {
+		flags[k] = v
+	}
+	if in.ServingCert {
+		flags["tls-cert-file"] = controllermanager.ResourceFile("secrets", "serving-cert", "tls.crt")
+		flags["tls-private-key-file"] = controllermanager.ResourceFile("secrets", "serving-cert", "tls.key")
+	}
+	flags["v"] = strconv.Itoa(in.Verbosity)
+	return controllermanager.SortedArgs(flags), nil
+}
+
+// upstreamProfile refuses what the flag-only scheduler cannot run: a policy (refused by both flavors), a profile
+// other than LowNodeUtilization (upstream's default plugins) or a profile customization.
+func upstreamProfile(spec configv1.SchedulerSpec) error {
+	if _, err := Config(spec); err != nil {
+		return err
+	}
+	switch spec.Profile {
+	case "", configv1.LowNodeUtilization:
+	default:
+		return fmt.Errorf("scheduler profile %s: the upstream flavor's kube-scheduler runs upstream's default plugins (LowNodeUtilization) only", spec.Profile)
+	}
+	switch spec.ProfileCustomizations.DynamicResourceAllocation {
+	case "", configv1.DRAEnablementDisabled:
+	default:
+		return fmt.Errorf("scheduler profile customization dynamicResourceAllocation %s: the upstream flavor's kube-scheduler runs upstream's default plugins only", spec.ProfileCustomizations.DynamicResourceAllocation)
+	}
+	return nil
+}
+
+// manageUpstreamPod is target-config/kube-scheduler/kube-scheduler-pod of the upstream flavor: configmap
+// kube-scheduler-pod with the upstream pod.yaml, forceRedeploymentReason and version.
+func (s *Component) manageUpstreamPod(ctx context.Context) error {
+	spec, _, _, err := s.op.GetStaticPodOperatorState()
+	if err != nil {
+		return err
+	}
+	obs, err := decodeObserved(spec.ObservedConfig.Raw)
+	if err != nil {
+		return err
+	}
+	sched, err := s.schedulerConfig()
+	if err != nil {
+		return err
+	}
+	in := UpstreamInputs{Scheduler: sched.Spec, Observed: obs, NodeIPs: s.in.NodeIPs, Verbosity: schedulerLogLevel(spec.LogLevel)}
+	switch _, err := s.cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get("serving-cert"); {
+	case err == nil:
+		in.ServingCert = true
+	case !apierrors.IsNotFound(err):
+		return err
+	}
+	args, err := UpstreamArgs(in)
+	if err != nil {
+		return err
+	}
+	pod, err := controllermanager.RenderUpstreamPod(ComponentName+"/upstream/pod.yaml", controllermanager.UpstreamPodData{
+		Image: s.in.Images.Image(UpstreamImage), Args: args, Port: UpstreamSecurePort, ProbeHost: s.in.NodeIP().String(),
+	})
+	if err != nil {
+		return err
+	}
+	_, _, err = resourceapply.ApplyConfigMap(ctx, s.cluster.Kube.CoreV1(), s.recorder,
+		controllermanager.PodConfigMap(TargetNamespace, "kube-scheduler-pod", pod, spec))
+	return err
+}
+
+// decodeObserved decodes the operator's observed config.
+func decodeObserved(raw []byte) (map[string]interface{}, error) {
+	out := map[string]interface{}{}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			return nil, fmt.Errorf("observedConfig: %w", err)
+		}
+	}
+	return out, nil
+}
