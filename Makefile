@@ -31,7 +31,7 @@ e2e-build:
 
 # Everything: lint, unit and integration tests, and the end-to-end boot, with the external tools required.
 test: deps lint e2e-build
-	RENDER_STATIC_REQUIRE_TOOLS=1 RENDER_STATIC_E2E=1 $(GO) test -count=1 -timeout 60m ./...
+	RENDER_STATIC_REQUIRE_TOOLS=1 RENDER_STATIC_E2E=1 RENDER_STATIC_E2E_REQUIRE_FLAVOR=1 $(GO) test -count=1 -timeout 60m ./...
 
 # Only the end-to-end boot of a rendered control plane (root; private network namespaces).
 e2e: deps e2e-build
