@@ -4,8 +4,14 @@
 package manifests
 
 import (
+	"bytes"
 	"embed"
+	"fmt"
 	"io/fs"
+	"text/template"
+
+	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
+	corev1 "k8s.io/api/core/v1"
 )
 
 //go:embed */*
@@ -16,3 +22,34 @@ var FS fs.FS = files
 
 // Read returns one embedded file; a missing file is a programming error reported as an error.
 func Read(name string) ([]byte, error) { return fs.ReadFile(files, name) }
+
+// Execute renders the embedded template name with data; funcs may be nil. A missing key is an error.
+func Execute(name string, funcs template.FuncMap, data any) ([]byte, error) {
+	raw, err := Read(name)
+	if err != nil {
+		return nil, err
+	}
+	t, err := template.New(name).Funcs(funcs).Option("missingkey=error").Parse(string(raw))
+	if err != nil {
+		return nil, fmt.Errorf("manifests/%s: %w", name, err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return nil, fmt.Errorf("manifests/%s: %w", name, err)
+	}
+	return b.Bytes(), nil
+}
+
+// Pod renders an embedded pod template (see Execute) and parses the result as a v1 Pod; it returns the pod and
+// the rendered text.
+func Pod(name string, funcs template.FuncMap, data any) (*corev1.Pod, []byte, error) {
+	b, err := Execute(name, funcs, data)
+	if err != nil {
+		return nil, nil, err
+	}
+	pod, err := resourceread.ReadPodV1(b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("manifests/%s does not render to a pod: %w", name, err)
+	}
+	return pod, b, nil
+}

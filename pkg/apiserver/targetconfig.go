@@ -1,14 +1,12 @@
 package apiserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
-	"text/template"
 
 	configv1 "github.com/openshift/api/config/v1"
 	kubecontrolplanev1 "github.com/openshift/api/kubecontrolplane/v1"
@@ -240,21 +238,9 @@ func (k *Component) podConfigMapLoop() loops.Loop {
 
 // renderPod executes a pod template, checks it is a pod, lets mutate change it and returns it as JSON.
 func renderPod(name string, v PodValues, mutate func(*corev1.Pod)) (string, error) {
-	raw, err := manifests.Read(name)
+	pod, _, err := manifests.Pod(name, nil, v)
 	if err != nil {
 		return "", err
-	}
-	tmpl, err := template.New(name).Option("missingkey=error").Parse(string(raw))
-	if err != nil {
-		return "", err
-	}
-	var b bytes.Buffer
-	if err := tmpl.Execute(&b, v); err != nil {
-		return "", err
-	}
-	pod, err := resourceread.ReadPodV1(b.Bytes())
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	if mutate != nil {
 		mutate(pod)

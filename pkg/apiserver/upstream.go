@@ -14,7 +14,6 @@ package apiserver
 // monitor. Nothing rotates certificates on this node anyway.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -320,22 +319,9 @@ var upstreamTemplateFuncs = template.FuncMap{"quote": strconv.Quote}
 // renderUpstreamPod renders manifests/kube-apiserver/upstream/pod.yaml and returns it as the JSON a pod
 // configmap carries.
 func renderUpstreamPod(d upstreamPodData) (string, error) {
-	const name = "kube-apiserver/upstream/pod.yaml"
-	raw, err := manifests.Read(name)
+	pod, _, err := manifests.Pod("kube-apiserver/upstream/pod.yaml", upstreamTemplateFuncs, d)
 	if err != nil {
 		return "", err
-	}
-	tmpl, err := template.New(name).Funcs(upstreamTemplateFuncs).Option("missingkey=error").Parse(string(raw))
-	if err != nil {
-		return "", err
-	}
-	var b bytes.Buffer
-	if err := tmpl.Execute(&b, d); err != nil {
-		return "", err
-	}
-	pod, err := resourceread.ReadPodV1(b.Bytes())
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	return resourceread.WritePodV1OrDie(pod), nil
 }

@@ -21,7 +21,6 @@ package controllermanager
 // UpstreamBindAddress, the in-pod paths).
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/netip"
@@ -32,11 +31,12 @@ import (
 	"text/template"
 
 	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
-	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/render-static/render-static/manifests"
 )
 
 // UpstreamImage is the clusterconfig image the upstream kube-controller-manager pod runs.
@@ -293,23 +293,8 @@ var upstreamTemplateFuncs = template.FuncMap{"quote": strconv.Quote}
 
 // RenderUpstreamPod renders an upstream pod template (a path below manifests/) into a pod.
 func RenderUpstreamPod(name string, d UpstreamPodData) (*corev1.Pod, error) {
-	raw, err := readManifest(name)
-	if err != nil {
-		return nil, err
-	}
-	tmpl, err := template.New(name).Funcs(upstreamTemplateFuncs).Option("missingkey=error").Parse(string(raw))
-	if err != nil {
-		return nil, fmt.Errorf("manifests/%s: %w", name, err)
-	}
-	var b bytes.Buffer
-	if err := tmpl.Execute(&b, d); err != nil {
-		return nil, fmt.Errorf("manifests/%s: %w", name, err)
-	}
-	pod, err := resourceread.ReadPodV1(b.Bytes())
-	if err != nil {
-		return nil, fmt.Errorf("manifests/%s does not render to a pod: %w", name, err)
-	}
-	return pod, nil
+	pod, _, err := manifests.Pod(name, upstreamTemplateFuncs, d)
+	return pod, err
 }
 
 // configExtendedArguments reads the extendedArguments of a KubeControllerManagerConfig config.yaml.

@@ -1,7 +1,6 @@
 package etcd
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -10,7 +9,6 @@ import (
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
-	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -75,22 +73,8 @@ var templateFuncs = template.FuncMap{
 
 // renderPod renders a pod template of manifests/etcd/ and checks that the result is a pod.
 func renderPod(name string, d *podData) (string, error) {
-	raw, err := manifests.Read("etcd/" + name)
-	if err != nil {
-		return "", err
-	}
-	t, err := template.New(name).Funcs(templateFuncs).Option("missingkey=error").Parse(string(raw))
-	if err != nil {
-		return "", fmt.Errorf("manifests/etcd/%s: %w", name, err)
-	}
-	var b bytes.Buffer
-	if err := t.Execute(&b, d); err != nil {
-		return "", fmt.Errorf("manifests/etcd/%s: %w", name, err)
-	}
-	if _, err := resourceread.ReadPodV1(b.Bytes()); err != nil {
-		return "", fmt.Errorf("manifests/etcd/%s does not render to a pod: %w", name, err)
-	}
-	return b.String(), nil
+	_, raw, err := manifests.Pod("etcd/"+name, templateFuncs, d)
+	return string(raw), err
 }
 
 // versionData is the keys every pod configmap of the operator carries besides its pods: the operator spec's

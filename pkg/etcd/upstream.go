@@ -9,14 +9,12 @@ package etcd
 // stay as the operator lays them out.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/netip"
 	"path"
 	"sort"
 	"strings"
-	"text/template"
 
 	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
 
@@ -141,22 +139,9 @@ func (k *Component) upstreamPod() (string, error) {
 	}
 	d := upstreamPodData{Image: k.in.Images.Image(UpstreamImage), Args: args,
 		ProbeHost: loopback(k.in.NodeIP()).String(), MetricsPort: UpstreamMetricsPort}
-	const name = "etcd/upstream/pod.yaml"
-	raw, err := manifests.Read(name)
+	pod, _, err := manifests.Pod("etcd/upstream/pod.yaml", templateFuncs, d)
 	if err != nil {
 		return "", err
-	}
-	t, err := template.New(name).Funcs(templateFuncs).Option("missingkey=error").Parse(string(raw))
-	if err != nil {
-		return "", fmt.Errorf("manifests/%s: %w", name, err)
-	}
-	var b bytes.Buffer
-	if err := t.Execute(&b, d); err != nil {
-		return "", fmt.Errorf("manifests/%s: %w", name, err)
-	}
-	pod, err := resourceread.ReadPodV1(b.Bytes())
-	if err != nil {
-		return "", fmt.Errorf("manifests/%s does not render to a pod: %w", name, err)
 	}
 	return resourceread.WritePodV1OrDie(pod), nil
 }

@@ -1,32 +1,19 @@
 package node
 
 import (
-	"bytes"
 	"fmt"
 	"net/netip"
 	"path"
 	"sort"
 	"strings"
-	"text/template"
 
 	"github.com/render-static/render-static/manifests"
 )
 
 // renderTemplate renders manifests/node/<name> with data; a missing key is an error.
 func renderTemplate(name string, data any) (string, error) {
-	raw, err := manifests.Read(path.Join("node", name))
-	if err != nil {
-		return "", err
-	}
-	t, err := template.New(name).Option("missingkey=error").Parse(string(raw))
-	if err != nil {
-		return "", fmt.Errorf("manifests/node/%s: %w", name, err)
-	}
-	var b bytes.Buffer
-	if err := t.Execute(&b, data); err != nil {
-		return "", fmt.Errorf("manifests/node/%s: %w", name, err)
-	}
-	return b.String(), nil
+	b, err := manifests.Execute(path.Join("node", name), nil, data)
+	return string(b), err
 }
 
 // readEmbedded returns manifests/node/<name> as it is (the scripts).
