@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -112,6 +113,9 @@ type innerSpec struct {
 	Kubeconfig string   // admin kubeconfig (on the host filesystem)
 	Domain     string   // <cluster>.<baseDomain>
 	Partial    bool     // boot only the pods the runner can run; check only what they provide
+	// Break, "<container>=<argument>", appends an argument to that container of the laid-out static pods
+	// (after Ignition, before the boot): the negative test breaks a flag and expects that component's log.
+	Break string
 }
 
 func (s *innerSpec) addrs(t *testing.T) []NodeAddress {
@@ -232,6 +236,9 @@ func bootInner(t *testing.T, spec *innerSpec, tm *timings) *Runner {
 		}
 		t.Logf("ignition laid %s into %s in %.1fs", spec.Ign, root, res.Duration.Seconds())
 	})
+	if spec.Break != "" {
+		breakContainerArg(t, root, spec.Break)
+	}
 	r := &Runner{
 		Root: root, BinDir: spec.BinDir, WorkDir: filepath.Join(spec.Work, "run"), LogDir: filepath.Join(spec.Work, "logs"),
 		NodeName: spec.NodeName, NodeIPs: spec.ips(), Hosts: HostsFile(addrs, spec.Hostnames...), Logf: t.Logf,
@@ -270,6 +277,42 @@ func bootInner(t *testing.T, spec *innerSpec, tm *timings) *Runner {
 		}
 	})
 	return r
+}
+
+// breakContainerArg appends an argument ("<container>=<argument>") to that container in the node's static pod
+// manifests.
+func breakContainerArg(t *testing.T, root, breakSpec string) {
+	t.Helper()
+	container, arg, ok := strings.Cut(breakSpec, "=")
+	if !ok {
+		t.Fatalf("Break %q is not <container>=<argument>", breakSpec)
+	}
+	files, _ := filepath.Glob(filepath.Join(root, "etc", "kubernetes", "manifests", "*"))
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pod corev1.Pod
+		if err := json.Unmarshal(raw, &pod); err != nil {
+			continue
+		}
+		for i := range pod.Spec.Containers {
+			if c := &pod.Spec.Containers[i]; c.Name == container {
+				c.Args = append(c.Args, arg)
+				out, err := json.Marshal(&pod)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(f, out, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("broke %s in %s: appended %s", container, f, arg)
+				return
+			}
+		}
+	}
+	t.Fatalf("no container %s in the static pods", container)
 }
 
 func sortedKeys[M ~map[string]V, V any](m M) []string {

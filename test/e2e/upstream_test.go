@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -105,75 +106,114 @@ func TestUpstreamE2E(t *testing.T) {
 			if only := os.Getenv("RENDER_STATIC_E2E_CASES"); only != "" && !strings.Contains(","+only+",", ","+c.name+",") {
 				t.Skipf("not in RENDER_STATIC_E2E_CASES=%s", only)
 			}
-			tm := newTimings("upstream/" + c.name + " (outer)")
-			work := workDir(t)
-			icPath := filepath.Join("testdata", "upstream", c.installConfig)
-			data, err := os.ReadFile(icPath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ic installConfigNames
-			if err := yaml.Unmarshal(data, &ic); err != nil {
-				t.Fatal(err)
-			}
-			// Each node IP gets the prefix length of the machine network that holds it.
-			var addrs []string
-			for _, ip := range strings.Split(c.nodeIPs, ",") {
-				a := netip.MustParseAddr(ip)
-				bits := -1
-				for _, mn := range ic.Networking.MachineNetwork {
-					if p, err := netip.ParsePrefix(mn.CIDR); err == nil && p.Contains(a) {
-						bits = p.Bits()
-					}
-				}
-				if bits < 0 {
-					t.Fatalf("%s: node IP %s is in no machineNetwork", icPath, ip)
-				}
-				addrs = append(addrs, netip.PrefixFrom(a, bits).String())
-			}
-			out := filepath.Join(work, "aio")
-			tm.step("render", func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-				defer cancel()
-				cmd := exec.CommandContext(ctx, cli, "--flavor", "upstream", "--install-config", icPath,
-					"--node-ip", c.nodeIPs, "--node-name", upstreamNodeName, "--dir", out)
-				b, err := cmd.CombinedOutput()
-				if err != nil {
-					t.Fatalf("render-static --flavor upstream: %v\n%s", err, b)
-				}
-				t.Logf("render-static --flavor upstream:\n%s", b)
-			})
-			// Until every component's upstream pod has landed, a render may still hold OpenShift containers
-			// (shell wrappers, operator sidecars) the runner cannot boot: skip, naming them.
-			probe := &Runner{Root: filepath.Join(out, "rootfs"), BinDir: bins.BinDir, NodeName: upstreamNodeName}
-			bad, err := probe.Unrunnable()
-			if err != nil {
-				t.Fatalf("static pods of the render: %v", err)
-			}
-			partial := len(bad) > 0 && os.Getenv("RENDER_STATIC_E2E_PARTIAL") == "1"
-			if len(bad) > 0 && !partial {
-				msg := fmt.Sprintf("e2e: `--flavor upstream` still renders containers that are not flag-only upstream ones, so the control plane cannot boot here yet: %s", strings.Join(bad, ", "))
-				if os.Getenv("RENDER_STATIC_E2E_REQUIRE_FLAVOR") == "1" {
-					t.Fatal(msg)
-				}
-				t.Skip(msg)
-			}
-			ign := filepath.Join(out, "aio.ign")
-			tm.step("validate", func() {
-				if err := ValidateIgnition(context.Background(), ign); err != nil {
-					t.Fatal(err)
-				}
-			})
-			t.Log(tm.String())
-			domain := ic.Metadata.Name + "." + ic.BaseDomain
-			runInner(t, &innerSpec{
-				Kind: "upstream", Case: c.name, Ign: ign, Work: work, BinDir: bins.BinDir, NodeName: upstreamNodeName,
-				NodeAddrs:  addrs,
-				Hostnames:  []string{"api." + domain, "api-int." + domain, upstreamNodeName},
-				Kubeconfig: filepath.Join(out, "auth", "kubeconfig"), Domain: domain, Partial: partial,
-			}, 15*time.Minute)
+			runInner(t, prepareUpstreamCase(t, cli, bins, c), 15*time.Minute)
 		})
 	}
+}
+
+// prepareUpstreamCase renders an install-config of testdata/upstream with --flavor upstream, checks the render can
+// boot here (or skips, naming what cannot), validates aio.ign and returns the inner test's spec.
+func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstreamCase) *innerSpec {
+	t.Helper()
+	tm := newTimings("upstream/" + c.name + " (outer)")
+	work := workDir(t)
+	icPath := filepath.Join("testdata", "upstream", c.installConfig)
+	data, err := os.ReadFile(icPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ic installConfigNames
+	if err := yaml.Unmarshal(data, &ic); err != nil {
+		t.Fatal(err)
+	}
+	// Each node IP gets the prefix length of the machine network that holds it.
+	var addrs []string
+	for _, ip := range strings.Split(c.nodeIPs, ",") {
+		a := netip.MustParseAddr(ip)
+		bits := -1
+		for _, mn := range ic.Networking.MachineNetwork {
+			if p, err := netip.ParsePrefix(mn.CIDR); err == nil && p.Contains(a) {
+				bits = p.Bits()
+			}
+		}
+		if bits < 0 {
+			t.Fatalf("%s: node IP %s is in no machineNetwork", icPath, ip)
+		}
+		addrs = append(addrs, netip.PrefixFrom(a, bits).String())
+	}
+	out := filepath.Join(work, "aio")
+	tm.step("render", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, cli, "--flavor", "upstream", "--install-config", icPath,
+			"--node-ip", c.nodeIPs, "--node-name", upstreamNodeName, "--dir", out)
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("render-static --flavor upstream: %v\n%s", err, b)
+		}
+		t.Logf("render-static --flavor upstream:\n%s", b)
+	})
+	// Until every component's upstream pod has landed, a render may still hold OpenShift containers
+	// (shell wrappers, operator sidecars) the runner cannot boot: skip, naming them.
+	probe := &Runner{Root: filepath.Join(out, "rootfs"), BinDir: bins.BinDir, NodeName: upstreamNodeName}
+	bad, err := probe.Unrunnable()
+	if err != nil {
+		t.Fatalf("static pods of the render: %v", err)
+	}
+	partial := len(bad) > 0 && os.Getenv("RENDER_STATIC_E2E_PARTIAL") == "1"
+	if len(bad) > 0 && !partial {
+		msg := fmt.Sprintf("e2e: `--flavor upstream` still renders containers that are not flag-only upstream ones, so the control plane cannot boot here yet: %s", strings.Join(bad, ", "))
+		if os.Getenv("RENDER_STATIC_E2E_REQUIRE_FLAVOR") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	ign := filepath.Join(out, "aio.ign")
+	tm.step("validate", func() {
+		if err := ValidateIgnition(context.Background(), ign); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Log(tm.String())
+	domain := ic.Metadata.Name + "." + ic.BaseDomain
+	return &innerSpec{
+		Kind: "upstream", Case: c.name, Ign: ign, Work: work, BinDir: bins.BinDir, NodeName: upstreamNodeName,
+		NodeAddrs:  addrs,
+		Hostnames:  []string{"api." + domain, "api-int." + domain, upstreamNodeName},
+		Kubeconfig: filepath.Join(out, "auth", "kubeconfig"), Domain: domain, Partial: partial,
+	}
+}
+
+// TestUpstreamE2EBrokenFlag renders the IPv4 case, breaks one flag of kube-scheduler's rendered pod, and expects
+// the boot to fail with kube-scheduler's own log saying why: a broken pod is reported with that component's log.
+func TestUpstreamE2EBrokenFlag(t *testing.T) {
+	preconditions(t)
+	cli := os.Getenv("RENDER_STATIC_E2E_CLI")
+	if cli == "" {
+		cli = buildRenderStatic(t, t.TempDir())
+	}
+	if !hasFlavorFlag(t, cli) {
+		t.Skip("render-static has no --flavor flag")
+	}
+	bins := binaries(t)
+	spec := prepareUpstreamCase(t, cli, bins, upstreamCases[0])
+	spec.Break = "kube-scheduler=--no-such-flag=1"
+	data, _ := json.MarshalIndent(spec, "", "  ")
+	path := filepath.Join(spec.Work, "inner.json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	err := RunInner(context.Background(), "TestInner", path, 10*time.Minute, func(f string, a ...any) {
+		fmt.Fprintf(&out, f+"\n", a...)
+	})
+	if err == nil {
+		t.Fatalf("the boot with a broken kube-scheduler flag passed:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "kube-scheduler") || !strings.Contains(out.String(), "unknown flag: --no-such-flag") {
+		t.Fatalf("the failure does not carry kube-scheduler's log:\n%s", out.String())
+	}
+	t.Logf("failed as expected with kube-scheduler's log (%v)", err)
 }
 
 func innerUpstream(t *testing.T, spec *innerSpec) {
