@@ -7,10 +7,7 @@ import (
 	"crypto/x509"
 	"flag"
 	"fmt"
-	"os"
-	"os/exec"
 	"path"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -21,6 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/keyutil"
 
+	"github.com/render-static/render-static/internal/rendertest"
+	"github.com/render-static/render-static/internal/upstreamtest"
 	"github.com/render-static/render-static/pkg/apiserver"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
@@ -182,49 +181,25 @@ func one(t *testing.T, args []arg, name string) string {
 	return v[0]
 }
 
-// upstreamFlags is the committed list of kube-apiserver v1.34.3's flags, admission plugins, cipher suites and TLS
-// versions (testdata/upstream/kube-apiserver-flags.txt).
-type upstreamFlags struct {
-	flags                      map[string]string // name → type ("bool" for flags without a value type)
-	deprecated                 map[string]bool
-	plugins, suites, insecure  map[string]bool
-	tlsVersions, defaultPlugin map[string]bool
-}
-
-func loadUpstreamFlags(t *testing.T) *upstreamFlags {
+// loadUpstreamFlags reads the committed list of kube-apiserver v1.34.3's flags, admission plugins (all and
+// default), cipher suites (preferred and insecure) and TLS versions (testdata/upstream/kube-apiserver-flags.txt).
+func loadUpstreamFlags(t *testing.T) *upstreamtest.FlagList {
 	t.Helper()
-	raw, err := os.ReadFile(upstreamFlagList)
+	l, err := upstreamtest.LoadFlagList(upstreamFlagList)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &upstreamFlags{flags: map[string]string{}, deprecated: map[string]bool{}, plugins: map[string]bool{},
-		suites: map[string]bool{}, insecure: map[string]bool{}, tlsVersions: map[string]bool{}, defaultPlugin: map[string]bool{}}
-	for i, line := range strings.Split(string(raw), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
-			continue
-		}
-		switch {
-		case f[0] == "flag" && (len(f) == 3 || len(f) == 4 && f[3] == "deprecated"):
-			l.flags[f[1]] = f[2]
-			l.deprecated[f[1]] = len(f) == 4
-		case f[0] == "admission-plugin" && len(f) == 2:
-			l.plugins[f[1]] = true
-		case f[0] == "default-admission-plugin" && len(f) == 2:
-			l.defaultPlugin[f[1]] = true
-		case f[0] == "cipher-suite" && len(f) == 2:
-			l.suites[f[1]] = true
-		case f[0] == "insecure-cipher-suite" && len(f) == 2:
-			l.insecure[f[1]] = true
-		case f[0] == "tls-version" && len(f) == 2:
-			l.tlsVersions[f[1]] = true
+	for kind := range l.Values {
+		switch kind {
+		case "admission-plugin", "default-admission-plugin", "cipher-suite", "insecure-cipher-suite", "tls-version":
 		default:
-			t.Fatalf("%s:%d: cannot parse %q", upstreamFlagList, i+1, line)
+			t.Fatalf("%s: unknown kind %q", upstreamFlagList, kind)
 		}
 	}
-	if len(l.flags) < 150 || len(l.plugins) < 30 || len(l.suites) < 10 || len(l.tlsVersions) < 4 || len(l.defaultPlugin) < 10 {
+	plugins, suites, tlsVersions, defaultPlugins := l.Values["admission-plugin"], l.Values["cipher-suite"], l.Values["tls-version"], l.Values["default-admission-plugin"]
+	if len(l.Flags) < 150 || len(plugins) < 30 || len(suites) < 10 || len(tlsVersions) < 4 || len(defaultPlugins) < 10 {
 		t.Fatalf("%s is incomplete: %d flags, %d admission plugins, %d cipher suites, %d TLS versions, %d default plugins",
-			upstreamFlagList, len(l.flags), len(l.plugins), len(l.suites), len(l.tlsVersions), len(l.defaultPlugin))
+			upstreamFlagList, len(l.Flags), len(plugins), len(suites), len(tlsVersions), len(defaultPlugins))
 	}
 	return l
 }
@@ -247,33 +222,6 @@ func filesOf(name, value string) []string {
 		return strings.Split(pair, ",")
 	}
 	return []string{value}
-}
-
-// hostPath maps a path inside a container to the node path through the container's volume mounts (the longest
-// mount point that contains it) and returns it with the volume.
-func hostPath(pod *corev1.Pod, c *corev1.Container, p string) (string, *corev1.Volume, error) {
-	var best *corev1.VolumeMount
-	for i := range c.VolumeMounts {
-		m := &c.VolumeMounts[i]
-		if (p == m.MountPath || strings.HasPrefix(p, strings.TrimSuffix(m.MountPath, "/")+"/")) && (best == nil || len(m.MountPath) > len(best.MountPath)) {
-			best = m
-		}
-	}
-	if best == nil {
-		return "", nil, fmt.Errorf("%s is under no volume mount of container %s", p, c.Name)
-	}
-	for i := range pod.Spec.Volumes {
-		v := &pod.Spec.Volumes[i]
-		if v.Name != best.Name {
-			continue
-		}
-		if v.HostPath == nil {
-			return "", v, fmt.Errorf("%s: volume %s is not a hostPath", p, v.Name)
-		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(p, strings.TrimSuffix(best.MountPath, "/")), "/")
-		return path.Join(v.HostPath.Path, best.SubPath, rel), v, nil
-	}
-	return "", nil, fmt.Errorf("%s: no volume %s", p, best.Name)
 }
 
 // TestUpstreamPod checks the upstream kube-apiserver pod of each network case: one flag-only container of the
@@ -326,11 +274,11 @@ func TestUpstreamPod(t *testing.T) {
 			seen := map[string]int{}
 			for _, a := range args {
 				seen[a.name]++
-				typ, ok := list.flags[a.name]
+				typ, ok := list.Flags[a.name]
 				switch {
 				case !ok:
 					t.Errorf("--%s is not a kube-apiserver v1.34.3 flag", a.name)
-				case list.deprecated[a.name]:
+				case list.Deprecated[a.name]:
 					t.Errorf("--%s is deprecated in kube-apiserver v1.34.3", a.name)
 				case typ == "bool" && a.value != "true" && a.value != "false":
 					t.Errorf("--%s=%s: a bool flag", a.name, a.value)
@@ -346,7 +294,7 @@ func TestUpstreamPod(t *testing.T) {
 			}
 			plugins := strings.Split(one(t, args, "enable-admission-plugins"), ",")
 			for _, p := range plugins {
-				if !list.plugins[p] {
+				if !list.Values["admission-plugin"][p] {
 					t.Errorf("admission plugin %s is not an upstream kube-apiserver plugin", p)
 				}
 			}
@@ -356,13 +304,13 @@ func TestUpstreamPod(t *testing.T) {
 			if v := values(args, "disable-admission-plugins"); len(v) > 0 {
 				t.Errorf("--disable-admission-plugins=%v: the upstream defaults stay on", v)
 			}
-			if v := one(t, args, "tls-min-version"); !list.tlsVersions[v] || v != "VersionTLS12" {
+			if v := one(t, args, "tls-min-version"); !list.Values["tls-version"][v] || v != "VersionTLS12" {
 				t.Errorf("--tls-min-version=%s, want VersionTLS12 (the Intermediate profile)", v)
 			}
 			suites := strings.Split(one(t, args, "tls-cipher-suites"), ",")
 			for _, s := range suites {
-				if !list.suites[s] {
-					t.Errorf("cipher suite %s is not one kube-apiserver prefers (insecure: %v)", s, list.insecure[s])
+				if !list.Values["cipher-suite"][s] {
+					t.Errorf("cipher suite %s is not one kube-apiserver prefers (insecure: %v)", s, list.Values["insecure-cipher-suite"][s])
 				}
 			}
 			if len(suites) < 4 {
@@ -379,7 +327,7 @@ func TestUpstreamPod(t *testing.T) {
 					continue
 				}
 				for _, f := range filesOf(a.name, a.value) {
-					hp, _, err := hostPath(pod, c, f)
+					hp, _, err := rendertest.MountedPath(pod, c, f)
 					if err != nil {
 						t.Errorf("--%s: %v", a.name, err)
 						continue
@@ -393,7 +341,7 @@ func TestUpstreamPod(t *testing.T) {
 				}
 			}
 			auditLog := one(t, args, "audit-log-path")
-			if hp, v, err := hostPath(pod, c, auditLog); err != nil {
+			if hp, v, err := rendertest.MountedPath(pod, c, auditLog); err != nil {
 				t.Errorf("--audit-log-path: %v", err)
 			} else if v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectoryOrCreate || path.Dir(hp) != v.HostPath.Path {
 				t.Errorf("--audit-log-path=%s: %s is not directly in a DirectoryOrCreate hostPath (%+v)", auditLog, hp, v.HostPath)
@@ -404,7 +352,7 @@ func TestUpstreamPod(t *testing.T) {
 				}
 			}
 			get := func(name string) []byte {
-				hp, _, err := hostPath(pod, c, name)
+				hp, _, err := rendertest.MountedPath(pod, c, name)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -623,156 +571,42 @@ func TestUpstreamLayoutIsTheOpenShiftFlavors(t *testing.T) {
 	}
 }
 
-// upstreamBinary finds an e2e-built upstream binary (test/e2e's cache: $RENDER_STATIC_E2E_CACHE or
-// ~/go/cache/render-static-e2e, <key>/bin/<name>) whose --version says version, or "".
-func upstreamBinary(t *testing.T, name, version string) string {
-	t.Helper()
-	dir := os.Getenv("RENDER_STATIC_E2E_CACHE")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return ""
-		}
-		dir = filepath.Join(home, "go", "cache", "render-static-e2e")
-	}
-	found, _ := filepath.Glob(filepath.Join(dir, "*", "bin", name))
-	for _, b := range found {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		out, err := exec.CommandContext(ctx, b, "--version").CombinedOutput()
-		cancel()
-		if err == nil && strings.Contains(string(out), version) {
-			return b
-		}
-	}
-	return ""
-}
-
 // TestUpstreamFlagsParseWithTheBinary: when the e2e harness has built kube-apiserver v1.34.3, its own flag set
 // parses every case's arguments (with --help last, it exits 0 after parsing; an unknown flag or a malformed value
 // fails), and the committed flag list is the binary's --help. Skipped without the binary.
 func TestUpstreamFlagsParseWithTheBinary(t *testing.T) {
-	bin := upstreamBinary(t, "kube-apiserver", upstreamKASVersion)
-	if bin == "" {
-		if *updateUpstreamFlags {
-			t.Fatal("-update-upstream-flags needs the e2e-built kube-apiserver (make e2e builds it)")
-		}
-		t.Skip("no e2e-built kube-apiserver " + upstreamKASVersion + " in the e2e cache")
-	}
-	help, err := exec.Command(bin, "--help").CombinedOutput()
+	bin := upstreamtest.RequireBinary(t, "kube-apiserver", upstreamKASVersion, *updateUpstreamFlags)
+	help, err := upstreamtest.Help(bin)
 	if err != nil {
-		t.Fatalf("%s --help: %v", bin, err)
+		t.Fatal(err)
 	}
-	got := kubeAPIServerFlagList(t, string(help))
-	if *updateUpstreamFlags {
-		if err := os.WriteFile(upstreamFlagList, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	got, err := upstreamtest.FlagListFromHelp(help, `kube-apiserver v1.34.3, from the --help of the binary test/e2e builds (k8s.io/kubernetes v1.34.3):
+flag NAME TYPE [deprecated] (TYPE bool: no value type), admission-plugin, default-admission-plugin,
+cipher-suite (preferred), insecure-cipher-suite, tls-version. Regenerate with
+  go test ./pkg/apiserver -run TestUpstreamFlagsParseWithTheBinary -update-upstream-flags`,
+		append([]upstreamtest.ValueList{
+			{Kind: "admission-plugin", Flag: "enable-admission-plugins", After: "Comma-delimited list of admission plugins:", Before: "."},
+			{Kind: "default-admission-plugin", Flag: "enable-admission-plugins", After: "default enabled ones (", Before: ")"},
+		}, upstreamtest.TLSValueLists...))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if want, err := os.ReadFile(upstreamFlagList); err != nil || string(want) != got {
-		t.Errorf("%s is not %s's --help (go test ./pkg/apiserver -run TestUpstreamFlagsParseWithTheBinary -update-upstream-flags): %v", upstreamFlagList, bin, err)
-	}
+	upstreamtest.CheckFlagList(t, upstreamFlagList, bin, got, *updateUpstreamFlags, "go test ./pkg/apiserver -run TestUpstreamFlagsParseWithTheBinary -update-upstream-flags")
 	for _, tc := range upstreamCases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := renderUpstream(t, tc.name, tc.config, tc.ips)
 			c := podOf(t, r.file(t, "etc/kubernetes/manifests/kube-apiserver-pod.yaml")).Spec.Containers[0]
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			out, err := exec.CommandContext(ctx, bin, append(append([]string(nil), c.Args...), "--help")...).CombinedOutput()
-			if err != nil {
-				t.Errorf("kube-apiserver does not parse the arguments: %v\n%s", err, clip(string(out)))
+			if err := upstreamtest.ParsesFlags(bin, c.Args); err != nil {
+				t.Error(err)
 			}
 		})
 	}
 	// The check can fail: an unknown flag and a malformed value are refused.
-	for _, bad := range [][]string{{"--openshift-config=/x", "--help"}, {"--advertise-address=not-an-ip", "--help"}} {
-		if out, err := exec.Command(bin, bad...).CombinedOutput(); err == nil {
-			t.Errorf("kube-apiserver %v was accepted:\n%s", bad, clip(string(out)))
+	for _, bad := range [][]string{{"--openshift-config=/x"}, {"--advertise-address=not-an-ip"}} {
+		if err := upstreamtest.ParsesFlags(bin, bad); err == nil {
+			t.Errorf("kube-apiserver accepted %v", bad)
 		}
 	}
-}
-
-// kubeAPIServerFlagList turns kube-apiserver's --help into the committed list: every flag with its value type
-// (bool without one) and whether it is deprecated, the admission plugins, the default admission plugins, the cipher
-// suites (preferred and insecure) and the TLS versions.
-func kubeAPIServerFlagList(t *testing.T, help string) string {
-	t.Helper()
-	flagRE := regexp.MustCompile(`^\s+(?:-\w, )?--([a-z0-9-]+)(?: (\S+))?(?:\s{2,}(.*))?$`)
-	type entry struct{ typ, desc string }
-	flags := map[string]*entry{}
-	var cur *entry
-	for _, line := range strings.Split(help, "\n") {
-		if m := flagRE.FindStringSubmatch(line); m != nil {
-			typ := m[2]
-			if typ == "" {
-				typ = "bool"
-			}
-			cur = &entry{typ: typ, desc: m[3]}
-			flags[m[1]] = cur
-			continue
-		}
-		if cur != nil && strings.HasPrefix(line, "     ") {
-			cur.desc += " " + strings.TrimSpace(line)
-		} else {
-			cur = nil
-		}
-	}
-	listAfter := func(desc, marker, end string) []string {
-		_, rest, ok := strings.Cut(desc, marker)
-		if !ok {
-			t.Fatalf("--help: no %q in %q", marker, desc)
-		}
-		rest, _, _ = strings.Cut(rest, end)
-		var out []string
-		for _, s := range strings.Split(rest, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	var b strings.Builder
-	b.WriteString("# kube-apiserver v1.34.3, from the --help of the binary test/e2e builds (k8s.io/kubernetes v1.34.3):\n" +
-		"# flag NAME TYPE [deprecated] (TYPE bool: no value type), admission-plugin, default-admission-plugin,\n" +
-		"# cipher-suite (preferred), insecure-cipher-suite, tls-version. Regenerate with\n" +
-		"#   go test ./pkg/apiserver -run TestUpstreamFlagsParseWithTheBinary -update-upstream-flags\n")
-	var names []string
-	for n := range flags {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		e := flags[n]
-		fmt.Fprintf(&b, "flag %s %s", n, e.typ)
-		if strings.Contains(e.desc, "(DEPRECATED:") || strings.Contains(e.desc, "DEPRECATED:") {
-			b.WriteString(" deprecated")
-		}
-		b.WriteString("\n")
-	}
-	need := func(name string) string {
-		e, ok := flags[name]
-		if !ok {
-			t.Fatalf("--help has no --%s", name)
-		}
-		return e.desc
-	}
-	plugins := need("enable-admission-plugins")
-	for _, p := range listAfter(plugins, "Comma-delimited list of admission plugins:", ".") {
-		fmt.Fprintf(&b, "admission-plugin %s\n", p)
-	}
-	for _, p := range listAfter(plugins, "default enabled ones (", ")") {
-		fmt.Fprintf(&b, "default-admission-plugin %s\n", p)
-	}
-	ciphers := need("tls-cipher-suites")
-	for _, s := range listAfter(ciphers, "Preferred values:", ".") {
-		fmt.Fprintf(&b, "cipher-suite %s\n", s)
-	}
-	for _, s := range listAfter(ciphers, "Insecure values:", ".") {
-		fmt.Fprintf(&b, "insecure-cipher-suite %s\n", s)
-	}
-	for _, s := range listAfter(need("tls-min-version"), "Possible values:", "\n") {
-		fmt.Fprintf(&b, "tls-version %s\n", s)
-	}
-	return b.String()
 }
 
 // TestUpstreamArgsFail: UpstreamArgs refuses an observed config without what kube-apiserver cannot start

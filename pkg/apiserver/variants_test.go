@@ -2,23 +2,19 @@ package apiserver_test
 
 import (
 	"fmt"
-	"os"
-	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/render-static/render-static/internal/rendertest"
 )
 
 func nodeIPComment(t *testing.T, path string) string {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	ips, err := rendertest.NodeIPs(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^# node-ip: (\S+)`).FindSubmatch(b)
-	if m == nil {
-		t.Fatalf("%s has no '# node-ip:' comment", path)
-	}
-	return string(m[1])
+	return ips
 }
 
 // TestNetworkVariants: IPv6, dual-stack and proxy install-configs render kube-apiserver with the values their

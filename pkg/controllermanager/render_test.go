@@ -16,15 +16,12 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
-	"github.com/render-static/render-static/manifests"
+	"github.com/render-static/render-static/internal/rendertest"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
-	"github.com/render-static/render-static/pkg/conformance"
 	"github.com/render-static/render-static/pkg/controllermanager"
-	"github.com/render-static/render-static/pkg/controllermanager/rendertest"
 )
 
 const (
@@ -38,22 +35,12 @@ const (
 // needShared skips when ../shared is not beside the checkout, unless the project's tools are required.
 func needShared(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(rendertest.ExpectedDir()); err != nil {
-		if os.Getenv("RENDER_STATIC_REQUIRE_TOOLS") != "" || os.Getenv("CI") != "" {
-			t.Fatalf("no expected tree at %s: the tests need ../shared beside the checkout", rendertest.ExpectedDir())
-		}
-		t.Skipf("no expected tree at %s", rendertest.ExpectedDir())
-	}
+	rendertest.RequireShared(t)
 }
 
 func sno(t *testing.T) *rendertest.Render {
 	t.Helper()
-	needShared(t)
-	r, err := rendertest.SNO()
-	if err != nil {
-		t.Fatalf("render: %v", err)
-	}
-	return r
+	return rendertest.SNOFor(t)
 }
 
 func file(t *testing.T, r *rendertest.Render, p string) []byte {
@@ -74,15 +61,9 @@ func TestRevisionOne(t *testing.T) {
 			t.Errorf("%s: latestAvailableRevision %d, want 1", name, rev)
 		}
 	}
-	cms, err := r.Cluster.KubeInformers.ConfigMapLister().ConfigMaps(controllermanager.TargetNamespace).List(labels.Everything())
+	statuses, err := r.RevisionStatuses(controllermanager.TargetNamespace)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var statuses []string
-	for _, cm := range cms {
-		if strings.HasPrefix(cm.Name, "revision-status-") {
-			statuses = append(statuses, cm.Name)
-		}
 	}
 	if len(statuses) != 1 || statuses[0] != "revision-status-1" {
 		t.Errorf("revision status configmaps %v, want [revision-status-1]", statuses)
@@ -105,17 +86,7 @@ func TestRevisionOne(t *testing.T) {
 // TestLoopOrder: the loops run in the operator's order, as the package documents it.
 func TestLoopOrder(t *testing.T) {
 	r := sno(t)
-	var got []string
-	for _, l := range r.Component(component).Converge() {
-		l.Close()
-		name := l.Name
-		if strings.HasPrefix(name, "target-config/") {
-			name = "target-config"
-		}
-		if len(got) == 0 || got[len(got)-1] != name {
-			got = append(got, name)
-		}
-	}
+	got := r.LoopOrder(component)
 	want := []string{"cert-rotation/CSRSigningCert", "sa-token-signer", "static-resources/" + component, "node/" + component,
 		"config-observer/" + component, "target-config", "resource-sync/" + component}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
@@ -126,51 +97,7 @@ func TestLoopOrder(t *testing.T) {
 // TestConformance compares the pod, the config files and the file list (paths and modes) with the operator's
 // reference output; only documented adaptations may differ, and every adaptation must still be needed.
 func TestConformance(t *testing.T) {
-	r := sno(t)
-	rep, err := conformance.Compare(conformance.Options{RenderDir: r.Dir, ExpectedDir: rendertest.ExpectedDir(),
-		Components: []string{component}, Images: r.Inputs.Images})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	rep.Write(&b)
-	if !rep.OK() {
-		t.Errorf("%s", b.String())
-	} else {
-		t.Log(b.String())
-	}
-	// Every file of FILES.txt and the pod were compared.
-	list, err := os.ReadFile(path.Join(rendertest.ExpectedDir(), "FILES.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 1
-	for _, l := range strings.Split(string(list), "\n") {
-		if strings.Contains(l, component) {
-			n++
-		}
-	}
-	if rep.Compared < n {
-		t.Errorf("only %d items compared, want at least %d", rep.Compared, n)
-	}
-	raw, err := manifests.Read(component + "/conformance-adaptations.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var adaptations []struct{ Path, Reason string }
-	if err := yaml.Unmarshal(raw, &adaptations); err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range adaptations {
-		re := regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(a.Path), `\*`, ".*") + "$")
-		used := false
-		for _, d := range rep.Adapted {
-			used = used || re.MatchString(d.Path)
-		}
-		if !used {
-			t.Errorf("adaptation %q matches no difference: it is stale", a.Path)
-		}
-	}
+	rendertest.CheckConformance(t, sno(t), component)
 }
 
 // execFlags returns the flags of the first "exec <cmd...>" statement of a script (or of the reference's
@@ -387,15 +314,11 @@ func TestRecyclerConfig(t *testing.T) {
 func render(t *testing.T, config string) *rendertest.Render {
 	t.Helper()
 	needShared(t)
-	raw, err := os.ReadFile(config)
+	ips, err := rendertest.NodeIPs(config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^# node-ip: (\S+)`).FindSubmatch(raw)
-	if m == nil {
-		t.Fatalf("%s has no '# node-ip:' comment", config)
-	}
-	r, err := rendertest.Get(config, string(m[1]))
+	r, err := rendertest.Get(config, ips)
 	if err != nil {
 		t.Fatalf("render %s: %v", config, err)
 	}

@@ -2,11 +2,9 @@ package etcd_test
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/render-static/render-static/internal/rendertest"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/etcd"
@@ -79,20 +78,13 @@ func render(t *testing.T, nc netCase) *rendered {
 	return r
 }
 
-var nodeIPComment = regexp.MustCompile(`(?m)^# node-ip: (\S+)`)
-
 func doRender(nc netCase) (*rendered, error) {
 	ips := nc.nodeIPs
 	if ips == "" {
-		b, err := os.ReadFile(nc.config)
-		if err != nil {
+		var err error
+		if ips, err = rendertest.NodeIPs(nc.config); err != nil {
 			return nil, err
 		}
-		m := nodeIPComment.FindSubmatch(b)
-		if m == nil {
-			return nil, fmt.Errorf("%s has no '# node-ip:' comment", nc.config)
-		}
-		ips = string(m[1])
 	}
 	nodeIPs, err := installconfig.ParseNodeIPs(ips)
 	if err != nil {

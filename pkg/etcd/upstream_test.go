@@ -10,17 +10,16 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/render-static/render-static/internal/rendertest"
+	"github.com/render-static/render-static/internal/upstreamtest"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/etcd"
@@ -64,15 +63,10 @@ func renderUpstream(t *testing.T, nc netCase) *rendered {
 	upstreamRenders[nc.name] = nil
 	ips := nc.nodeIPs
 	if ips == "" {
-		b, err := os.ReadFile(nc.config)
-		if err != nil {
+		var err error
+		if ips, err = rendertest.NodeIPs(nc.config); err != nil {
 			t.Fatal(err)
 		}
-		m := nodeIPComment.FindSubmatch(b)
-		if m == nil {
-			t.Fatalf("%s has no '# node-ip:' comment", nc.config)
-		}
-		ips = string(m[1])
 	}
 	nodeIPs, err := installconfig.ParseNodeIPs(ips)
 	if err != nil {
@@ -171,30 +165,6 @@ var etcdFileFlags = map[string]bool{
 	"peer-cert-file": true, "peer-key-file": true, "peer-trusted-ca-file": true,
 }
 
-// mountedPath maps a path inside the container to the node path through the longest volume mount containing it.
-func mountedPath(pod *corev1.Pod, c *corev1.Container, p string) (string, *corev1.Volume, error) {
-	var best *corev1.VolumeMount
-	for i := range c.VolumeMounts {
-		m := &c.VolumeMounts[i]
-		if (p == m.MountPath || strings.HasPrefix(p, strings.TrimSuffix(m.MountPath, "/")+"/")) && (best == nil || len(m.MountPath) > len(best.MountPath)) {
-			best = m
-		}
-	}
-	if best == nil {
-		return "", nil, fmt.Errorf("%s is under no volume mount", p)
-	}
-	for i := range pod.Spec.Volumes {
-		if v := &pod.Spec.Volumes[i]; v.Name == best.Name {
-			if v.HostPath == nil {
-				return "", v, fmt.Errorf("%s: volume %s is not a hostPath", p, v.Name)
-			}
-			rel := strings.TrimPrefix(strings.TrimPrefix(p, strings.TrimSuffix(best.MountPath, "/")), "/")
-			return path.Join(v.HostPath.Path, best.SubPath, rel), v, nil
-		}
-	}
-	return "", nil, fmt.Errorf("%s: no volume %s", p, best.Name)
-}
-
 // upstreamArgs parses the pod's --name=value arguments; each flag must be given once.
 func upstreamArgs(t *testing.T, c *corev1.Container) map[string]string {
 	t.Helper()
@@ -262,7 +232,7 @@ func TestUpstreamPod(t *testing.T) {
 			pathRE := regexp.MustCompile(`(?:^|[=,])(/(?:etc|var|usr|opt|run)/[^,:]*)`)
 			get := func(p string) []byte {
 				t.Helper()
-				hp, _, err := mountedPath(pod, c, p)
+				hp, _, err := rendertest.MountedPath(pod, c, p)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -275,14 +245,14 @@ func TestUpstreamPod(t *testing.T) {
 					}
 					continue
 				}
-				hp, _, err := mountedPath(pod, c, value)
+				hp, _, err := rendertest.MountedPath(pod, c, value)
 				if err != nil {
 					t.Errorf("--%s: %v", name, err)
 				} else if f, ok := r.files[strings.TrimPrefix(hp, "/")]; !ok || len(f.Contents) == 0 {
 					t.Errorf("--%s=%s: the render lays down no %s", name, value, hp)
 				}
 			}
-			if hp, v, err := mountedPath(pod, c, args["data-dir"]); err != nil {
+			if hp, v, err := rendertest.MountedPath(pod, c, args["data-dir"]); err != nil {
 				t.Errorf("--data-dir: %v", err)
 			} else if hp != "/var/lib/etcd" || v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectoryOrCreate {
 				t.Errorf("--data-dir=%s is %s in %+v, want /var/lib/etcd, DirectoryOrCreate", args["data-dir"], hp, v.HostPath)
@@ -437,67 +407,28 @@ func TestUpstreamLayoutIsTheOpenShiftFlavors(t *testing.T) {
 	}
 }
 
-// upstreamBinary finds an e2e-built upstream binary (test/e2e's cache: $RENDER_STATIC_E2E_CACHE or
-// ~/go/cache/render-static-e2e, <key>/bin/<name>) whose --version says version, or "".
-func upstreamBinary(name, version string) string {
-	dir := os.Getenv("RENDER_STATIC_E2E_CACHE")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return ""
-		}
-		dir = filepath.Join(home, "go", "cache", "render-static-e2e")
-	}
-	found, _ := filepath.Glob(filepath.Join(dir, "*", "bin", name))
-	for _, b := range found {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		out, err := exec.CommandContext(ctx, b, "--version").CombinedOutput()
-		cancel()
-		if err == nil && strings.Contains(string(out), version) {
-			return b
-		}
-	}
-	return ""
-}
-
 // TestUpstreamFlagsParseWithTheBinary: when the e2e harness has built etcd 3.6.5, its own flag set parses every
 // case's arguments (with --help last, it exits 0 after parsing; an unknown flag, a malformed value or an unknown
 // feature gate fails), and the committed flag list is the binary's --help. Skipped without the binary.
 func TestUpstreamFlagsParseWithTheBinary(t *testing.T) {
-	bin := upstreamBinary("etcd", upstreamEtcdVersion)
-	if bin == "" {
-		if *updateUpstreamFlags {
-			t.Fatal("-update-upstream-flags needs the e2e-built etcd (make e2e builds it)")
-		}
-		t.Skip("no e2e-built etcd 3.6.5 in the e2e cache")
-	}
+	bin := upstreamtest.RequireBinary(t, "etcd", upstreamEtcdVersion, *updateUpstreamFlags)
 	help, err := exec.Command(bin, "--help").CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s --help: %v", bin, err)
 	}
 	got := etcdFlagList(string(help))
-	if *updateUpstreamFlags {
-		if err := os.WriteFile(upstreamFlagList, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if want, err := os.ReadFile(upstreamFlagList); err != nil || string(want) != got {
-		t.Errorf("%s is not %s's --help (go test ./pkg/etcd -run TestUpstreamFlagsParseWithTheBinary -update-upstream-flags): %v", upstreamFlagList, bin, err)
-	}
+	upstreamtest.CheckFlagList(t, upstreamFlagList, bin, got, *updateUpstreamFlags, "go test ./pkg/etcd -run TestUpstreamFlagsParseWithTheBinary -update-upstream-flags")
 	for _, nc := range upstreamCases {
 		t.Run(nc.name, func(t *testing.T) {
 			c := renderUpstream(t, nc).pod(t).Spec.Containers[0]
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			out, err := exec.CommandContext(ctx, bin, append(append([]string(nil), c.Args...), "--help")...).CombinedOutput()
-			if err != nil {
-				t.Errorf("etcd does not parse the arguments: %v\n%s", err, out[:min(len(out), 2000)])
+			if err := upstreamtest.ParsesFlags(bin, c.Args); err != nil {
+				t.Error(err)
 			}
 		})
 	}
-	for _, bad := range [][]string{{"--no-such-flag=1", "--help"}, {"--quota-backend-bytes=lots", "--help"}, {"--feature-gates=NoSuchGate=true", "--help"}} {
-		if out, err := exec.Command(bin, bad...).CombinedOutput(); err == nil {
-			t.Errorf("etcd %v was accepted:\n%s", bad, out[:min(len(out), 2000)])
+	for _, bad := range [][]string{{"--no-such-flag=1"}, {"--quota-backend-bytes=lots"}, {"--feature-gates=NoSuchGate=true"}} {
+		if err := upstreamtest.ParsesFlags(bin, bad); err == nil {
+			t.Errorf("etcd accepted %v", bad)
 		}
 	}
 }

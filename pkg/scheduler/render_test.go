@@ -3,19 +3,15 @@ package scheduler_test
 import (
 	"os"
 	"path"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
 
 	configv1 "github.com/openshift/api/config/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
-	"github.com/render-static/render-static/manifests"
-	"github.com/render-static/render-static/pkg/conformance"
+	"github.com/render-static/render-static/internal/rendertest"
 	"github.com/render-static/render-static/pkg/controllermanager"
-	"github.com/render-static/render-static/pkg/controllermanager/rendertest"
 	"github.com/render-static/render-static/pkg/scheduler"
 )
 
@@ -28,17 +24,7 @@ const (
 
 func sno(t *testing.T) *rendertest.Render {
 	t.Helper()
-	if _, err := os.Stat(rendertest.ExpectedDir()); err != nil {
-		if os.Getenv("RENDER_STATIC_REQUIRE_TOOLS") != "" || os.Getenv("CI") != "" {
-			t.Fatalf("no expected tree at %s: the tests need ../shared beside the checkout", rendertest.ExpectedDir())
-		}
-		t.Skipf("no expected tree at %s", rendertest.ExpectedDir())
-	}
-	r, err := rendertest.SNO()
-	if err != nil {
-		t.Fatalf("render: %v", err)
-	}
-	return r
+	return rendertest.SNOFor(t)
 }
 
 // TestRevisionOne: exactly revision 1 of the kube-scheduler pod.
@@ -47,15 +33,9 @@ func TestRevisionOne(t *testing.T) {
 	if rev := r.Revisions[component]; rev != 1 {
 		t.Errorf("latestAvailableRevision %d, want 1", rev)
 	}
-	cms, err := r.Cluster.KubeInformers.ConfigMapLister().ConfigMaps(scheduler.TargetNamespace).List(labels.Everything())
+	statuses, err := r.RevisionStatuses(scheduler.TargetNamespace)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var statuses []string
-	for _, cm := range cms {
-		if strings.HasPrefix(cm.Name, "revision-status-") {
-			statuses = append(statuses, cm.Name)
-		}
 	}
 	if len(statuses) != 1 || statuses[0] != "revision-status-1" {
 		t.Errorf("revision status configmaps %v, want [revision-status-1]", statuses)
@@ -72,50 +52,7 @@ func TestRevisionOne(t *testing.T) {
 // TestConformance compares the pod, the config files and the file list (paths and modes) with the operator's
 // reference output; only documented adaptations may differ, and every adaptation must still be needed.
 func TestConformance(t *testing.T) {
-	r := sno(t)
-	rep, err := conformance.Compare(conformance.Options{RenderDir: r.Dir, ExpectedDir: rendertest.ExpectedDir(),
-		Components: []string{component}, Images: r.Inputs.Images})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	rep.Write(&b)
-	if !rep.OK() {
-		t.Errorf("%s", b.String())
-	} else {
-		t.Log(b.String())
-	}
-	list, err := os.ReadFile(path.Join(rendertest.ExpectedDir(), "FILES.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 1 // the pod
-	for _, l := range strings.Split(string(list), "\n") {
-		if strings.Contains(l, component) {
-			n++
-		}
-	}
-	if rep.Compared < n {
-		t.Errorf("only %d items compared, want at least %d", rep.Compared, n)
-	}
-	raw, err := manifests.Read(component + "/conformance-adaptations.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var adaptations []struct{ Path, Reason string }
-	if err := yaml.Unmarshal(raw, &adaptations); err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range adaptations {
-		re := regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(a.Path), `\*`, ".*") + "$")
-		used := false
-		for _, d := range rep.Adapted {
-			used = used || re.MatchString(d.Path)
-		}
-		if !used {
-			t.Errorf("adaptation %q matches no difference: it is stale", a.Path)
-		}
-	}
+	rendertest.CheckConformance(t, sno(t), component)
 }
 
 // TestFeatureGatesArgument: the scheduler's fifth argument is --feature-gates with every gate of the Default
@@ -257,17 +194,7 @@ func TestSchedulerSpec(t *testing.T) {
 // TestLoopOrder: the loops run in the operator's order, as the package documents it.
 func TestLoopOrder(t *testing.T) {
 	r := sno(t)
-	var got []string
-	for _, l := range r.Component(component).Converge() {
-		l.Close()
-		name := l.Name
-		if strings.HasPrefix(name, "target-config/") {
-			name = "target-config"
-		}
-		if len(got) == 0 || got[len(got)-1] != name {
-			got = append(got, name)
-		}
-	}
+	got := r.LoopOrder(component)
 	want := []string{"static-resources/" + component, "node/" + component, "config-observer/" + component, "target-config", "resource-sync/" + component}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("loops %v, want %v", got, want)

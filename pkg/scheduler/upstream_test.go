@@ -3,10 +3,7 @@ package scheduler_test
 import (
 	"flag"
 	"fmt"
-	"os"
-	"os/exec"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
 
@@ -14,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/render-static/render-static/pkg/controllermanager/upstreamtest"
+	"github.com/render-static/render-static/internal/upstreamtest"
 	"github.com/render-static/render-static/pkg/scheduler"
 )
 
@@ -101,49 +98,14 @@ func TestUpstreamPod(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			whole := strings.Join(append(append([]string(nil), c.Command...), c.Args...), " ")
-			for _, bad := range []string{"openshift", "/bin/sh", "/bin/bash", "hyperkube", "config.yaml", "--config", "feature-gates"} {
-				if strings.Contains(whole, bad) {
-					t.Errorf("command line contains %q: %s", bad, whole)
-				}
-			}
-			seen := map[string]bool{}
-			for _, a := range args {
-				typ, ok := list.Flags[a.Name]
-				switch {
-				case !ok:
-					t.Errorf("--%s is not a kube-scheduler v1.34.3 flag", a.Name)
-				case list.Deprecated[a.Name] && !allowedDeprecated[a.Name]:
-					t.Errorf("--%s is deprecated in kube-scheduler v1.34.3", a.Name)
-				case typ == "bool" && a.Value != "true" && a.Value != "false":
-					t.Errorf("--%s=%s: a bool flag", a.Name, a.Value)
-				case seen[a.Name]:
-					t.Errorf("--%s given more than once", a.Name)
-				}
-				seen[a.Name] = true
-			}
+			upstreamtest.CheckCommandLine(t, c, []string{"openshift", "/bin/sh", "/bin/bash", "hyperkube", "config.yaml", "--config", "feature-gates"})
+			upstreamtest.CheckFlags(t, args, list, "kube-scheduler v1.34.3", allowedDeprecated)
 			one := func(name string) string {
 				t.Helper()
-				v := upstreamtest.Values(args, name)
-				if len(v) != 1 {
-					t.Errorf("--%s given %d times, want once", name, len(v))
-					return ""
-				}
-				return v[0]
+				return upstreamtest.One(t, args, name)
 			}
 
-			pathRE := regexp.MustCompile(`(?:^|,)/[a-z]`)
-			for _, a := range args {
-				switch {
-				case upstreamFileFlags[a.Name]:
-					if _, err := r.ContainerFile(pod, c.Name, a.Value); err != nil {
-						t.Errorf("--%s: %v", a.Name, err)
-					}
-				case a.Name == "cert-dir":
-				case pathRE.MatchString(a.Value):
-					t.Errorf("--%s=%s names a path but is not a known file flag", a.Name, a.Value)
-				}
-			}
+			upstreamtest.CheckFileFlags(t, r, pod, c, args, upstreamFileFlags)
 			upstreamtest.CheckScratchDir(t, pod, c, one("cert-dir"))
 			upstreamtest.CheckVolumes(t, r, pod, c, component)
 
@@ -221,37 +183,11 @@ func TestUpstreamSameFilesAsOpenShift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var same []string
-	for _, a := range args {
-		if !strings.HasPrefix(a.Value, "/") {
-			continue
-		}
-		if v, ok := osFlags[a.Name]; !ok || v != a.Value {
-			t.Errorf("--%s=%s; the OpenShift pod: %q", a.Name, a.Value, v)
-			continue
-		}
-		same = append(same, a.Name)
-	}
-	sort.Strings(same)
+	same := upstreamtest.SamePathFlags(t, args, osFlags)
 	if want := "authentication-kubeconfig authorization-kubeconfig cert-dir kubeconfig"; strings.Join(same, " ") != want {
 		t.Errorf("path flags shared with the OpenShift pod: %v, want %s", same, want)
 	}
-	mounts := func(p *corev1.Pod) map[string]string {
-		hostPaths := map[string]string{}
-		for _, v := range p.Spec.Volumes {
-			if v.HostPath != nil {
-				hostPaths[v.Name] = v.HostPath.Path
-			}
-		}
-		out := map[string]string{}
-		for _, m := range p.Spec.Containers[0].VolumeMounts {
-			if hp, ok := hostPaths[m.Name]; ok {
-				out[m.MountPath] = hp
-			}
-		}
-		return out
-	}
-	if o, u := mounts(osPod), mounts(upPod); fmt.Sprint(o) != fmt.Sprint(u) {
+	if o, u := upstreamtest.HostPathMounts(osPod), upstreamtest.HostPathMounts(upPod); fmt.Sprint(o) != fmt.Sprint(u) {
 		t.Errorf("node directories mounted: OpenShift pod %v, upstream pod %v", o, u)
 	}
 }
@@ -261,25 +197,7 @@ func TestUpstreamSameFilesAsOpenShift(t *testing.T) {
 func TestUpstreamLayoutIsTheOpenShiftFlavors(t *testing.T) {
 	up := renderUpstream(t, upstreamtest.Cases[0])
 	openshift := sno(t)
-	n := 0
-	for _, f := range openshift.Tree.Files() {
-		if !strings.Contains(f.Path, component) {
-			continue
-		}
-		n++
-		u, ok := up.File(f.Path)
-		switch {
-		case !ok:
-			t.Errorf("the upstream flavor lacks %s", f.Path)
-		case u.Mode != f.Mode:
-			t.Errorf("%s: mode %o, the OpenShift flavor's %o", f.Path, u.Mode, f.Mode)
-		}
-	}
-	for p := range up.Files() {
-		if _, ok := openshift.File(p); strings.Contains(p, component) && !ok {
-			t.Errorf("only the upstream flavor lays down %s", p)
-		}
-	}
+	n := upstreamtest.CompareLayout(t, up, openshift, component)
 	if n < 15 {
 		t.Errorf("only %d kube-scheduler files compared", n)
 	}
@@ -296,32 +214,19 @@ func TestUpstreamLayoutIsTheOpenShiftFlavors(t *testing.T) {
 // list is its --help, and its own flag set parses every case's arguments (an unknown flag or a malformed value
 // fails, as the last check shows). Skipped without the binary.
 func TestUpstreamFlagsParseWithTheBinary(t *testing.T) {
-	bin := upstreamtest.Binary("kube-scheduler", upstreamVersion)
-	if bin == "" {
-		if *updateUpstreamFlags {
-			t.Fatal("-update-upstream-flags needs the e2e-built kube-scheduler (hack/e2e-build.sh builds it)")
-		}
-		t.Skip("no e2e-built kube-scheduler " + upstreamVersion + " in the e2e cache")
-	}
-	help, err := exec.Command(bin, "--help").Output()
+	bin := upstreamtest.RequireBinary(t, "kube-scheduler", upstreamVersion, *updateUpstreamFlags)
+	help, err := upstreamtest.Help(bin)
 	if err != nil {
-		t.Fatalf("%s --help: %v", bin, err)
+		t.Fatal(err)
 	}
-	got, err := upstreamtest.FlagListFromHelp(string(help), `kube-scheduler v1.34.3, from the --help of the binary test/e2e builds (k8s.io/kubernetes v1.34.3):
+	got, err := upstreamtest.FlagListFromHelp(help, `kube-scheduler v1.34.3, from the --help of the binary test/e2e builds (k8s.io/kubernetes v1.34.3):
 flag NAME TYPE [deprecated] (TYPE bool: no value type), cipher-suite (preferred), insecure-cipher-suite, tls-version.
 Regenerate with
   go test ./pkg/scheduler -run TestUpstreamFlagsParseWithTheBinary -args -update-upstream-flags`, upstreamtest.TLSValueLists)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *updateUpstreamFlags {
-		if err := os.WriteFile(upstreamFlagList, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if want, err := os.ReadFile(upstreamFlagList); err != nil || string(want) != got {
-		t.Errorf("%s is not %s's --help (go test ./pkg/scheduler -run TestUpstreamFlagsParseWithTheBinary -args -update-upstream-flags): %v", upstreamFlagList, bin, err)
-	}
+	upstreamtest.CheckFlagList(t, upstreamFlagList, bin, got, *updateUpstreamFlags, "go test ./pkg/scheduler -run TestUpstreamFlagsParseWithTheBinary -args -update-upstream-flags")
 	for _, tc := range upstreamtest.Cases {
 		t.Run(tc.Name, func(t *testing.T) {
 			pod, err := renderUpstream(t, tc).Pod(podFile)

@@ -1,14 +1,15 @@
-// Package upstreamtest is what the --flavor upstream tests of kube-controller-manager and kube-scheduler share: it
-// renders install-configs with the upstream flavor through the whole pipeline (pkg/pipeline: validate, one engine
-// run of every registered component, export) once per test binary and case, resolves the paths a container sees
-// through its pod's mounts, checks the kubeconfigs, volumes, scratch directory and probes of the pods, and reads and
-// writes the committed flag lists of the upstream binaries (derived from the --help of the binaries test/e2e
-// builds). It is for tests only.
+// Package upstreamtest is what the --flavor upstream tests of the component packages (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler) share: it renders install-configs with the upstream flavor through the
+// whole pipeline (pkg/pipeline: validate, one engine run of every registered component, export) once per test
+// binary and case, resolves the paths a container sees through its pod's mounts (rendertest.MountedPath), checks
+// the kubeconfigs, volumes, scratch directory, probes and host-path mounts of the pods, parses --name=value
+// arguments, reads and writes the committed flag lists of the upstream binaries (derived from the --help of the
+// binaries test/e2e builds), finds those binaries and lets them parse the pods' flags. It is for tests only:
+// import it from _test.go files.
 package upstreamtest
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"net"
@@ -23,14 +24,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/render-static/render-static/internal/rendertest"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/controllermanager"
-	"github.com/render-static/render-static/pkg/controllermanager/rendertest"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/pipeline"
 )
@@ -59,7 +58,7 @@ type Render struct {
 	Engine *pipeline.Engine
 	Tree   *export.Tree
 	Took   time.Duration
-	files  map[string]export.File
+	files  rendertest.Files
 }
 
 type cached struct {
@@ -86,60 +85,32 @@ func Get(c Case) (*Render, error) {
 	return e.r, e.err
 }
 
-var nodeIPComment = regexp.MustCompile(`(?m)^# node-ip: (\S+)`)
-
 func render(c Case) (*Render, error) {
 	start := time.Now()
 	ips := c.NodeIPs
 	if ips == "" {
-		raw, err := os.ReadFile(c.InstallConfig)
-		if err != nil {
+		var err error
+		if ips, err = rendertest.NodeIPs(c.InstallConfig); err != nil {
 			return nil, err
 		}
-		m := nodeIPComment.FindSubmatch(raw)
-		if m == nil {
-			return nil, fmt.Errorf("%s has no '# node-ip:' comment", c.InstallConfig)
-		}
-		ips = string(m[1])
 	}
 	// Dir is validated but never written: the tree stays in memory.
-	in, err := pipeline.Validate(pipeline.Options{InstallConfig: c.InstallConfig, NodeIP: ips, NodeName: rendertest.NodeName,
+	in, eng, o, err := rendertest.Pipeline(pipeline.Options{InstallConfig: c.InstallConfig, NodeIP: ips, NodeName: rendertest.NodeName,
 		Dir: "unused", CertValidity: certs.DefaultLeafValidity, InfraID: rendertest.InfraID, Flavor: string(clusterconfig.FlavorUpstream)})
 	if err != nil {
 		return nil, err
 	}
-	eng, err := pipeline.RunEngine(context.Background(), in)
-	if err != nil {
-		return nil, err
-	}
-	o, err := pipeline.Export(context.Background(), eng)
-	if err != nil {
-		return nil, err
-	}
-	r := &Render{Case: c, Inputs: in, Engine: eng, Tree: o.Tree, Took: time.Since(start), files: map[string]export.File{}}
-	for _, f := range o.Tree.Files() {
-		r.files[f.Path] = f
-	}
-	return r, nil
+	return &Render{Case: c, Inputs: in, Engine: eng, Tree: o.Tree, Took: time.Since(start), files: rendertest.FilesOf(o.Tree)}, nil
 }
 
 // File returns a node file of the render (with or without the leading slash).
-func (r *Render) File(p string) (export.File, bool) {
-	f, ok := r.files["/"+strings.TrimPrefix(p, "/")]
-	return f, ok
-}
+func (r *Render) File(p string) (export.File, bool) { return r.files.File(p) }
 
 // Files returns the node paths of the render (with the leading slash).
 func (r *Render) Files() map[string]export.File { return r.files }
 
 // Pod decodes the static pod manifest /etc/kubernetes/manifests/<file>.
-func (r *Render) Pod(file string) (*corev1.Pod, error) {
-	f, ok := r.File(path.Join(export.PodManifestDir, file))
-	if !ok {
-		return nil, fmt.Errorf("the render has no %s/%s", export.PodManifestDir, file)
-	}
-	return resourceread.ReadPodV1(f.Contents)
-}
+func (r *Render) Pod(file string) (*corev1.Pod, error) { return r.files.Pod(file) }
 
 // ContainerFile reads the file a container of pod sees at p: through its mounts, a file the render lays down.
 func (r *Render) ContainerFile(pod *corev1.Pod, container, p string) ([]byte, error) {
@@ -157,108 +128,19 @@ func (r *Render) ContainerFile(pod *corev1.Pod, container, p string) ([]byte, er
 	return f.Contents, nil
 }
 
-// Kubeconfig is what a kubeconfig a pod names must be.
-type Kubeconfig struct {
-	Path            string // as the container sees it
-	Server          string
-	User            string // the client certificate's common name
-	ServerName      string // the name kube-apiserver's serving certificate must verify for
-	ServingCertFile string // node path of that serving certificate
-	ClientCAFile    string // node path of kube-apiserver's client CA bundle
-}
+// Kubeconfig is what a kubeconfig a pod names must be (Path: as the container sees it).
+type Kubeconfig = rendertest.Kubeconfig
 
 // CheckKubeconfig verifies a kubeconfig a container of pod reads: its server; that its CA (a file the container
 // sees) verifies kube-apiserver's serving certificate for the server name; that its client certificate and key
 // (files the container sees) belong together, are the user's and chain to kube-apiserver's client CA.
 func (r *Render) CheckKubeconfig(pod *corev1.Pod, container string, k Kubeconfig) error {
-	raw, err := r.ContainerFile(pod, container, k.Path)
-	if err != nil {
-		return err
-	}
-	cfg, err := clientcmd.Load(raw)
-	if err != nil {
-		return fmt.Errorf("%s: %w", k.Path, err)
-	}
-	ctx, ok := cfg.Contexts[cfg.CurrentContext]
-	if !ok {
-		return fmt.Errorf("%s: no current context %q", k.Path, cfg.CurrentContext)
-	}
-	cluster, user := cfg.Clusters[ctx.Cluster], cfg.AuthInfos[ctx.AuthInfo]
-	if cluster == nil || user == nil {
-		return fmt.Errorf("%s: context %s names no cluster or user", k.Path, cfg.CurrentContext)
-	}
-	if cluster.Server != k.Server {
-		return fmt.Errorf("%s: server %s, want %s", k.Path, cluster.Server, k.Server)
-	}
-	caPEM, err := r.ContainerFile(pod, container, cluster.CertificateAuthority)
-	if err != nil {
-		return fmt.Errorf("%s: certificate-authority: %w", k.Path, err)
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(caPEM) {
-		return fmt.Errorf("%s: certificate-authority %s holds no certificate", k.Path, cluster.CertificateAuthority)
-	}
-	serving, err := r.Certificate(k.ServingCertFile)
-	if err != nil {
-		return err
-	}
-	if _, err := serving.Verify(x509.VerifyOptions{Roots: roots, DNSName: k.ServerName}); err != nil {
-		return fmt.Errorf("%s: its CA does not verify kube-apiserver for %s: %w", k.Path, k.ServerName, err)
-	}
-	certPEM, err := r.ContainerFile(pod, container, user.ClientCertificate)
-	if err != nil {
-		return fmt.Errorf("%s: client-certificate: %w", k.Path, err)
-	}
-	keyPEM, err := r.ContainerFile(pod, container, user.ClientKey)
-	if err != nil {
-		return fmt.Errorf("%s: client-key: %w", k.Path, err)
-	}
-	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
-		return fmt.Errorf("%s: client certificate and key do not match: %w", k.Path, err)
-	}
-	client, err := firstCertificate(certPEM)
-	if err != nil {
-		return fmt.Errorf("%s: client-certificate: %w", k.Path, err)
-	}
-	if client.Subject.CommonName != k.User {
-		return fmt.Errorf("%s: client certificate for %q, want %q", k.Path, client.Subject.CommonName, k.User)
-	}
-	clientCA, ok := r.File(k.ClientCAFile)
-	if !ok {
-		return fmt.Errorf("the render has no %s", k.ClientCAFile)
-	}
-	clientRoots := x509.NewCertPool()
-	if !clientRoots.AppendCertsFromPEM(clientCA.Contents) {
-		return fmt.Errorf("%s holds no certificate", k.ClientCAFile)
-	}
-	if _, err := client.Verify(x509.VerifyOptions{Roots: clientRoots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
-		return fmt.Errorf("%s: client certificate does not chain to kube-apiserver's client CA %s: %w", k.Path, k.ClientCAFile, err)
-	}
-	return nil
+	return rendertest.CheckKubeconfig(func(p string) ([]byte, error) { return r.ContainerFile(pod, container, p) }, r.File, k)
 }
 
 // Certificate parses the first certificate of a node file.
 func (r *Render) Certificate(nodePath string) (*x509.Certificate, error) {
-	f, ok := r.File(nodePath)
-	if !ok {
-		return nil, fmt.Errorf("the render has no %s", nodePath)
-	}
-	c, err := firstCertificate(f.Contents)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", nodePath, err)
-	}
-	return c, nil
-}
-
-func firstCertificate(pemData []byte) (*x509.Certificate, error) {
-	cs, err := certs.ParseCertificates(pemData)
-	if err != nil {
-		return nil, err
-	}
-	if len(cs) == 0 {
-		return nil, fmt.Errorf("no certificate")
-	}
-	return cs[0], nil
+	return rendertest.Certificate(r.File, nodePath)
 }
 
 // Arg is one "--name=value" argument.
@@ -438,6 +320,15 @@ func Binary(name, version string) string {
 	return ""
 }
 
+// Help is the --help of bin (its standard output).
+func Help(bin string) (string, error) {
+	out, err := exec.Command(bin, "--help").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s --help: %v", path.Base(bin), err)
+	}
+	return string(out), nil
+}
+
 // ParsesFlags runs bin with args and --help last: the binary parses every flag (an unknown flag or a malformed
 // value fails) and exits 0 after printing its help.
 func ParsesFlags(bin string, args []string) error {
@@ -531,5 +422,157 @@ func CheckProbes(t testing.TB, pod *corev1.Pod, c *corev1.Container, nodeIP stri
 	}
 	if !pod.Spec.HostNetwork || pod.Spec.PriorityClassName != "system-node-critical" {
 		t.Errorf("hostNetwork %v priorityClassName %q", pod.Spec.HostNetwork, pod.Spec.PriorityClassName)
+	}
+}
+
+// HostPathMounts maps the mount points of the pod's first container to the node directories of the hostPath
+// volumes mounted there.
+func HostPathMounts(p *corev1.Pod) map[string]string {
+	hostPaths := map[string]string{}
+	for _, v := range p.Spec.Volumes {
+		if v.HostPath != nil {
+			hostPaths[v.Name] = v.HostPath.Path
+		}
+	}
+	out := map[string]string{}
+	for _, m := range p.Spec.Containers[0].VolumeMounts {
+		if hp, ok := hostPaths[m.Name]; ok {
+			out[m.MountPath] = hp
+		}
+	}
+	return out
+}
+
+// RequireBinary is Binary for a test of the committed flag list: without the binary it skips the test, or fails it
+// when the list is to be rewritten (update).
+func RequireBinary(t testing.TB, name, version string, update bool) string {
+	t.Helper()
+	bin := Binary(name, version)
+	if bin == "" {
+		if update {
+			t.Fatalf("-update-upstream-flags needs the e2e-built %s (make e2e-build builds it)", name)
+		}
+		t.Skipf("no e2e-built %s (%s) in the e2e cache", name, version)
+	}
+	return bin
+}
+
+// CheckFlagList: the committed flag list file is got, the list made from bin's --help; with update, got is
+// written to file first. regenerate is the command that rewrites it.
+func CheckFlagList(t testing.TB, file, bin, got string, update bool, regenerate string) {
+	t.Helper()
+	if update {
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want, err := os.ReadFile(file); err != nil || string(want) != got {
+		t.Errorf("%s is not %s's --help (%s): %v", file, bin, regenerate, err)
+	}
+}
+
+// SamePathFlags checks that every argument whose value is an absolute path has the same value in the OpenShift
+// pod (osFlags: name → value) and returns their names, sorted.
+func SamePathFlags(t testing.TB, args []Arg, osFlags map[string]string) []string {
+	t.Helper()
+	var same []string
+	for _, a := range args {
+		if !strings.HasPrefix(a.Value, "/") {
+			continue
+		}
+		if v, ok := osFlags[a.Name]; !ok || v != a.Value {
+			t.Errorf("--%s=%s; the OpenShift pod: %q", a.Name, a.Value, v)
+			continue
+		}
+		same = append(same, a.Name)
+	}
+	sort.Strings(same)
+	return same
+}
+
+// CompareLayout checks that the upstream render lays down the same files naming component, with the same modes, as
+// the OpenShift flavor's render, and returns how many files it compared.
+func CompareLayout(t testing.TB, up *Render, openshift *rendertest.Render, component string) int {
+	t.Helper()
+	n := 0
+	for _, f := range openshift.Tree.Files() {
+		if !strings.Contains(f.Path, component) {
+			continue
+		}
+		n++
+		u, ok := up.File(f.Path)
+		switch {
+		case !ok:
+			t.Errorf("the upstream flavor lacks %s", f.Path)
+		case u.Mode != f.Mode:
+			t.Errorf("%s: mode %o, the OpenShift flavor's %o", f.Path, u.Mode, f.Mode)
+		}
+	}
+	for p := range up.Files() {
+		if _, ok := openshift.File(p); strings.Contains(p, component) && !ok {
+			t.Errorf("only the upstream flavor lays down %s", p)
+		}
+	}
+	return n
+}
+
+// One returns the value of a flag that must be given exactly once.
+func One(t testing.TB, args []Arg, name string) string {
+	t.Helper()
+	v := Values(args, name)
+	if len(v) != 1 {
+		t.Errorf("--%s given %d times, want once", name, len(v))
+		return ""
+	}
+	return v[0]
+}
+
+// CheckCommandLine: the container's command and arguments contain none of bad.
+func CheckCommandLine(t testing.TB, c *corev1.Container, bad []string) {
+	t.Helper()
+	whole := strings.Join(append(append([]string(nil), c.Command...), c.Args...), " ")
+	for _, b := range bad {
+		if strings.Contains(whole, b) {
+			t.Errorf("command line contains %q: %s", b, whole)
+		}
+	}
+}
+
+// CheckFlags: every argument is a flag of the list (binary: the binary and version it is of), not deprecated unless
+// allowed, given once, and a bool flag's value is a bool.
+func CheckFlags(t testing.TB, args []Arg, list *FlagList, binary string, allowedDeprecated map[string]bool) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, a := range args {
+		typ, ok := list.Flags[a.Name]
+		switch {
+		case !ok:
+			t.Errorf("--%s is not a %s flag", a.Name, binary)
+		case list.Deprecated[a.Name] && !allowedDeprecated[a.Name]:
+			t.Errorf("--%s is deprecated in %s", a.Name, binary)
+		case typ == "bool" && a.Value != "true" && a.Value != "false":
+			t.Errorf("--%s=%s: a bool flag", a.Name, a.Value)
+		case seen[a.Name]:
+			t.Errorf("--%s given more than once", a.Name)
+		}
+		seen[a.Name] = true
+	}
+}
+
+// CheckFileFlags: every file flag (fileFlags) names a non-empty file of the render, through the container's
+// mounts; no other flag but --cert-dir names an absolute path.
+func CheckFileFlags(t testing.TB, r *Render, pod *corev1.Pod, c *corev1.Container, args []Arg, fileFlags map[string]bool) {
+	t.Helper()
+	pathRE := regexp.MustCompile(`(?:^|,)/[a-z]`)
+	for _, a := range args {
+		switch {
+		case fileFlags[a.Name]:
+			if _, err := r.ContainerFile(pod, c.Name, a.Value); err != nil {
+				t.Errorf("--%s: %v", a.Name, err)
+			}
+		case a.Name == "cert-dir":
+		case pathRE.MatchString(a.Value):
+			t.Errorf("--%s=%s names a path but is not a known file flag", a.Name, a.Value)
+		}
 	}
 }
