@@ -90,11 +90,7 @@ func (k *Component) Converge() []loops.Loop {
 
 // Revision returns the revision controller, run once every converge loop settled.
 func (k *Component) Revision() ([]loops.Loop, error) {
-	l, err := staticpod.RevisionLoop(k.cluster, ComponentName, k.StaticPod(), k.op, k.recorder)
-	if err != nil {
-		return nil, err
-	}
-	return []loops.Loop{l}, nil
+	return staticpod.RevisionLoops(k.cluster, ComponentName, k.StaticPod(), k.op, k.recorder)
 }
 
 // StaticPod is what the operator hands its revision controller and installer: the revisioned configmaps (the pod

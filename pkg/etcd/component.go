@@ -115,11 +115,7 @@ func (k *Component) Converge() []loops.Loop {
 
 // Revision returns library-go's revision controller for the etcd static pod.
 func (k *Component) Revision() ([]loops.Loop, error) {
-	l, err := staticpod.RevisionLoop(k.cluster, k.Name(), StaticPod(), k.op, k.recorder)
-	if err != nil {
-		return nil, err
-	}
-	return []loops.Loop{l}, nil
+	return staticpod.RevisionLoops(k.cluster, k.Name(), StaticPod(), k.op, k.recorder)
 }
 
 // StaticPod is what the installer lays out for etcd.

@@ -85,11 +85,7 @@ func (s *Component) Converge() []loops.Loop {
 
 // Revision returns the revision controller, run once every converge loop settled.
 func (s *Component) Revision() ([]loops.Loop, error) {
-	l, err := staticpod.RevisionLoop(s.cluster, ComponentName, s.StaticPod(), s.op, s.recorder)
-	if err != nil {
-		return nil, err
-	}
-	return []loops.Loop{l}, nil
+	return staticpod.RevisionLoops(s.cluster, ComponentName, s.StaticPod(), s.op, s.recorder)
 }
 
 // StaticPod is what the operator hands its revision controller and installer. The pod configmap and manifest are

@@ -53,6 +53,15 @@ func RevisionLoop(c *loops.Cluster, component string, sp StaticPod, operator loo
 	return loops.ControllerLoop("revision/"+component, ctrl, recorder), nil
 }
 
+// RevisionLoops is the revision phase of a component: its RevisionLoop alone.
+func RevisionLoops(c *loops.Cluster, component string, sp StaticPod, operator loops.StaticPodOperator, recorder events.Recorder) ([]loops.Loop, error) {
+	l, err := RevisionLoop(c, component, sp, operator, recorder)
+	if err != nil {
+		return nil, err
+	}
+	return []loops.Loop{l}, nil
+}
+
 // LatestRevision is the operator's latestAvailableRevision.
 func LatestRevision(operator loops.StaticPodOperator) (int, error) {
 	_, status, _, err := operator.GetStaticPodOperatorState()
