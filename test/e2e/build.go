@@ -29,7 +29,7 @@ const (
 	EtcdVersion = "3.6.5"
 
 	// recipeVersion is part of the cache key: bump it when the build flags below change.
-	recipeVersion = "1"
+	recipeVersion = "2"
 )
 
 // ToolModule is one wrapper module and the binaries built from it.
@@ -59,6 +59,7 @@ func Tools() []ToolModule {
 			"kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
 			"kube-scheduler":          "k8s.io/kubernetes/cmd/kube-scheduler",
 			"kubectl":                 "k8s.io/kubernetes/cmd/kubectl",
+			"kubelet":                 "k8s.io/kubernetes/cmd/kubelet",
 		}},
 		{Dir: "etcd", Packages: map[string]string{
 			"etcd":    "go.etcd.io/etcd/server/v3",
@@ -226,6 +227,9 @@ func EnsureBinaries(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 	steps := map[string]string{}
 	for _, m := range Tools() {
 		t0 := time.Now()
+		if err := downloadModules(bctx, goBin, filepath.Join(o.ToolsDir, m.Dir), logFile, o.Logf); err != nil {
+			return nil, fmt.Errorf("downloading %s's modules (log %s): %w", m.Dir, logPath, err)
+		}
 		if err := buildModule(bctx, goBin, filepath.Join(o.ToolsDir, m.Dir), m, tmp, gocache, logFile); err != nil {
 			return nil, fmt.Errorf("building %s (log %s): %w\n%s", m.Dir, logPath, err, tail(logPath, 40))
 		}
@@ -265,6 +269,31 @@ func EnsureBinaries(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 	}
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// downloadModules fetches a wrapper module's dependencies before the build, each attempt bounded: a download
+// from the module proxy was seen to stall for minutes with no progress, and a new process finished the same
+// download in a second. The build that follows then needs no network.
+func downloadModules(ctx context.Context, goBin, modDir string, log io.Writer, logf func(string, ...any)) error {
+	const attempts, perAttempt = 4, 4 * time.Minute
+	var err error
+	for i := 1; i <= attempts; i++ {
+		actx, cancel := context.WithTimeout(ctx, perAttempt)
+		cmd := exec.CommandContext(actx, goBin, "mod", "download")
+		cmd.Dir = modDir
+		cmd.Env = append(filteredEnv("GOFLAGS", "GOWORK"), "GOFLAGS=-mod=readonly", "GOWORK=off")
+		cmd.Stdout, cmd.Stderr = log, log
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = 10 * time.Second
+		err = cmd.Run()
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		logf("go mod download in %s failed (attempt %d of %d, each bounded by %s): %v", modDir, i, attempts, perAttempt, err)
+	}
+	return err
 }
 
 // buildModule runs one `go build` for all of a module's binaries (one command shares the action graph and
