@@ -11,11 +11,13 @@
 #    A manifest that fails is retried in the next pass over its round, at most AIOKUBE_ATTEMPTS passes.
 # 3. Records each created manifest as AIOKUBE_STATE_DIR/done/<manifest> and logs it (to the journal), so a
 #    reboot half-way finishes the job; AIOKUBE_STATE_DIR/applied marks the end of the apply.
-# 4. Waits, bounded, until kube-controller-manager filled the legacy service-account token secrets the render
+# 4. Sets AIOKUBE_NODE_LABELS on the Node AIOKUBE_NODE_NAME through the API once the kubelet registered it
+#    (bounded by AIOKUBE_API_WAIT_SECONDS): the labels an upstream kubelet may not set itself, as kubeadm does.
+# 5. Waits, bounded, until kube-controller-manager filled the legacy service-account token secrets the render
 #    exported empty (AIOKUBE_LEGACY_TOKENS), and copies each live token over the render's in the revision
 #    directories under AIOKUBE_STATIC_POD_RESOURCES (see sync_legacy_tokens). What is not filled in time is logged
 #    and left as it is: it does not fail the run.
-# 5. Removes what only the first boot needed (AIOKUBE_CLEANUP, then its empty parents AIOKUBE_CLEANUP_DIRS),
+# 6. Removes what only the first boot needed (AIOKUBE_CLEANUP, then its empty parents AIOKUBE_CLEANUP_DIRS),
 #    disables and removes itself (unit and script), and removes its state last.
 #
 # The client is the host's oc (RHCOS ships it), else kubectl, else oc from AIOKUBE_CLIENT_IMAGE through podman.
@@ -38,6 +40,8 @@ retry=${AIOKUBE_RETRY_SECONDS:-15}
 crd_wait=${AIOKUBE_CRD_WAIT_SECONDS:-120}
 request_timeout=${AIOKUBE_REQUEST_TIMEOUT_SECONDS:-30}
 read -r -a legacy_tokens <<<"${AIOKUBE_LEGACY_TOKENS:-}"
+node_name=${AIOKUBE_NODE_NAME:-}
+read -r -a node_labels <<<"${AIOKUBE_NODE_LABELS:-}"
 token_wait=${AIOKUBE_TOKEN_WAIT_SECONDS:-600}
 resources=$root${AIOKUBE_STATIC_POD_RESOURCES:-/etc/kubernetes/static-pod-resources}
 
@@ -278,6 +282,22 @@ sync_legacy_tokens() {
 	done
 }
 
+label_node() {
+	if ((${#node_labels[@]} == 0)); then
+		return 0
+	fi
+	pick_client || return 1
+	local deadline=$((SECONDS + api_wait))
+	until kc label node "$node_name" --overwrite "${node_labels[@]}" >/dev/null 2>&1; do
+		if ((SECONDS >= deadline)); then
+			log "node $node_name: could not set ${node_labels[*]} within ${api_wait}s (not registered?)"
+			return 1
+		fi
+		sleep "$retry"
+	done
+	log "node $node_name: labelled ${node_labels[*]}"
+}
+
 clean_up() {
 	local p
 	log "removing what only the first boot needed: ${cleanup[*]}"
@@ -308,6 +328,7 @@ main() {
 	else
 		log "every manifest was created before; finishing the token sync and the clean-up"
 	fi
+	label_node
 	sync_legacy_tokens
 	clean_up
 }

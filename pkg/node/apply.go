@@ -127,9 +127,12 @@ func (o Options) cleanupDirs() []string {
 }
 
 // aiokubeEnv is aiokube.sh's configuration, set by aiokube.service. tokens are the exported legacy token secrets
-// (legacyTokens) whose live token aiokube copies to the node.
-func (o Options) aiokubeEnv(clientImage string, tokens []string) map[string]string {
+// (legacyTokens) whose live token aiokube copies to the node; labels are what it sets on the Node named node through
+// the API (APILabels).
+func (o Options) aiokubeEnv(clientImage string, tokens []string, node string, labels []string) map[string]string {
 	return map[string]string{
+		"AIOKUBE_NODE_NAME":               node,
+		"AIOKUBE_NODE_LABELS":             strings.Join(labels, " "),
 		"AIOKUBE_MANIFESTS":               o.ManifestsDir,
 		"AIOKUBE_KUBECONFIG":              o.AdminKubeconfig,
 		"AIOKUBE_STATUS_DIR":              StatusDir,

@@ -23,13 +23,63 @@ const crioEndpoint = "unix:///var/run/crio/crio.sock"
 // the kubelet's default lies under /usr, which is read-only on RHCOS.
 const VolumePluginDir = "/etc/kubernetes/kubelet-plugins/volume/exec"
 
-// NodeLabels are the labels the kubelet registers the node with: a single control-plane node that also runs
-// workloads (mastersSchedulable). OpenShift's kubelet accepts node-role labels at registration.
+// NodeLabels are the node's labels: a single control-plane node that also runs workloads (mastersSchedulable).
+// OpenShift's kubelet accepts node-role labels at registration; an upstream kubelet refuses to start with labels
+// in the kubernetes.io and k8s.io namespaces outside its allowed list (k8s.io/kubelet's IsKubeletLabel,
+// pkg/kubelet/apis/well_known_labels.go), so for it those are set through the API after registration, as kubeadm's
+// mark-control-plane phase does (RegistrationLabels, APILabels).
 var NodeLabels = []string{
 	"node-role.kubernetes.io/control-plane",
 	"node-role.kubernetes.io/master",
 	"node-role.kubernetes.io/worker",
 	"node.openshift.io/os_id=rhcos",
+}
+
+// restrictedLabel reports whether an upstream kubelet refuses a label at registration: a key in the kubernetes.io
+// or k8s.io namespace (or a subdomain of them) that is not one of the kubelet's own (none of NodeLabels is).
+func restrictedLabel(label string) bool {
+	key, _, _ := strings.Cut(label, "=")
+	prefix, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return false
+	}
+	for _, ns := range []string{"kubernetes.io", "k8s.io"} {
+		if prefix == ns || strings.HasSuffix(prefix, "."+ns) {
+			return true
+		}
+	}
+	return false
+}
+
+// RegistrationLabels are the labels kubelet.service passes (--node-labels): all of NodeLabels for OpenShift's
+// kubelet, the unrestricted ones for an upstream kubelet.
+func RegistrationLabels(in *clusterconfig.Inputs) []string {
+	var out []string
+	for _, l := range NodeLabels {
+		if in.Flavor != clusterconfig.FlavorUpstream || !restrictedLabel(l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// APILabels are the labels the first-boot apply sets on the Node through the API (key=value, "key=" for an empty
+// value): the rest of NodeLabels.
+func APILabels(in *clusterconfig.Inputs) []string {
+	reg := map[string]bool{}
+	for _, l := range RegistrationLabels(in) {
+		reg[l] = true
+	}
+	var out []string
+	for _, l := range NodeLabels {
+		if !reg[l] {
+			if !strings.Contains(l, "=") {
+				l += "="
+			}
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // KubeletConfiguration is /etc/kubernetes/kubelet.conf for RHCOS: CRI-O, the systemd cgroup driver, static pods
@@ -155,7 +205,7 @@ func kubeletFlags(in *clusterconfig.Inputs) []string {
 		"--runtime-cgroups=/system.slice/crio.service",
 		"--node-ip=" + strings.Join(ips, ","),
 		"--hostname-override=" + in.NodeName,
-		"--node-labels=" + strings.Join(NodeLabels, ","),
+		"--node-labels=" + strings.Join(RegistrationLabels(in), ","),
 		"--v=2",
 	}
 }

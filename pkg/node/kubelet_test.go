@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/render-static/render-static/pkg/clusterconfig"
 )
 
 // decodeKubeletConfigStrict decodes kubelet.conf the strict way: apiVersion/kind through a scheme that knows only
@@ -165,6 +167,51 @@ func TestProxy(t *testing.T) {
 	for _, u := range g.tree(t).Units() {
 		if u.Name == "crio.service" {
 			t.Errorf("a proxy drop-in without a proxy: %+v", u)
+		}
+	}
+}
+
+// TestNodeLabelsByFlavor: OpenShift's kubelet registers with every node label; an upstream kubelet gets only the
+// labels outside kubernetes.io/k8s.io on its command line (it refuses the others) and aiokube sets the rest
+// through the API, so the node ends up with the same labels either way.
+func TestNodeLabelsByFlavor(t *testing.T) {
+	for _, flavor := range []clusterconfig.Flavor{clusterconfig.FlavorOpenShift, clusterconfig.FlavorUpstream} {
+		in := testInputs(t, "examples/sno/install-config.yaml", "192.168.126.10")
+		in.Flavor = flavor
+		var cmdline string
+		for _, f := range kubeletFlags(in) {
+			if v, ok := strings.CutPrefix(f, "--node-labels="); ok {
+				cmdline = v
+			}
+		}
+		reg, api := RegistrationLabels(in), APILabels(in)
+		if cmdline != strings.Join(reg, ",") {
+			t.Errorf("%s: --node-labels=%s, want %s", flavor, cmdline, strings.Join(reg, ","))
+		}
+		if len(reg)+len(api) != len(NodeLabels) {
+			t.Errorf("%s: registration %v + API %v do not cover %v", flavor, reg, api, NodeLabels)
+		}
+		for _, l := range reg {
+			if flavor == clusterconfig.FlavorUpstream && restrictedLabel(l) {
+				t.Errorf("upstream kubelet would refuse --node-labels %s", l)
+			}
+		}
+		switch flavor {
+		case clusterconfig.FlavorOpenShift:
+			if len(api) != 0 {
+				t.Errorf("openshift: labels through the API %v, want none", api)
+			}
+		case clusterconfig.FlavorUpstream:
+			want := []string{"node-role.kubernetes.io/control-plane=", "node-role.kubernetes.io/master=", "node-role.kubernetes.io/worker="}
+			if strings.Join(api, " ") != strings.Join(want, " ") {
+				t.Errorf("upstream: labels through the API %v, want %v", api, want)
+			}
+		}
+	}
+	for l, want := range map[string]bool{"node-role.kubernetes.io/master": true, "node.openshift.io/os_id=rhcos": false,
+		"foo.k8s.io/x=1": true, "example.com/a": false, "plain": false} {
+		if restrictedLabel(l) != want {
+			t.Errorf("restrictedLabel(%q) = %v, want %v", l, !want, want)
 		}
 	}
 }

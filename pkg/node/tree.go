@@ -149,7 +149,7 @@ func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	aiokubeUnit, err := renderTemplate("aiokube.service", map[string]any{"Script": AIOKubeScript, "Env": envLines(o.aiokubeEnv(in.Images.Image("tools"), tokens))})
+	aiokubeUnit, err := renderTemplate("aiokube.service", map[string]any{"Script": AIOKubeScript, "Env": envLines(o.aiokubeEnv(in.Images.Image("tools"), tokens, in.NodeName, APILabels(in)))})
 	if err != nil {
 		return nil, err
 	}
