@@ -7,7 +7,7 @@ EXAMPLE := examples/sno/install-config.yaml
 EXAMPLE_NODE_IP := 192.168.126.10
 EXAMPLE_NODE_NAME := sno-0
 
-.PHONY: all build run test deps e2e-build e2e unit bench lint fuzz clean
+.PHONY: all build run test deps e2e-build e2e lab unit bench lint fuzz clean
 
 all: build
 
@@ -36,6 +36,12 @@ test: deps lint e2e-build
 # Only the end-to-end boot of a rendered control plane (root; private network namespaces).
 e2e: deps e2e-build
 	./hack/e2e-run.sh
+
+# The "kaio" lab: boots the bundled upstream example on this machine with a real kubelet and containerd, in private
+# network, mount and PID namespaces, and leaves you a shell there with KUBECONFIG set (root). LAB_ARGS="IC NODE_IP"
+# boots another install-config. Exiting the shell stops the node and cleans up.
+lab:
+	./hack/lab.sh $(LAB_ARGS)
 
 # Quick: the Go tests, skipping what needs tools that are not installed.
 unit:

@@ -12,6 +12,8 @@ TOOLS=(
 	"systemd-analyze:systemd"
 	"openssl:openssl"
 	"shellcheck:shellcheck"
+	"containerd:containerd"
+	"runc:runc"
 )
 
 SUDO=()
@@ -44,8 +46,19 @@ mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
 
 echo "install-test-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-"${SUDO[@]}" apt-get update
-"${SUDO[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+# Bounded and retried: a stalled mirror must not eat CI's time.
+for attempt in 1 2 3; do
+	if timeout 300 "${SUDO[@]}" apt-get update &&
+		timeout 600 "${SUDO[@]}" apt-get install -y --no-install-recommends "${missing[@]}"; then
+		break
+	fi
+	if ((attempt == 3)); then
+		echo "install-test-deps: apt-get failed three times" >&2
+		exit 1
+	fi
+	echo "install-test-deps: apt-get failed (attempt $attempt of 3); retrying" >&2
+	sleep 10
+done
 
 for entry in "${TOOLS[@]}"; do
 	bin="${entry%%:*}"

@@ -65,6 +65,11 @@ func Tools() []ToolModule {
 			"etcd":    "go.etcd.io/etcd/server/v3",
 			"etcdctl": "go.etcd.io/etcd/etcdctl/v3",
 		}},
+		// Our own small commands: the image writer (go-containerregistry) and the sandbox image's process.
+		{Dir: "oci", Packages: map[string]string{
+			"oci-image": "github.com/render-static/render-static/test/e2e/tools/oci/cmd/oci-image",
+			"pause":     "github.com/render-static/render-static/test/e2e/tools/oci/cmd/pause",
+		}},
 	}
 }
 
@@ -110,13 +115,24 @@ func GoTool() (string, error) {
 	return p, nil
 }
 
-// CacheKey hashes what decides the binaries: every wrapper module's go.mod, go.sum and tools.go, the Go
+// CacheKey hashes what decides the binaries: every wrapper module's go.mod, go.sum and .go files, the Go
 // version and the build recipe.
 func CacheKey(toolsDir, goVersion string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "recipe %s\ngo %s\n", recipeVersion, goVersion)
 	for _, m := range Tools() {
-		for _, f := range []string{"go.mod", "go.sum", "tools.go"} {
+		files := []string{"go.mod", "go.sum"}
+		err := filepath.WalkDir(filepath.Join(toolsDir, m.Dir), func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".go") {
+				rel, _ := filepath.Rel(filepath.Join(toolsDir, m.Dir), p)
+				files = append(files, rel)
+			}
+			return err
+		})
+		if err != nil {
+			return "", err
+		}
+		for _, f := range files {
 			data, err := os.ReadFile(filepath.Join(toolsDir, m.Dir, f))
 			if err != nil {
 				return "", err
@@ -240,6 +256,8 @@ func EnsureBinaries(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 	for _, n := range BinaryNames() {
 		args := []string{"--version"}
 		switch n {
+		case "oci-image", "pause":
+			continue // ours: no version to check
 		case "kubectl":
 			args = []string{"version", "--client"}
 		case "etcdctl":

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -79,54 +80,6 @@ func clients(t *testing.T, kubeconfig string) (*kubernetes.Clientset, *rest.Conf
 		t.Fatal(err)
 	}
 	return cs, cfg
-}
-
-// controlPlaneChecks is what the e2e asserts about a booted control plane (the self-test asserts the same):
-// health, the advertised node IP, a namespace's default ServiceAccount (kube-controller-manager), both
-// leases, an Unschedulable pod (kube-scheduler), a Secret encrypted in etcd, then the first-boot apply step
-// and every exported manifest on the API, and no container ended on the way.
-func controlPlaneChecks(t *testing.T, spec *innerSpec, r *Runner, tm *timings) {
-	cs, cfg := clients(t, spec.Kubeconfig)
-	tm.step("checks", func() {
-		checkHealth(t, cs)
-		checkKubernetesEndpoint(t, cs, spec.ips()[0])
-		if spec.Partial {
-			t.Log("partial boot: no default ServiceAccount, lease or Unschedulable checks")
-			checkNamespace(t, cs, false)
-		} else {
-			ns := checkNamespace(t, cs, true)
-			checkLeases(t, cs)
-			checkUnschedulable(t, cs, ns)
-		}
-		checkSecretEncrypted(t, cs, r)
-	})
-	tm.step("first-boot-apply", func() {
-		t.Run("first-boot-apply", func(t *testing.T) {
-			manifests := filepath.Join(r.Root, "opt", "openshift", "manifests")
-			argv, env := findAiokube(t, r.Root)
-			if argv == nil {
-				t.Skip("no aiokube first-boot step in the render (pkg/node): not applying " + manifests)
-			}
-			// Read the manifests first: on success the step removes what only the first boot needed.
-			objs, err := manifestObjects(manifests)
-			if err != nil {
-				t.Fatalf("exported manifests: %v", err)
-			}
-			// Keep the step's own waits short here; every one of them stays bounded.
-			env = overrideEnv(env, "AIOKUBE_API_WAIT_SECONDS=120", "AIOKUBE_RETRY_SECONDS=2", "AIOKUBE_ATTEMPTS=5",
-				"AIOKUBE_CRD_WAIT_SECONDS=60", "AIOKUBE_REQUEST_TIMEOUT_SECONDS=15")
-			t.Logf("first-boot apply of %d objects: %s", len(objs), strings.Join(argv, " "))
-			ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-			defer cancel()
-			err = r.RunNodeCommand(ctx, "aiokube", argv, env, 5*time.Minute)
-			t.Logf("aiokube output (last lines):\n%s", tail(filepath.Join(r.LogDir, "aiokube.log"), 25))
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkObjectsExist(t, cfg, objs)
-		})
-	})
-	checkNoCrashes(t, r)
 }
 
 // checkHealth: /readyz and /livez answer ok through the admin kubeconfig, and the server is v1.34.3.
@@ -265,35 +218,17 @@ func checkUnschedulable(t *testing.T, cs *kubernetes.Clientset, ns string) {
 	}
 }
 
-// checkSecretEncrypted creates a Secret through the API and reads its bytes straight from etcd with the
-// etcd client library, using the client certificate, CA and endpoint the running kube-apiserver's flags
-// name (mapped through its volume mounts to the Ignition root): they must start with k8s:enc:aescbc:v1:.
-func checkSecretEncrypted(t *testing.T, cs *kubernetes.Clientset, r *Runner) {
+// readSecretFromEtcd creates a Secret through the API and reads its bytes straight from etcd with the etcd client
+// library (CA, client certificate and key files, endpoints, key prefix as kube-apiserver uses them): they must
+// start with k8s:enc:aescbc:v1: and not hold the plaintext.
+func readSecretFromEtcd(t *testing.T, cs *kubernetes.Clientset, caFile, certFile, keyFile string, endpoints []string, prefix string) {
 	t.Helper()
 	ctx := context.Background()
-	api := r.Find("kube-apiserver", "")
-	if api == nil {
-		t.Fatal("no running kube-apiserver container")
-	}
-	flag := func(name string) string {
-		v, ok := api.Flag(name)
-		if !ok {
-			t.Fatalf("kube-apiserver has no --%s", name)
-		}
-		return v
-	}
-	hostFile := func(name string) string {
-		p, err := api.HostPath(flag(name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	caPEM, err := os.ReadFile(hostFile("etcd-cafile"))
+	caPEM, err := os.ReadFile(caFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pair, err := tls.LoadX509KeyPair(hostFile("etcd-certfile"), hostFile("etcd-keyfile"))
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,12 +236,9 @@ func checkSecretEncrypted(t *testing.T, cs *kubernetes.Clientset, r *Runner) {
 	if !pool.AppendCertsFromPEM(caPEM) {
 		t.Fatal("no CA in --etcd-cafile")
 	}
-	endpoints := strings.Split(flag("etcd-servers"), ",")
-	prefix := "/registry"
-	if v, ok := api.Flag("etcd-prefix"); ok {
-		prefix = v
+	if prefix == "" {
+		prefix = "/registry"
 	}
-
 	name := fmt.Sprintf("e2e-%d", time.Now().UnixNano())
 	const plain = "plaintext-that-must-not-reach-etcd"
 	if _, err := cs.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -340,12 +272,44 @@ func checkSecretEncrypted(t *testing.T, cs *kubernetes.Clientset, r *Runner) {
 	}
 }
 
-// checkNoCrashes: no container ended while the control plane was supposed to run.
-func checkNoCrashes(t *testing.T, r *Runner) {
-	t.Helper()
-	for _, u := range r.Unexpected() {
-		t.Errorf("container ended: %s", u)
+// kubeletClientCN is the subject CN of the client certificate in the kubeconfig the kubelet's --kubeconfig names.
+func kubeletClientCN(argv []string) (string, error) {
+	path := ""
+	for _, a := range argv {
+		if v, ok := strings.CutPrefix(a, "--kubeconfig="); ok {
+			path = v
+		}
 	}
+	if path == "" {
+		return "", errors.New("the kubelet has no --kubeconfig")
+	}
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return "", err
+	}
+	ctx := cfg.Contexts[cfg.CurrentContext]
+	if ctx == nil {
+		return "", fmt.Errorf("%s: no current context", path)
+	}
+	ai := cfg.AuthInfos[ctx.AuthInfo]
+	if ai == nil {
+		return "", fmt.Errorf("%s: no user %s", path, ctx.AuthInfo)
+	}
+	data := ai.ClientCertificateData
+	if len(data) == 0 && ai.ClientCertificate != "" {
+		if data, err = os.ReadFile(ai.ClientCertificate); err != nil {
+			return "", err
+		}
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return "", fmt.Errorf("%s: no client certificate", path)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return "", err
+	}
+	return cert.Subject.CommonName, nil
 }
 
 // manifestObjects reads every object in the YAML/JSON files of dir (multi-document files and Lists included).

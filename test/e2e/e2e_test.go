@@ -16,11 +16,6 @@ import (
 	"time"
 )
 
-func TestMain(m *testing.M) {
-	MaybeRunContainer() // the runner's container processes are this binary, re-executed
-	os.Exit(m.Run())
-}
-
 // required: RENDER_STATIC_REQUIRE_TOOLS=1 (make test) or RENDER_STATIC_E2E=1 turn a missing tool into a failure.
 func required() bool {
 	return os.Getenv("RENDER_STATIC_REQUIRE_TOOLS") == "1" || os.Getenv("RENDER_STATIC_E2E") == "1"
@@ -29,8 +24,8 @@ func required() bool {
 // explicit: RENDER_STATIC_E2E=1 asks for the end-to-end run itself; then not being root fails too.
 func explicit() bool { return os.Getenv("RENDER_STATIC_E2E") == "1" }
 
-// preconditions skips (or fails, see required) unless everything the podless boot needs is here: not -short,
-// root, Ignition, ignition-validate, ip.
+// preconditions skips (or fails, see required) unless everything the node needs is here: not -short, root,
+// Ignition, ignition-validate, ip, containerd and runc (hack/install-test-deps.sh installs them).
 func preconditions(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
@@ -50,7 +45,7 @@ func preconditions(t *testing.T) {
 	if _, err := FindIgnition(); err != nil {
 		missing = append(missing, err.Error())
 	}
-	for _, tool := range []string{"ignition-validate", "ip"} {
+	for _, tool := range []string{"ignition-validate", "ip", "containerd", "containerd-shim-runc-v2", "ctr", "runc"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			missing = append(missing, tool+" not on PATH")
 		}
@@ -102,20 +97,19 @@ func binaries(t *testing.T) *BuildResult {
 
 // innerSpec is what the outer test hands the re-executed inner test.
 type innerSpec struct {
-	Kind       string   // "selftest" or "upstream"
+	Phase      string   // boot (first boot), reboot (the same root again), lab (an interactive shell)
 	Case       string   // ipv4, ipv6, ...
-	Ign        string   // aio.ign
-	Work       string   // scratch (root/, logs/, run/)
+	Root       string   // the node's disk: Ignition laid aio.ign here
+	Work       string   // scratch: one directory per phase (overlays, logs), state.json between phases
 	BinDir     string   // upstream binaries
+	Images     string   // the image archive containerd imports
 	NodeName   string   //
 	NodeAddrs  []string // CIDR notation: node IP / machine network prefix
-	Hostnames  []string // names that resolve to the node IPs (api, api-int, node name)
-	Kubeconfig string   // admin kubeconfig (on the host filesystem)
+	Kubeconfig string   // admin kubeconfig (on the host filesystem, outside the node's disk)
 	Domain     string   // <cluster>.<baseDomain>
-	Partial    bool     // boot only the pods the runner can run; check only what they provide
-	// Break, "<container>=<argument>", appends an argument to that container of the laid-out static pods
-	// (after Ignition, before the boot): the negative test breaks a flag and expects that component's log.
-	Break string
+	// OpenShiftPods holds the openshift flavor's rendered static pods of the same install-config: each must pass
+	// the live kube-apiserver's server-side dry-run validation as a pod.
+	OpenShiftPods string
 }
 
 func (s *innerSpec) addrs(t *testing.T) []NodeAddress {
@@ -139,26 +133,46 @@ func (s *innerSpec) ips() []string {
 	return out
 }
 
-// runInner writes the spec and re-executes this test binary as TestInner inside new network and mount
-// namespaces, relaying its output.
-func runInner(t *testing.T, spec *innerSpec, timeout time.Duration) {
+// runNode writes the spec, saves what a kubelet changes on the machine (kernel.go), re-executes this test binary as
+// TestInner inside new network, mount and PID namespaces (one boot of the node; every line it prints goes to
+// logf), and puts the machine back afterwards, whatever happened inside.
+func runNode(t *testing.T, spec *innerSpec, timeout time.Duration, logf func(string, ...any)) error {
 	t.Helper()
 	data, _ := json.MarshalIndent(spec, "", "  ")
-	path := filepath.Join(spec.Work, "inner.json")
+	path := filepath.Join(spec.Work, "inner-"+spec.Phase+".json")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := RunInner(context.Background(), "TestInner", path, timeout, func(f string, a ...any) { t.Logf("│ "+f, a...) }); err != nil {
-		t.Fatalf("%v (container logs: %s)", err, filepath.Join(spec.Work, "logs"))
+	hs, err := SaveHostState()
+	if err != nil {
+		return fmt.Errorf("saving the machine's kernel settings: %w", err)
+	}
+	defer func() {
+		changed, err := hs.Restore()
+		if len(changed) > 0 {
+			t.Logf("restored after the %s boot: %s", spec.Phase, strings.Join(changed, "; "))
+		}
+		if err != nil {
+			t.Errorf("restoring the machine after the %s boot: %v", spec.Phase, err)
+		}
+	}()
+	return RunInner(context.Background(), "TestInner", path, timeout, logf)
+}
+
+// runInner is runNode with the inner test's output in this test's log; a failure inside fails this test.
+func runInner(t *testing.T, spec *innerSpec, timeout time.Duration) {
+	t.Helper()
+	if err := runNode(t, spec, timeout, func(f string, a ...any) { t.Logf("│ "+f, a...) }); err != nil {
+		t.Fatalf("%v (logs: %s)", err, filepath.Join(spec.Work, spec.Phase, "logs"))
 	}
 }
 
-// TestInner is the part of the e2e tests that runs inside the private namespaces; it is started only by
-// runInner (TestRunnerSelfTest, TestUpstreamE2E).
+// TestInner is the part of the e2e tests that runs inside the node's private namespaces (it is their PID 1); it
+// is started only by runInner.
 func TestInner(t *testing.T) {
 	p := os.Getenv(EnvInner)
 	if p == "" {
-		t.Skip("runs only inside the namespaces TestRunnerSelfTest/TestUpstreamE2E create")
+		t.Skip("runs only inside the namespaces TestUpstreamE2E creates")
 	}
 	data, err := os.ReadFile(p)
 	if err != nil {
@@ -168,13 +182,17 @@ func TestInner(t *testing.T) {
 	if err := json.Unmarshal(data, &spec); err != nil {
 		t.Fatal(err)
 	}
-	switch spec.Kind {
-	case "selftest":
-		innerSelfTest(t, &spec)
-	case "upstream":
-		innerUpstream(t, &spec)
+	switch spec.Phase {
+	case "boot":
+		innerFirstBoot(t, &spec)
+	case "reboot":
+		innerReboot(t, &spec)
+	case "broken":
+		innerBroken(t, &spec)
+	case "lab":
+		innerLab(t, &spec)
 	default:
-		t.Fatalf("unknown kind %q", spec.Kind)
+		t.Fatalf("unknown phase %q", spec.Phase)
 	}
 }
 
@@ -214,73 +232,8 @@ func (tm *timings) String() string {
 	return b.String()
 }
 
-// bootInner is the common inner sequence: namespace network and /etc/hosts, Ignition, runner start. The
-// returned runner is stopped (in reverse order, by PID) and its logs printed on failure, at cleanup.
-func bootInner(t *testing.T, spec *innerSpec, tm *timings) *Runner {
-	t.Helper()
-	ctx := context.Background()
-	addrs := spec.addrs(t)
-	tm.step("netns", func() {
-		if err := ConfigureNetns(ctx, addrs); err != nil {
-			t.Fatal(err)
-		}
-		if err := PrivateEtc(spec.Work, HostsFile(addrs, spec.Hostnames...)); err != nil {
-			t.Fatal(err)
-		}
-	})
-	root := filepath.Join(spec.Work, "root")
-	tm.step("ignition", func() {
-		res, err := Ignite(ctx, spec.Ign, root, filepath.Join(spec.Work, "ignition"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("ignition laid %s into %s in %.1fs", spec.Ign, root, res.Duration.Seconds())
-	})
-	if spec.Break != "" {
-		breakContainerArg(t, root, spec.Break)
-	}
-	r := &Runner{
-		Root: root, BinDir: spec.BinDir, WorkDir: filepath.Join(spec.Work, "run"), LogDir: filepath.Join(spec.Work, "logs"),
-		NodeName: spec.NodeName, NodeIPs: spec.ips(), Hosts: HostsFile(addrs, spec.Hostnames...), Logf: t.Logf,
-	}
-	t.Cleanup(func() {
-		st := time.Now()
-		forced := r.Stop()
-		tm.add("stop", time.Since(st))
-		if len(forced) > 0 {
-			t.Errorf("containers needed SIGKILL: %v", forced)
-		}
-		if t.Failed() {
-			var b strings.Builder
-			r.DumpLogs(&b, 120)
-			t.Logf("container logs (last 120 lines each; full logs in %s):\n%s", r.LogDir, b.String())
-		}
-		t.Log(tm.String())
-	})
-	tm.step("boot", func() {
-		if err := r.LoadPods(); err != nil {
-			t.Fatal(err)
-		}
-		if spec.Partial {
-			dropped := r.DropUnrunnable()
-			t.Logf("partial boot (RENDER_STATIC_E2E_PARTIAL=1): not starting %v", dropped)
-		}
-		var names []string
-		for _, p := range r.Pods {
-			names = append(names, p.File)
-		}
-		t.Logf("static pods: %v", names)
-		sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		defer cancel()
-		if err := r.Start(sctx); err != nil {
-			t.Fatal(err)
-		}
-	})
-	return r
-}
-
 // breakContainerArg appends an argument ("<container>=<argument>") to that container in the node's static pod
-// manifests.
+// manifests (on the node's disk, before the boot).
 func breakContainerArg(t *testing.T, root, breakSpec string) {
 	t.Helper()
 	container, arg, ok := strings.Cut(breakSpec, "=")

@@ -2,13 +2,15 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// TestRefusesHostNamespaces: in the host's namespaces (where `go test` normally runs) the runner and the
-// namespace helpers refuse to start. Needs neither root nor tools, so it runs in -short mode too.
+// TestRefusesHostNamespaces: in the host's namespaces (where `go test` normally runs) the node and the namespace
+// helpers refuse to start. Needs neither root nor tools, so it runs in -short mode too.
 func TestRefusesHostNamespaces(t *testing.T) {
 	self, err := nsLink("self", "net")
 	if err != nil {
@@ -21,12 +23,12 @@ func TestRefusesHostNamespaces(t *testing.T) {
 	if err := CheckPrivateNetns(); err == nil || !strings.Contains(err.Error(), "refusing") {
 		t.Errorf("CheckPrivateNetns() = %v, want a refusal", err)
 	}
-	r := &Runner{Root: t.TempDir(), BinDir: t.TempDir(), WorkDir: t.TempDir(), LogDir: t.TempDir(), NodeName: "n", NodeIPs: []string{"192.0.2.10"}}
-	if err := r.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "refusing") {
-		t.Errorf("Runner.Start in the host network namespace = %v, want a refusal", err)
+	n := &Node{Root: t.TempDir(), Work: t.TempDir(), BinDir: t.TempDir(), NodeName: "n", Logf: t.Logf}
+	if err := n.Mount(); err == nil || !strings.Contains(err.Error(), "refusing") {
+		t.Errorf("Node.Mount in the host's namespaces = %v, want a refusal", err)
 	}
-	if err := r.RunNodeCommand(context.Background(), "x", []string{"/bin/true"}, nil, 0); err == nil || !strings.Contains(err.Error(), "refusing") {
-		t.Errorf("Runner.RunNodeCommand in the host network namespace = %v, want a refusal", err)
+	if err := ConfigureNetns(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "refusing") {
+		t.Errorf("ConfigureNetns in the host's network namespace = %v, want a refusal", err)
 	}
 	if mnt, err := nsLink("self", "mnt"); err == nil {
 		if refs := hostNamespaceRefs("mnt", EnvHostMntns); len(refs) > 0 && !slices.Contains(refs, mnt) {
@@ -53,22 +55,6 @@ func TestImageComponent(t *testing.T) {
 	}
 }
 
-func TestExpand(t *testing.T) {
-	vals := map[string]string{"HOST_IP": "10.0.0.1", "NAME": "n"}
-	for in, want := range map[string]string{
-		"--advertise-address=$(HOST_IP)":  "--advertise-address=10.0.0.1",
-		"$(NAME)=https://$(HOST_IP):2380": "n=https://10.0.0.1:2380",
-		"$(UNSET) stays":                  "$(UNSET) stays",
-		"$$(HOST_IP) is escaped":          "$(HOST_IP) is escaped",
-		"cost $5":                         "cost $5",
-		"open $(HOST_IP":                  "open $(HOST_IP",
-	} {
-		if got := expand(in, vals); got != want {
-			t.Errorf("expand(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestDefaultExeName(t *testing.T) {
 	for in, want := range map[string]string{
 		"go.etcd.io/etcd/server/v3":            "server",
@@ -86,5 +72,55 @@ func TestSystemdWords(t *testing.T) {
 	want := []string{"A=1 2", "B=3", "C=x y", "D=a b"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("systemdWords = %q, want %q", got, want)
+	}
+}
+
+// TestReadKubeletUnit: the rendered kubelet.service's continuation lines and quoting are read as systemd does.
+func TestReadKubeletUnit(t *testing.T) {
+	root := t.TempDir()
+	unit := "[Service]\nExecStartPre=/bin/mkdir --parents /etc/kubernetes/manifests\nExecStart=/usr/bin/kubelet \\\n    --config=/etc/kubernetes/kubelet.conf \\\n    --node-ip=\"192.0.2.1\" \\\n    --v=2\n"
+	if err := os.MkdirAll(filepath.Join(root, "etc/systemd/system"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc/systemd/system/kubelet.service"), []byte(unit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u, err := ReadKubeletUnit(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(u.Start, "|"), "/usr/bin/kubelet|--config=/etc/kubernetes/kubelet.conf|--node-ip=192.0.2.1|--v=2"; got != want {
+		t.Errorf("ExecStart = %s, want %s", got, want)
+	}
+	if len(u.Pre) != 1 || u.Pre[0][0] != "/bin/mkdir" {
+		t.Errorf("ExecStartPre = %q", u.Pre)
+	}
+	if got := applyFlagOverrides([]string{"/usr/bin/kubelet", "--runtime-cgroups=/system.slice/crio.service", "--v=2"}); strings.Join(got, " ") != "/usr/bin/kubelet --v=2" {
+		t.Errorf("applyFlagOverrides = %q", got)
+	}
+}
+
+// TestImageContent: which local binaries each image the render names is built from.
+func TestImageContent(t *testing.T) {
+	have := func(b string) bool { return b == "kube-apiserver" }
+	for img, want := range map[string]string{
+		"registry.k8s.io/pause:3.10":             "pause:/pause",
+		"registry.k8s.io/etcd:3.6.5-0":           "etcd:/usr/local/bin/etcd etcdctl:/usr/local/bin/etcdctl",
+		"registry.k8s.io/kube-apiserver:v1.34.3": "kube-apiserver:/usr/local/bin/kube-apiserver",
+	} {
+		files, err := imageContent(img, "registry.k8s.io/pause:3.10", have)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range files {
+			got = append(got, f.Binary+":"+f.Path)
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("%s: %q, want %q", img, got, want)
+		}
+	}
+	if _, err := imageContent("quay.io/openshift/origin-hyperkube:4.20", "p", have); err == nil {
+		t.Error("an image with no local binary was accepted")
 	}
 }

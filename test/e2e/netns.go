@@ -27,6 +27,8 @@ const (
 	EnvHostNetns = "RENDER_STATIC_E2E_HOST_NETNS"
 	// EnvHostMntns is the same for the mount namespace.
 	EnvHostMntns = "RENDER_STATIC_E2E_HOST_MNTNS"
+	// EnvHostPidns is the same for the PID namespace.
+	EnvHostPidns = "RENDER_STATIC_E2E_HOST_PIDNS"
 )
 
 // nsLink reads /proc/<pid>/ns/<kind> ("net:[4026531833]").
@@ -107,6 +109,10 @@ func CheckPrivateNetns() error { return checkPrivate("net", EnvHostNetns) }
 
 // CheckPrivateMntns is the same for the mount namespace: the harness bind-mounts over /etc/hosts.
 func CheckPrivateMntns() error { return checkPrivate("mnt", EnvHostMntns) }
+
+// CheckPrivatePidns is the same for the PID namespace: the kubelet moves every process it sees into its
+// cgroups, so it must see only the node's own.
+func CheckPrivatePidns() error { return checkPrivate("pid", EnvHostPidns) }
 
 // NodeAddress is one node IP with the prefix length of its machine network.
 type NodeAddress struct {
@@ -221,7 +227,7 @@ func HostsFile(addrs []NodeAddress, names ...string) string {
 }
 
 // InnerCommand re-executes the running test binary so that only the test named testName runs, inside new
-// network and mount namespaces (the equivalent of `unshare --net --mount`). innerSpec is a file the inner
+// network, mount and PID namespaces (the equivalent of `unshare --net --mount --pid --fork`). innerSpec is a file the inner
 // test reads (EnvInner). The child dies with this process (Pdeathsig).
 func InnerCommand(ctx context.Context, testName, innerSpec string, timeout time.Duration) (*exec.Cmd, error) {
 	self, err := os.Executable()
@@ -236,12 +242,18 @@ func InnerCommand(ctx context.Context, testName, innerSpec string, timeout time.
 	if err != nil {
 		return nil, err
 	}
+	hostPid, err := nsLink("self", "pid")
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.CommandContext(ctx, self, "-test.run=^"+testName+"$", "-test.v", "-test.count=1",
 		"-test.timeout="+timeout.String())
-	cmd.Env = append(filteredEnv(EnvInner, EnvHostNetns, EnvHostMntns),
-		EnvInner+"="+innerSpec, EnvHostNetns+"="+hostNet, EnvHostMntns+"="+hostMnt)
+	cmd.Env = append(filteredEnv(EnvInner, EnvHostNetns, EnvHostMntns, EnvHostPidns),
+		EnvInner+"="+innerSpec, EnvHostNetns+"="+hostNet, EnvHostMntns+"="+hostMnt, EnvHostPidns+"="+hostPid)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWNS,
+		// The inner test is the init (PID 1) of its PID namespace: when it ends, the kernel ends every process
+		// of the node with it.
+		Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
 		Setpgid:    true,
 		Pdeathsig:  syscall.SIGKILL,
 	}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -16,9 +15,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The full end-to-end test: `render-static --flavor upstream` renders an install-config into aio.ign; Debian's
-// Ignition lays it into a root; the runner boots the static pods with the upstream binaries inside a private
-// network namespace; client-go checks the control plane through the rendered admin kubeconfig.
+// The end-to-end test: `render-static --flavor upstream` renders an install-config into aio.ign; Debian's real
+// Ignition lays it into a root (the node's disk); a real kubelet and containerd boot it inside private network,
+// mount and PID namespaces (node.go); client-go checks the cluster; the node is stopped and booted again on the
+// same disk (reboot).
 
 type upstreamCase struct {
 	name, installConfig, nodeIPs string // nodeIPs as --node-ip takes them: primary first
@@ -62,12 +62,26 @@ func buildRenderStatic(t *testing.T, dir string) string {
 	return out
 }
 
-// hasFlavorFlag reports whether the CLI knows --flavor (and lists upstream).
-func hasFlavorFlag(t *testing.T, bin string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out, _ := exec.CommandContext(ctx, bin, "--help").CombinedOutput()
-	return strings.Contains(string(out), "--flavor")
+// workDir is a scratch directory: t.TempDir(), or a kept one under $RENDER_STATIC_E2E_WORK.
+func workDir(t *testing.T) string {
+	if base := os.Getenv("RENDER_STATIC_E2E_WORK"); base != "" {
+		d := filepath.Join(base, strings.ReplaceAll(t.Name(), "/", "_"))
+		os.RemoveAll(d)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("work directory (kept): %s", d)
+		return d
+	}
+	d := t.TempDir()
+	// Ignition writes core's ssh key as core (uid 1000): the root's ancestors must be traversable, and
+	// t.TempDir makes them 0700.
+	for _, p := range []string{filepath.Dir(d), d} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
 }
 
 type installConfigNames struct {
@@ -82,40 +96,57 @@ type installConfigNames struct {
 	} `json:"networking"`
 }
 
+// cli is the render-static under test: $RENDER_STATIC_E2E_CLI, or this checkout built once per test binary.
+var cliOnce struct {
+	path string
+}
+
+func renderStaticCLI(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("RENDER_STATIC_E2E_CLI"); p != "" {
+		return p
+	}
+	if cliOnce.path == "" {
+		dir, err := os.MkdirTemp("", "render-static-e2e-cli-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cliOnce.path = buildRenderStatic(t, dir)
+	}
+	return cliOnce.path
+}
+
 func TestUpstreamE2E(t *testing.T) {
 	preconditions(t)
 	tm0 := newTimings("upstream (outer, shared)")
 	var cli string
-	if cli = os.Getenv("RENDER_STATIC_E2E_CLI"); cli != "" { // a prebuilt render-static
-		t.Logf("render-static: RENDER_STATIC_E2E_CLI=%s", cli)
-	} else {
-		tm0.step("build-render-static", func() { cli = buildRenderStatic(t, t.TempDir()) })
-	}
-	if !hasFlavorFlag(t, cli) {
-		msg := "e2e: render-static has no --flavor flag yet; the full e2e waits for `--flavor upstream` (the runner self-test, TestRunnerSelfTest, covers the harness meanwhile)"
-		if os.Getenv("RENDER_STATIC_E2E_REQUIRE_FLAVOR") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	tm0.step("build-render-static", func() { cli = renderStaticCLI(t) })
 	var bins *BuildResult
 	tm0.step("build-upstream", func() { bins = binaries(t) })
 	t.Log(tm0.String())
+	PrintOverrides(t.Logf)
 	for _, c := range upstreamCases {
 		t.Run(c.name, func(t *testing.T) {
 			if only := os.Getenv("RENDER_STATIC_E2E_CASES"); only != "" && !strings.Contains(","+only+",", ","+c.name+",") {
 				t.Skipf("not in RENDER_STATIC_E2E_CASES=%s", only)
 			}
-			runInner(t, prepareUpstreamCase(t, cli, bins, c), 15*time.Minute)
+			spec := prepareUpstreamCase(t, cli, bins, c)
+			tm := newTimings("upstream/" + c.name + " (outer)")
+			spec.Phase = "boot"
+			tm.step("first-boot", func() { runInner(t, spec, 15*time.Minute) })
+			spec.Phase = "reboot"
+			tm.step("reboot", func() { runInner(t, spec, 15*time.Minute) })
+			t.Log(tm.String())
 		})
 	}
 }
 
-// prepareUpstreamCase renders an install-config of testdata/upstream with --flavor upstream, checks the render can
-// boot here (or skips, naming what cannot), validates aio.ign and returns the inner test's spec.
+// prepareUpstreamCase renders an install-config of testdata/upstream with --flavor upstream and the openshift
+// flavor, validates aio.ign, lays it into the node's disk with Ignition, builds the images its pods name, and
+// returns the inner test's spec.
 func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstreamCase) *innerSpec {
 	t.Helper()
-	tm := newTimings("upstream/" + c.name + " (outer)")
+	tm := newTimings("upstream/" + c.name + " (prepare)")
 	work := workDir(t)
 	icPath := filepath.Join("testdata", "upstream", c.installConfig)
 	data, err := os.ReadFile(icPath)
@@ -141,72 +172,61 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 		}
 		addrs = append(addrs, netip.PrefixFrom(a, bits).String())
 	}
-	out := filepath.Join(work, "aio")
-	tm.step("render", func() {
+	render := func(flavor, out string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, cli, "--flavor", "upstream", "--install-config", icPath,
+		cmd := exec.CommandContext(ctx, cli, "--flavor", flavor, "--install-config", icPath,
 			"--node-ip", c.nodeIPs, "--node-name", upstreamNodeName, "--dir", out)
 		b, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Fatalf("render-static --flavor upstream: %v\n%s", err, b)
+			t.Fatalf("render-static --flavor %s: %v\n%s", flavor, err, b)
 		}
-		t.Logf("render-static --flavor upstream:\n%s", b)
-	})
-	// Until every component's upstream pod has landed, a render may still hold OpenShift containers
-	// (shell wrappers, operator sidecars) the runner cannot boot: skip, naming them.
-	probe := &Runner{Root: filepath.Join(out, "rootfs"), BinDir: bins.BinDir, NodeName: upstreamNodeName}
-	bad, err := probe.Unrunnable()
-	if err != nil {
-		t.Fatalf("static pods of the render: %v", err)
+		t.Logf("render-static --flavor %s:\n%s", flavor, b)
 	}
-	partial := len(bad) > 0 && os.Getenv("RENDER_STATIC_E2E_PARTIAL") == "1"
-	if len(bad) > 0 && !partial {
-		msg := fmt.Sprintf("e2e: `--flavor upstream` still renders containers that are not flag-only upstream ones, so the control plane cannot boot here yet: %s", strings.Join(bad, ", "))
-		if os.Getenv("RENDER_STATIC_E2E_REQUIRE_FLAVOR") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	out := filepath.Join(work, "aio")
+	tm.step("render", func() { render("upstream", out) })
+	openshift := filepath.Join(work, "aio-openshift")
+	tm.step("render-openshift", func() { render("openshift", openshift) })
 	ign := filepath.Join(out, "aio.ign")
 	tm.step("validate", func() {
 		if err := ValidateIgnition(context.Background(), ign); err != nil {
 			t.Fatal(err)
 		}
 	})
+	root := filepath.Join(work, "root")
+	tm.step("ignition", func() {
+		res, err := Ignite(context.Background(), ign, root, filepath.Join(work, "ignition"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("ignition laid %s into %s in %.1fs", ign, root, res.Duration.Seconds())
+	})
+	var images string
+	tm.step("images", func() {
+		images, err = BuildImages(context.Background(), root, bins.BinDir, t.Logf)
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Log(tm.String())
-	domain := ic.Metadata.Name + "." + ic.BaseDomain
 	return &innerSpec{
-		Kind: "upstream", Case: c.name, Ign: ign, Work: work, BinDir: bins.BinDir, NodeName: upstreamNodeName,
-		NodeAddrs:  addrs,
-		Hostnames:  []string{"api." + domain, "api-int." + domain, upstreamNodeName},
-		Kubeconfig: filepath.Join(out, "auth", "kubeconfig"), Domain: domain, Partial: partial,
+		Case: c.name, Root: root, Work: work, BinDir: bins.BinDir, Images: images, NodeName: upstreamNodeName,
+		NodeAddrs: addrs, Kubeconfig: filepath.Join(out, "auth", "kubeconfig"), Domain: ic.Metadata.Name + "." + ic.BaseDomain,
+		OpenShiftPods: filepath.Join(openshift, "rootfs", "etc", "kubernetes", "manifests"),
 	}
 }
 
-// TestUpstreamE2EBrokenFlag renders the IPv4 case, breaks one flag of kube-scheduler's rendered pod, and expects
-// the boot to fail with kube-scheduler's own log saying why: a broken pod is reported with that component's log.
+// TestUpstreamE2EBrokenFlag renders the IPv4 case, breaks one flag of kube-scheduler's rendered pod on the
+// node's disk, and expects the boot to fail with kube-scheduler's own log, read through the CRI.
 func TestUpstreamE2EBrokenFlag(t *testing.T) {
 	preconditions(t)
-	cli := os.Getenv("RENDER_STATIC_E2E_CLI")
-	if cli == "" {
-		cli = buildRenderStatic(t, t.TempDir())
-	}
-	if !hasFlavorFlag(t, cli) {
-		t.Skip("render-static has no --flavor flag")
-	}
+	cli := renderStaticCLI(t)
 	bins := binaries(t)
 	spec := prepareUpstreamCase(t, cli, bins, upstreamCases[0])
-	spec.Break = "kube-scheduler=--no-such-flag=1"
-	data, _ := json.MarshalIndent(spec, "", "  ")
-	path := filepath.Join(spec.Work, "inner.json")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	spec.Phase = "broken"
+	breakContainerArg(t, spec.Root, "kube-scheduler=--no-such-flag=1")
 	var out strings.Builder
-	err := RunInner(context.Background(), "TestInner", path, 10*time.Minute, func(f string, a ...any) {
-		fmt.Fprintf(&out, f+"\n", a...)
-	})
+	err := runNode(t, spec, 10*time.Minute, func(f string, a ...any) { fmt.Fprintf(&out, f+"\n", a...) })
 	if err == nil {
 		t.Fatalf("the boot with a broken kube-scheduler flag passed:\n%s", out.String())
 	}
@@ -216,47 +236,29 @@ func TestUpstreamE2EBrokenFlag(t *testing.T) {
 	t.Logf("failed as expected with kube-scheduler's log (%v)", err)
 }
 
-func innerUpstream(t *testing.T, spec *innerSpec) {
-	tm := newTimings("upstream/" + spec.Case + " (inner)")
-	r := bootInner(t, spec, tm)
-	controlPlaneChecks(t, spec, r, tm)
-}
-
-// findAiokube finds the first-boot apply step in the laid-out root: the ExecStart and Environment of an
-// aiokube systemd unit, else an aiokube* script in /usr/local/bin or /opt/openshift. It returns nil when there
-// is none.
-func findAiokube(t *testing.T, root string) (argv, env []string) {
-	units, _ := filepath.Glob(filepath.Join(root, "etc", "systemd", "system", "aiokube*.service"))
-	for _, u := range units {
-		f, err := os.Open(u)
-		if err != nil {
-			continue
+// unitCommand reads a rendered unit's ExecStart and Environment (systemd quoting). It returns nil when the unit
+// does not exist.
+func unitCommand(t *testing.T, unitPath string) (argv, env []string) {
+	f, err := os.Open(unitPath)
+	if err != nil {
+		return nil, nil
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if v, ok := strings.CutPrefix(line, "Environment="); ok {
+			env = append(env, systemdWords(v)...)
 		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			line := strings.TrimSpace(sc.Text())
-			if v, ok := strings.CutPrefix(line, "Environment="); ok {
-				env = append(env, systemdWords(v)...)
-			}
-			if v, ok := strings.CutPrefix(line, "ExecStart="); ok && argv == nil {
-				argv = systemdWords(strings.TrimLeft(v, "-@+!:"))
-			}
-		}
-		f.Close()
-		if argv != nil {
-			t.Logf("first-boot unit %s", strings.TrimPrefix(u, root))
-			return argv, env
+		if v, ok := strings.CutPrefix(line, "ExecStart="); ok && argv == nil {
+			argv = systemdWords(strings.TrimLeft(v, "-@+!:"))
 		}
 	}
-	for _, g := range []string{"usr/local/bin/aiokube*", "opt/openshift/aiokube*"} {
-		m, _ := filepath.Glob(filepath.Join(root, g))
-		for _, p := range m {
-			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-				return []string{"/bin/bash", "/" + strings.TrimPrefix(strings.TrimPrefix(p, root), "/")}, nil
-			}
-		}
+	if argv == nil {
+		t.Fatalf("%s has no ExecStart", unitPath)
 	}
-	return nil, nil
+	return argv, env
 }
 
 // systemdWords splits a unit's value the way systemd does for Environment= and ExecStart=: on whitespace,

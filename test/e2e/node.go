@@ -1,0 +1,427 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// The real node: Debian's containerd and runc and an upstream kubelet built from the module proxy, started
+// inside the inner test's private network, mount and PID namespaces on the root real Ignition laid aio.ign into.
+// The paths aio.ign writes are bind-mounted at their real places (/etc/kubernetes, /var/lib/kubelet, ...), so
+// the kubelet reads the rendered kubelet.service's ExecStart, the rendered kubelet.conf and the rendered static
+// pods exactly where a node would. What the harness must change is listed once, in overrides.go.
+
+// Node is one boot of the node. Mount, StartContainerd, ImportImages and StartKubelet bring it up; Stop takes it
+// down by PID, in reverse order.
+type Node struct {
+	Root     string // the root Ignition laid aio.ign into: the node's disk
+	Work     string // this boot's harness files: overlay upper dirs, containerd config, logs
+	BinDir   string // the upstream binaries (kubelet, kubectl, ...)
+	NodeName string
+	Logf     func(string, ...any)
+
+	CRISocket    string // where the rendered kubelet.conf points its runtime endpoint (containerd listens there)
+	PauseImage   string // the sandbox image the rendered CRI-O drop-in names
+	KubeletArgv  []string
+	KubeletStart time.Time
+
+	containerd *exec.Cmd
+	kubelet    *exec.Cmd
+	logs       []*os.File
+}
+
+// LogDir holds containerd.log and kubelet.log of this boot.
+func (n *Node) LogDir() string { return filepath.Join(n.Work, "logs") }
+
+// nodeTops are the directories whose entries Ignition lays out and the node sees at their real places. Each is
+// overlaid (host content below, this boot's changes in Work) so mount points can be made without touching the
+// host, then every entry of <Root>/<top> is bind-mounted over it.
+var nodeTops = []string{"etc", "opt", "usr/local", "var/lib", "home", "root"}
+
+// ignitionSeeds are files the harness seeded into the root for Ignition itself (ignition.go): the host's
+// copies stay visible to the node's processes.
+var ignitionSeeds = map[string]bool{"etc/passwd": true, "etc/group": true, "etc/shadow": true, "etc/gshadow": true, "etc/selinux": true}
+
+// Mount builds the node's view of the filesystem in this (private) mount namespace: the rendered paths at their
+// real places, a fresh /run (tmpfs, as after a boot), /var/log on the node's disk, /proc of the node's PID
+// namespace, /etc/resolv.conf pointing nowhere, and /usr/bin with the kubelet and kubectl (overrides.go). It
+// refuses outside private network, mount and PID namespaces. Call ConfigureNetns first: once /proc is remounted,
+// /proc/1 is this process and the host references are gone.
+func (n *Node) Mount() error {
+	for _, check := range []func() error{CheckPrivateNetns, CheckPrivateMntns, CheckPrivatePidns} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making / private: %w", err)
+	}
+	// The node's own disk: directories Ignition does not write but the node keeps across boots.
+	for _, d := range []string{"var/lib/etcd", "var/lib/containerd", "var/lib/kubelet", "var/log", "etc/kubernetes/manifests"} {
+		if err := os.MkdirAll(filepath.Join(n.Root, d), 0o755); err != nil {
+			return err
+		}
+	}
+	for _, top := range append(append([]string{}, nodeTops...), "usr/bin") {
+		if err := n.overlay("/" + top); err != nil {
+			return err
+		}
+	}
+	for _, top := range nodeTops {
+		entries, err := os.ReadDir(filepath.Join(n.Root, top))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			rel := top + "/" + e.Name()
+			if ignitionSeeds[rel] || (top == "usr/local" && e.Name() == "go") {
+				continue
+			}
+			if err := bind(filepath.Join(n.Root, rel), "/"+rel); err != nil {
+				return err
+			}
+		}
+	}
+	if err := bind(filepath.Join(n.Root, "var/log"), "/var/log"); err != nil {
+		return err
+	}
+	if err := syscall.Mount("tmpfs", "/run", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=755"); err != nil {
+		return fmt.Errorf("tmpfs on /run: %w", err)
+	}
+	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("proc on /proc: %w", err)
+	}
+	return applyFileOverrides(n)
+}
+
+// overlay mounts an overlay over dir: the host's dir read-only below, this boot's changes in Work above.
+func (n *Node) overlay(dir string) error {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("overlay %s: not a directory on this machine", dir)
+	}
+	base := filepath.Join(n.Work, "overlay", strings.ReplaceAll(strings.Trim(dir, "/"), "/", "_"))
+	upper, work := filepath.Join(base, "upper"), filepath.Join(base, "work")
+	for _, d := range []string{upper, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	opts := "lowerdir=" + dir + ",upperdir=" + upper + ",workdir=" + work
+	if err := syscall.Mount("overlay", dir, "overlay", 0, opts); err != nil {
+		return fmt.Errorf("overlay on %s: %w", dir, err)
+	}
+	return nil
+}
+
+// bind bind-mounts src over dst, creating dst (a directory or an empty file, like src) when missing.
+func bind(src, dst string) error {
+	st, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Lstat(dst); errors.Is(err, os.ErrNotExist) {
+		if st.IsDir() {
+			err = os.MkdirAll(dst, 0o755)
+		} else {
+			if err = os.MkdirAll(filepath.Dir(dst), 0o755); err == nil {
+				err = os.WriteFile(dst, nil, 0o644)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("mount point %s: %w", dst, err)
+		}
+	}
+	if err := syscall.Mount(src, dst, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s over %s: %w", src, dst, err)
+	}
+	return nil
+}
+
+// writeFile writes a file of the node's view (under an overlay), replacing what is there.
+func writeFile(path string, data []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	os.Remove(path)
+	return os.WriteFile(path, data, mode)
+}
+
+// start starts a node process with its output in LogDir/<name>.log. It is a child of this process (the PID
+// namespace's init), dies with it, and is stopped by its PID.
+func (n *Node) start(name string, argv, env []string) (*exec.Cmd, error) {
+	if err := os.MkdirAll(n.LogDir(), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(n.LogDir(), name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	n.logs = append(n.logs, f)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}, env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	n.Logf("started %s (pid %d): %s", name, cmd.Process.Pid, strings.Join(argv, " "))
+	return cmd, nil
+}
+
+// StartContainerd writes containerd's configuration (overrides.go says why each setting) and starts it, then
+// waits (bounded) for its socket.
+func (n *Node) StartContainerd(ctx context.Context) error {
+	cfg, err := containerdConfig(n)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(n.Work, "containerd.toml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(n.CRISocket), 0o755); err != nil {
+		return err
+	}
+	n.containerd, err = n.start("containerd", []string{"containerd", "--config", path}, nil)
+	if err != nil {
+		return err
+	}
+	return poll(ctx, 30*time.Second, 100*time.Millisecond, func(context.Context) (bool, error) {
+		if n.containerd.ProcessState != nil {
+			return false, fmt.Errorf("containerd exited: %s", tail(filepath.Join(n.LogDir(), "containerd.log"), 20))
+		}
+		_, err := os.Stat(n.CRISocket)
+		return err == nil, nil
+	})
+}
+
+// ImportImages imports an image archive into containerd's k8s.io namespace (the CRI plugin's).
+func (n *Node) ImportImages(ctx context.Context, archive string) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ctr", "--address", n.CRISocket, "--namespace", "k8s.io", "images", "import", archive).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ctr images import %s: %w\n%s", archive, err, out)
+	}
+	n.Logf("imported %s:\n%s", filepath.Base(archive), strings.TrimSpace(string(out)))
+	return nil
+}
+
+// KubeletUnit is what the rendered kubelet.service says to run.
+type KubeletUnit struct {
+	Pre   [][]string // ExecStartPre, in order
+	Start []string   // ExecStart
+}
+
+// ReadKubeletUnit parses the rendered kubelet.service (continuation lines joined, systemd quoting).
+func ReadKubeletUnit(root string) (*KubeletUnit, error) {
+	p := filepath.Join(root, "etc", "systemd", "system", "kubelet.service")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	u := &KubeletUnit{}
+	joined := strings.ReplaceAll(string(data), "\\\n", " ")
+	sc := bufio.NewScanner(strings.NewReader(joined))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if v, ok := strings.CutPrefix(line, "ExecStartPre="); ok {
+			u.Pre = append(u.Pre, systemdWords(strings.TrimLeft(v, "-@+!:")))
+		}
+		if v, ok := strings.CutPrefix(line, "ExecStart="); ok {
+			u.Start = systemdWords(strings.TrimLeft(v, "-@+!:"))
+		}
+	}
+	if len(u.Start) == 0 {
+		return nil, fmt.Errorf("%s has no ExecStart", p)
+	}
+	return u, nil
+}
+
+// StartKubelet runs the rendered unit's ExecStartPre commands, then its ExecStart (with the flag overrides of
+// overrides.go applied and printed).
+func (n *Node) StartKubelet(ctx context.Context) error {
+	u, err := ReadKubeletUnit("/")
+	if err != nil {
+		return err
+	}
+	for _, pre := range u.Pre {
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		out, err := exec.CommandContext(pctx, pre[0], pre[1:]...).CombinedOutput()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("ExecStartPre %s: %w: %s", strings.Join(pre, " "), err, out)
+		}
+	}
+	n.KubeletArgv = applyFlagOverrides(u.Start)
+	n.KubeletStart = time.Now()
+	n.kubelet, err = n.start("kubelet", n.KubeletArgv, nil)
+	return err
+}
+
+// KubeletRunning reports an error when the kubelet has exited, with its log's tail.
+func (n *Node) KubeletRunning() error {
+	if n.kubelet == nil {
+		return errors.New("the kubelet was not started")
+	}
+	var ws syscall.WaitStatus
+	pid, err := syscall.Wait4(n.kubelet.Process.Pid, &ws, syscall.WNOHANG, nil)
+	if err == nil && pid == n.kubelet.Process.Pid {
+		n.kubelet = nil
+		return fmt.Errorf("the kubelet exited (%v):\n%s", ws, tail(filepath.Join(n.LogDir(), "kubelet.log"), 30))
+	}
+	return nil
+}
+
+// Stop takes the node down the way a shutdown does, each step bounded and every process by its PID: the kubelet
+// (SIGTERM, then SIGKILL), every pod sandbox through the CRI (its containers stop, then it is removed, so the
+// runtime's shims exit), then containerd. It returns what needed force.
+func (n *Node) Stop(ctx context.Context) []string {
+	var forced []string
+	if n.kubelet != nil {
+		if stopProcess(n.kubelet, 20*time.Second) {
+			forced = append(forced, "kubelet")
+		}
+		n.kubelet = nil
+	}
+	if n.containerd != nil {
+		if err := StopAllPods(ctx, n.CRISocket, 60*time.Second); err != nil {
+			n.Logf("stopping pods through the CRI: %v", err)
+			forced = append(forced, "pods")
+		}
+		if stopProcess(n.containerd, 20*time.Second) {
+			forced = append(forced, "containerd")
+		}
+		n.containerd = nil
+	}
+	for _, f := range n.logs {
+		f.Close()
+	}
+	n.logs = nil
+	return forced
+}
+
+// stopProcess sends SIGTERM to a process this test started, waits up to grace, then SIGKILLs it. It reports
+// whether SIGKILL was needed.
+func stopProcess(cmd *exec.Cmd, grace time.Duration) bool {
+	if cmd.Process == nil {
+		return false
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+		return false
+	case <-time.After(grace):
+		cmd.Process.Kill()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+		}
+		return true
+	}
+}
+
+// NodeProcesses lists the processes of the node's PID namespace other than this one: pid → command name.
+func NodeProcesses() map[int]string {
+	out := map[int]string{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if err == nil {
+			out[pid] = strings.TrimSpace(string(comm))
+		}
+	}
+	return out
+}
+
+// PeakRSS reads the peak resident set (VmHWM) of every node process whose command name is one of names, in MiB.
+func PeakRSS(names ...string) map[string]float64 {
+	out := map[string]float64{}
+	for pid, comm := range NodeProcesses() {
+		for _, n := range names {
+			if !strings.HasPrefix(n, comm) { // comm is cut at 15 characters
+				continue
+			}
+			f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+			if err != nil {
+				continue
+			}
+			sc := bufio.NewScanner(f)
+			for sc.Scan() {
+				if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+					kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+					if mb := kb / 1024; mb > out[n] {
+						out[n] = mb
+					}
+				}
+			}
+			f.Close()
+		}
+	}
+	return out
+}
+
+// kubeletConfigPath is the --config the rendered ExecStart passes.
+func kubeletConfigPath(argv []string) string {
+	for _, a := range argv {
+		if v, ok := strings.CutPrefix(a, "--config="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// readYAMLMap reads a YAML file into a map.
+func readYAMLMap(path string) (map[string]any, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// crioPauseImage is pause_image of the rendered CRI-O drop-ins (/etc/crio/crio.conf.d/*).
+func crioPauseImage(root string) (string, error) {
+	files, _ := filepath.Glob(filepath.Join(root, "etc", "crio", "crio.conf.d", "*"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+			if ok && strings.TrimSpace(k) == "pause_image" {
+				return strings.Trim(strings.TrimSpace(v), `"`), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no pause_image in %s/etc/crio/crio.conf.d", root)
+}
+
+var _ = io.Discard

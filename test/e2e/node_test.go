@@ -1,0 +1,732 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// The inner side of the e2e: one boot of the real node per run (first boot, reboot, the broken-flag boot, the
+// lab), inside the namespaces runNode created.
+
+// bootNode brings the node up: network, the node's view of the filesystem, containerd with the images, the
+// kubelet. At cleanup it is stopped (by PID, in reverse order); on failure the kubelet's, containerd's and every
+// container's log tails are printed first.
+func bootNode(t *testing.T, spec *innerSpec, tm *timings) *Node {
+	t.Helper()
+	ctx := context.Background()
+	tm.step("netns", func() {
+		if err := ConfigureNetns(ctx, spec.addrs(t)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	n := &Node{Root: spec.Root, Work: filepath.Join(spec.Work, spec.Phase), BinDir: spec.BinDir, NodeName: spec.NodeName, Logf: t.Logf}
+	tm.step("mount", func() {
+		if err := n.Mount(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpNodeLogs(t, n)
+		}
+		st := time.Now()
+		forced := n.Stop(context.Background())
+		tm.add("stop", time.Since(st))
+		if len(forced) > 0 {
+			t.Errorf("the node's shutdown needed force for: %v", forced)
+		}
+		if left := NodeProcesses(); len(left) > 0 {
+			t.Logf("processes left in the node's PID namespace (they end with it): %v", left)
+		}
+		t.Log(tm.String())
+	})
+	tm.step("containerd", func() {
+		if err := n.StartContainerd(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.ImportImages(ctx, spec.Images); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err := n.StartKubelet(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// dumpNodeLogs prints the tails of the kubelet's, containerd's and every container's log.
+func dumpNodeLogs(t *testing.T, n *Node) {
+	for _, f := range []string{"kubelet", "containerd", "aiokube", "csr-approver"} {
+		p := filepath.Join(n.LogDir(), f+".log")
+		if _, err := os.Stat(p); err == nil {
+			t.Logf("%s log (last 40 lines of %s):\n%s", f, p, tail(p, 40))
+		}
+	}
+	if n.CRISocket == "" {
+		return
+	}
+	c, err := DialCRI(n.CRISocket)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	cs, err := c.Containers(context.Background())
+	if err != nil {
+		t.Logf("CRI containers: %v", err)
+		return
+	}
+	for _, k := range cs {
+		t.Logf("container %s, log (last 30 lines, through the CRI):\n%s", k, LogTail(k, 30))
+	}
+}
+
+// crashLooping lists the containers that exited with an error at least twice (a static pod that cannot run,
+// as opposed to one that lost a race with the API server once), each with its log's tail.
+func crashLooping(ctx context.Context, n *Node) (string, error) {
+	c, err := DialCRI(n.CRISocket)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	failed, err := c.Failed(ctx)
+	if err != nil {
+		return "", err
+	}
+	byName := map[string][]Container{}
+	for _, k := range failed {
+		byName[k.Namespace+"/"+k.Pod+"/"+k.Name] = append(byName[k.Namespace+"/"+k.Pod+"/"+k.Name], k)
+	}
+	var b strings.Builder
+	for _, name := range sortedKeys(byName) {
+		if ks := byName[name]; len(ks) >= 2 {
+			last := ks[len(ks)-1]
+			fmt.Fprintf(&b, "container %s failed %d times; its log (through the CRI):\n%s\n", last, len(ks), LogTail(last, 25))
+		}
+	}
+	return b.String(), nil
+}
+
+// waitAPI waits (bounded) until /readyz answers ok, failing at once when the kubelet exits or a static pod's
+// container crash-loops (with its log). It returns the time from the kubelet's start.
+func waitAPI(t *testing.T, n *Node, cs *kubernetes.Clientset, timeout time.Duration) time.Duration {
+	t.Helper()
+	err := poll(context.Background(), timeout, time.Second, func(ctx context.Context) (bool, error) {
+		if err := n.KubeletRunning(); err != nil {
+			t.Fatal(err)
+		}
+		if msg, err := crashLooping(ctx, n); err == nil && msg != "" {
+			t.Fatalf("a static pod cannot run:\n%s", msg)
+		}
+		b, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil && string(b) == "ok", nil
+	})
+	if err != nil {
+		t.Fatalf("kube-apiserver never became ready: %v", err)
+	}
+	d := time.Since(n.KubeletStart)
+	t.Logf("FIGURE %s: /readyz ok %.1fs after the kubelet started", n.phase(), d.Seconds())
+	return d
+}
+
+func (n *Node) phase() string { return filepath.Base(n.Work) }
+
+// waitMirrorPods waits (bounded) until every static pod of the node has a mirror pod in the API that is Running
+// and Ready, and returns the time from the kubelet's start.
+func waitMirrorPods(t *testing.T, n *Node, cs *kubernetes.Clientset, timeout time.Duration) time.Duration {
+	t.Helper()
+	pods, err := StaticPods("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, p := range pods {
+		want[p.Namespace+"/"+p.Name+"-"+n.NodeName] = false
+	}
+	err = poll(context.Background(), timeout, time.Second, func(ctx context.Context) (bool, error) {
+		if msg, err := crashLooping(ctx, n); err == nil && msg != "" {
+			t.Fatalf("a static pod cannot run:\n%s", msg)
+		}
+		for k := range want {
+			ns, name, _ := strings.Cut(k, "/")
+			p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				want[k] = false
+				continue
+			}
+			_, mirror := p.Annotations["kubernetes.io/config.mirror"]
+			want[k] = mirror && p.Status.Phase == corev1.PodRunning && podReady(p)
+		}
+		for _, ok := range want {
+			if !ok {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("mirror pods not all Running and Ready: %v (%v)", err, want)
+	}
+	d := time.Since(n.KubeletStart)
+	t.Logf("FIGURE %s: mirror pods %v Running and Ready %.1fs after the kubelet started", n.phase(), sortedKeys(want), d.Seconds())
+	return d
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// unitRunner runs a rendered unit's ExecStart with its Environment (plus overrides) on the node, output to
+// LogDir/<name>.log.
+func (n *Node) unitCmd(t *testing.T, name, unit string, extraEnv ...string) *exec.Cmd {
+	t.Helper()
+	argv, env := unitCommand(t, filepath.Join("/etc/systemd/system", unit))
+	if argv == nil {
+		t.Fatalf("the render has no %s", unit)
+	}
+	env = overrideEnv(env, extraEnv...)
+	f, err := os.OpenFile(filepath.Join(n.LogDir(), name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}, env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+// startCSRApprover runs the rendered CSR approver's unit every 5 s (its timer: every minute; see Overrides)
+// until the test ends. Each run is bounded.
+func startCSRApprover(t *testing.T, n *Node) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			cmd := n.unitCmd(t, "csr-approver", "aio-csr-approver.service")
+			if err := cmd.Start(); err == nil {
+				done := make(chan struct{})
+				go func() { cmd.Wait(); close(done) }()
+				select {
+				case <-done:
+				case <-time.After(2 * time.Minute):
+					cmd.Process.Kill()
+					<-done
+				case <-ctx.Done():
+					stopProcess(cmd, 5*time.Second)
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Second):
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
+// aiokubeEnv shortens aiokube's waits for the test (see Overrides); every one stays bounded.
+var aiokubeEnv = []string{"AIOKUBE_API_WAIT_SECONDS=120", "AIOKUBE_RETRY_SECONDS=2", "AIOKUBE_ATTEMPTS=5",
+	"AIOKUBE_CRD_WAIT_SECONDS=60", "AIOKUBE_REQUEST_TIMEOUT_SECONDS=15", "AIOKUBE_TOKEN_WAIT_SECONDS=120"}
+
+// aiokubeState is the state directory the rendered aiokube unit names.
+func aiokubeState(t *testing.T) (dir string, namespaces int) {
+	_, env := unitCommand(t, "/etc/systemd/system/aiokube.service")
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "AIOKUBE_STATE_DIR="); ok {
+			dir = v
+		}
+		if v, ok := strings.CutPrefix(e, "AIOKUBE_MANIFESTS="); ok {
+			m, _ := filepath.Glob(filepath.Join(v, "00_*"))
+			namespaces = len(m)
+		}
+	}
+	if dir == "" {
+		t.Fatal("aiokube.service sets no AIOKUBE_STATE_DIR")
+	}
+	return dir, namespaces
+}
+
+// nodeState is what the first boot leaves for the reboot to check.
+type nodeState struct {
+	Marker      string `json:"marker"`      // data of configmap default/e2e-reboot-marker
+	AiokubeDone int    `json:"aiokubeDone"` // manifests aiokube had created when it was stopped
+}
+
+func statePath(spec *innerSpec) string { return filepath.Join(spec.Work, "state.json") }
+
+// innerFirstBoot: the node's first boot. The kubelet runs the rendered static pods; the API comes up; the CSR
+// approver runs as its timer would; aiokube starts as its unit would and is stopped half-way (the reboot must
+// finish it); the mirror pods are Running and Ready; then every check of the control plane, the node's
+// registration and certificates, the openshift flavor's pods against the live API, and a marker for the reboot.
+func innerFirstBoot(t *testing.T, spec *innerSpec) {
+	tm := newTimings("upstream/" + spec.Case + " (first boot)")
+	n := bootNode(t, spec, tm)
+	cs, cfg := clients(t, spec.Kubeconfig)
+	tm.add("kubelet->readyz", waitAPI(t, n, cs, 4*time.Minute))
+	startCSRApprover(t, n)
+
+	// aiokube as its unit runs it, stopped (by PID) once it has created the namespaces and some more.
+	stateDir, namespaces := aiokubeState(t)
+	ak := n.unitCmd(t, "aiokube", "aiokube.service", aiokubeEnv...)
+	if err := ak.Start(); err != nil {
+		t.Fatal(err)
+	}
+	akDone := make(chan error, 1)
+	go func() { akDone <- ak.Wait() }()
+	done := 0
+	err := poll(context.Background(), 4*time.Minute, 200*time.Millisecond, func(context.Context) (bool, error) {
+		select {
+		case err := <-akDone:
+			return false, fmt.Errorf("aiokube ended before it was stopped half-way (%v):\n%s", err, tail(filepath.Join(n.LogDir(), "aiokube.log"), 30))
+		default:
+		}
+		m, _ := filepath.Glob(filepath.Join(stateDir, "done", "*"))
+		done = len(m)
+		return done >= namespaces+5, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ak.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-akDone:
+	case <-time.After(20 * time.Second):
+		ak.Process.Kill()
+		<-akDone
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, "applied")); err == nil {
+		t.Fatal("aiokube finished before it was stopped: the reboot cannot show it resumes")
+	}
+	t.Logf("aiokube stopped half-way (pid %d) after %d manifests (%d namespaces)", ak.Process.Pid, done, namespaces)
+
+	tm.add("kubelet->mirror-pods-ready", waitMirrorPods(t, n, cs, 4*time.Minute))
+	tm.step("checks", func() {
+		checkNodeRegistered(t, cs, n)
+		checkServingCSR(t, cs, n)
+		checkHealth(t, cs)
+		checkKubernetesEndpoint(t, cs, spec.ips()[0])
+		ns := checkNamespace(t, cs, true)
+		checkLeases(t, cs)
+		checkUnschedulable(t, cs, ns)
+		checkSecretEncrypted(t, cs)
+		checkOpenShiftDryRun(t, cs, spec.OpenShiftPods)
+	})
+	marker := make([]byte, 16)
+	rand.Read(marker)
+	st := nodeState{Marker: hex.EncodeToString(marker), AiokubeDone: done}
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-reboot-marker"}, Data: map[string]string{"marker": st.Marker}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("marker: %v", err)
+	}
+	data, _ := json.Marshal(st)
+	if err := os.WriteFile(statePath(spec), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkNoCrashLoops(t, n)
+	logPeakRSS(t, n)
+	_ = cfg
+}
+
+// innerReboot: the same disk booted again in new namespaces (nothing of the first boot's processes survives). The
+// same cluster comes back: etcd reuses its data (the marker written before is there), aiokube finishes what it
+// was stopped in, every exported object exists, the node keeps no bootstrap leftovers.
+func innerReboot(t *testing.T, spec *innerSpec) {
+	tm := newTimings("upstream/" + spec.Case + " (reboot)")
+	var st nodeState
+	data, err := os.ReadFile(statePath(spec))
+	if err != nil {
+		t.Fatalf("the first boot left no state: %v", err)
+	}
+	json.Unmarshal(data, &st)
+	n := bootNode(t, spec, tm)
+	cs, cfg := clients(t, spec.Kubeconfig)
+	tm.add("kubelet->readyz", waitAPI(t, n, cs, 4*time.Minute))
+	startCSRApprover(t, n)
+	cm, err := cs.CoreV1().ConfigMaps("default").Get(context.Background(), "e2e-reboot-marker", metav1.GetOptions{})
+	if err != nil || cm.Data["marker"] != st.Marker {
+		t.Fatalf("the marker written before the reboot is gone or changed (%v): etcd did not reuse its data", err)
+	}
+	t.Logf("the marker written before the reboot is there: etcd reused its data")
+
+	manifests := filepath.Join(filepath.Dir(filepath.Dir(spec.Kubeconfig)), "rootfs", "opt", "openshift", "manifests")
+	objs, err := manifestObjects(manifests)
+	if err != nil {
+		t.Fatalf("exported manifests: %v", err)
+	}
+	tm.step("aiokube", func() {
+		ak := n.unitCmd(t, "aiokube", "aiokube.service", aiokubeEnv...)
+		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+		defer cancel()
+		if err := ak.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { <-ctx.Done(); ak.Process.Kill() }()
+		err := ak.Wait()
+		t.Logf("aiokube (rerun after the reboot; %d manifests were done before):\n%s", st.AiokubeDone, tail(filepath.Join(n.LogDir(), "aiokube.log"), 25))
+		if err != nil {
+			t.Fatalf("aiokube after the reboot: %v", err)
+		}
+	})
+	checkObjectsExist(t, cfg, objs)
+	checkNoBootstrapLeftovers(t, spec)
+	checkNodeLabels(t, cs, n)
+	tm.add("kubelet->mirror-pods-ready", waitMirrorPods(t, n, cs, 4*time.Minute))
+	checkHealth(t, cs)
+	checkLeases(t, cs)
+	checkNoCrashLoops(t, n)
+}
+
+// innerBroken boots a node whose kube-scheduler pod has a broken flag: the boot must fail with that container's
+// log, read through the CRI.
+func innerBroken(t *testing.T, spec *innerSpec) {
+	tm := newTimings("upstream/" + spec.Case + " (broken flag)")
+	n := bootNode(t, spec, tm)
+	cs, _ := clients(t, spec.Kubeconfig)
+	waitAPI(t, n, cs, 4*time.Minute)
+	err := poll(context.Background(), 3*time.Minute, time.Second, func(ctx context.Context) (bool, error) {
+		msg, err := crashLooping(ctx, n)
+		if err == nil && msg != "" {
+			t.Fatalf("a static pod cannot run:\n%s", msg)
+		}
+		return false, nil
+	})
+	t.Fatalf("no container failed: %v", err)
+}
+
+// checkNoCrashLoops: no container of the node failed more than once.
+func checkNoCrashLoops(t *testing.T, n *Node) {
+	t.Helper()
+	msg, err := crashLooping(context.Background(), n)
+	if err != nil {
+		t.Errorf("CRI: %v", err)
+	} else if msg != "" {
+		t.Errorf("containers crash-looping:\n%s", msg)
+	}
+}
+
+// logPeakRSS prints the peak resident memory of the node's components.
+func logPeakRSS(t *testing.T, n *Node) {
+	rss := PeakRSS("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "containerd")
+	var parts []string
+	for _, k := range sortedKeys(rss) {
+		parts = append(parts, fmt.Sprintf("%s=%.0fMiB", k, rss[k]))
+	}
+	t.Logf("FIGURE %s: peak RSS %s", n.phase(), strings.Join(parts, " "))
+}
+
+// checkNoBootstrapLeftovers is seed 002's bootstrap cleanup test: of what aio.ign laid on the node, everything
+// under /opt/openshift (the first-boot apply's manifests, admin kubeconfig, state) and aiokube's own unit and
+// script must be gone; the rest remains by design (listed); and nothing else may have appeared on the node's
+// disk outside the runtime state of the kubelet, etcd and containerd and the logs.
+func checkNoBootstrapLeftovers(t *testing.T, spec *innerSpec) {
+	t.Helper()
+	rootfs := filepath.Join(filepath.Dir(filepath.Dir(spec.Kubeconfig)), "rootfs")
+	laid := map[string]bool{}
+	filepath.WalkDir(rootfs, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(rootfs, p)
+			laid[rel] = true
+		}
+		return nil
+	})
+	bootstrap := func(rel string) bool {
+		return strings.HasPrefix(rel, "opt/openshift/") || strings.Contains(filepath.Base(rel), "aiokube")
+	}
+	runtime := []string{"var/lib/kubelet/", "var/lib/etcd/", "var/lib/containerd/", "var/log/", "etc/kubernetes/kubelet-plugins/"}
+	var leftovers, unexpected []string
+	byDesign := 0
+	filepath.WalkDir(spec.Root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(spec.Root, p)
+		switch {
+		case laid[rel] && bootstrap(rel):
+			leftovers = append(leftovers, rel)
+		case laid[rel]:
+			byDesign++
+		case ignitionSeeds[rel] || strings.HasPrefix(rel, "etc/selinux/") || rel == "etc/passwd-" || rel == "etc/group-" || rel == "etc/shadow-" || rel == "etc/gshadow-":
+		default:
+			for _, r := range runtime {
+				if strings.HasPrefix(rel, r) {
+					return nil
+				}
+			}
+			unexpected = append(unexpected, rel)
+		}
+		return nil
+	})
+	sort.Strings(leftovers)
+	sort.Strings(unexpected)
+	t.Logf("after the first-boot apply: %d files of aio.ign remain by design (kubelet, static pods and their resources, CRI-O, hosts, units, user core); runtime state under %v", byDesign, runtime)
+	if len(leftovers) > 0 {
+		t.Errorf("bootstrap leftovers on the node: %v", leftovers)
+	}
+	if len(unexpected) > 0 {
+		t.Errorf("files on the node that neither aio.ign laid nor the node's runtime keeps: %v", unexpected)
+	}
+}
+
+// checkNodeRegistered: the node registered under its name with the render-time client certificate (no
+// bootstrap CSR was needed).
+func checkNodeRegistered(t *testing.T, cs *kubernetes.Clientset, n *Node) {
+	t.Helper()
+	ctx := context.Background()
+	node, err := cs.CoreV1().Nodes().Get(ctx, n.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("node %s not registered: %v", n.NodeName, err)
+	}
+	cn, err := kubeletClientCN(n.KubeletArgv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cn != "system:node:"+n.NodeName {
+		t.Errorf("the kubelet's render-time client certificate is for %q, want system:node:%s", cn, n.NodeName)
+	}
+	csrs, err := cs.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range csrs.Items {
+		if c.Spec.SignerName == "kubernetes.io/kube-apiserver-client-kubelet" && c.Spec.Username != cn {
+			t.Errorf("a bootstrap client CSR %s by %s: the node did not register with its render-time certificate", c.Name, c.Spec.Username)
+		}
+	}
+	t.Logf("node %s registered (created %s) with the render-time client certificate %s", node.Name, node.CreationTimestamp.Format(time.RFC3339), cn)
+}
+
+// checkServingCSR: the kubelet's serving CSR was approved by the rendered approver and issued by
+// kube-controller-manager, and the API server reaches the kubelet with it (a mirror pod's log through the API).
+func checkServingCSR(t *testing.T, cs *kubernetes.Clientset, n *Node) {
+	t.Helper()
+	var name string
+	err := poll(context.Background(), 3*time.Minute, time.Second, func(ctx context.Context) (bool, error) {
+		l, err := cs.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range l.Items {
+			if c.Spec.SignerName != "kubernetes.io/kubelet-serving" || c.Spec.Username != "system:node:"+n.NodeName {
+				continue
+			}
+			for _, cond := range c.Status.Conditions {
+				if cond.Type == "Approved" && cond.Status == corev1.ConditionTrue && len(c.Status.Certificate) > 0 {
+					name = c.Name + " (approved by: " + cond.Message + ")"
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("the kubelet's serving CSR was not approved and issued: %v\ncsr-approver log:\n%s", err, tail(filepath.Join(n.LogDir(), "csr-approver.log"), 20))
+		return
+	}
+	t.Logf("kubelet serving CSR %s", name)
+	pods, _ := StaticPods("/")
+	for _, p := range pods {
+		var logs []byte
+		err := poll(context.Background(), time.Minute, 2*time.Second, func(ctx context.Context) (bool, error) {
+			b, err := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name+"-"+n.NodeName, &corev1.PodLogOptions{Container: p.Spec.Containers[0].Name, TailLines: ptr(int64(2))}).DoRaw(ctx)
+			logs = b
+			return err == nil && len(b) > 0, err
+		})
+		if err != nil {
+			t.Errorf("log of %s/%s through the API (API server -> kubelet over the issued serving certificate): %v", p.Namespace, p.Name, err)
+		} else {
+			t.Logf("log of %s/%s through the API: %q", p.Namespace, p.Name, strings.TrimSpace(string(logs)))
+		}
+		break
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// checkNodeLabels: the node carries the control-plane role labels (set through the API by the first-boot apply,
+// as kubeadm does, when the kubelet may not set them itself).
+func checkNodeLabels(t *testing.T, cs *kubernetes.Clientset, n *Node) {
+	t.Helper()
+	node, err := cs.CoreV1().Nodes().Get(context.Background(), n.NodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master", "node-role.kubernetes.io/worker"} {
+		if _, ok := node.Labels[l]; !ok {
+			t.Errorf("node %s has no label %s (labels %v)", n.NodeName, l, node.Labels)
+		}
+	}
+}
+
+// checkOpenShiftDryRun: each static pod of the openshift flavor (which cannot run here: no OpenShift images)
+// passes the live kube-apiserver's server-side validation and admission as a pod (dry run).
+func checkOpenShiftDryRun(t *testing.T, cs *kubernetes.Clientset, dir string) {
+	t.Helper()
+	ctx := context.Background()
+	pods, err := StaticPods(filepath.Dir(filepath.Dir(filepath.Dir(dir))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range sortedKeys(pods) {
+		p := pods[f]
+		if _, err := cs.CoreV1().Namespaces().Get(ctx, p.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespace}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Admission needs the namespace's default ServiceAccount.
+		poll(ctx, shortWait, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
+			_, err := cs.CoreV1().ServiceAccounts(p.Namespace).Get(ctx, "default", metav1.GetOptions{})
+			return err == nil, nil
+		})
+		p.ResourceVersion = ""
+		if _, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Errorf("openshift flavor %s (%s/%s): the live API refuses it: %v", f, p.Namespace, p.Name, err)
+		} else {
+			t.Logf("openshift flavor %s (%s/%s, %d containers): server-side dry run passed", f, p.Namespace, p.Name, len(p.Spec.Containers)+len(p.Spec.InitContainers))
+		}
+	}
+}
+
+// checkSecretEncrypted creates a Secret through the API and reads its bytes straight from etcd with the etcd
+// client library, using the client certificate, CA and endpoint the running kube-apiserver's static pod names
+// (mapped through its volumes to the node's paths): they must start with k8s:enc:aescbc:v1:.
+func checkSecretEncrypted(t *testing.T, cs *kubernetes.Clientset) {
+	t.Helper()
+	pods, err := StaticPods("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var api *corev1.Pod
+	var ctr *corev1.Container
+	for _, p := range pods {
+		for i := range p.Spec.Containers {
+			if p.Spec.Containers[i].Name == "kube-apiserver" {
+				api, ctr = p, &p.Spec.Containers[i]
+			}
+		}
+	}
+	if api == nil {
+		t.Fatal("no kube-apiserver container in the static pods")
+	}
+	flags := map[string]string{}
+	for _, a := range append(append([]string{}, ctr.Command...), ctr.Args...) {
+		if k, v, ok := strings.Cut(strings.TrimPrefix(a, "--"), "="); ok && strings.HasPrefix(a, "--") {
+			flags[k] = v
+		}
+	}
+	hostFile := func(flag string) string {
+		p, ok := flags[flag]
+		if !ok {
+			t.Fatalf("kube-apiserver has no --%s", flag)
+		}
+		return podHostPath(t, api, ctr, p)
+	}
+	readSecretFromEtcd(t, cs, hostFile("etcd-cafile"), hostFile("etcd-certfile"), hostFile("etcd-keyfile"),
+		strings.Split(flags["etcd-servers"], ","), flags["etcd-prefix"])
+}
+
+// podHostPath maps a path inside a container to the node's path through its volume mounts (hostPath volumes).
+func podHostPath(t *testing.T, p *corev1.Pod, c *corev1.Container, in string) string {
+	t.Helper()
+	best := ""
+	var bestMount corev1.VolumeMount
+	for _, m := range c.VolumeMounts {
+		if (in == m.MountPath || strings.HasPrefix(in, strings.TrimSuffix(m.MountPath, "/")+"/")) && len(m.MountPath) > len(best) {
+			best, bestMount = m.MountPath, m
+		}
+	}
+	if best == "" {
+		t.Fatalf("%s is in no volume of %s", in, c.Name)
+	}
+	for _, v := range p.Spec.Volumes {
+		if v.Name == bestMount.Name && v.HostPath != nil {
+			return filepath.Join(v.HostPath.Path, bestMount.SubPath, strings.TrimPrefix(in, best))
+		}
+	}
+	t.Fatalf("volume %s of %s is not a hostPath", bestMount.Name, c.Name)
+	return ""
+}
+
+// TestLab boots a render on the real node and leaves the user a shell inside the node's namespaces, with
+// KUBECONFIG set to the admin kubeconfig; when the shell exits, the node is stopped and everything is removed.
+// hack/lab.sh runs it (a test binary with the terminal attached); it never runs under `go test ./...`.
+func TestLab(t *testing.T) {
+	if os.Getenv("RENDER_STATIC_LAB") != "1" {
+		t.Skip("the interactive lab: run hack/lab.sh")
+	}
+	preconditions(t)
+	c := upstreamCase{name: "lab", installConfig: os.Getenv("RENDER_STATIC_LAB_INSTALL_CONFIG"), nodeIPs: os.Getenv("RENDER_STATIC_LAB_NODE_IP")}
+	if c.installConfig == "" {
+		c = upstreamCases[0]
+	}
+	spec := prepareUpstreamCase(t, renderStaticCLI(t), binaries(t), c)
+	spec.Phase = "lab"
+	data, _ := json.MarshalIndent(spec, "", "  ")
+	path := filepath.Join(spec.Work, "inner-lab.json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hs, err := SaveHostState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if changed, err := hs.Restore(); err != nil || len(changed) > 0 {
+			t.Logf("restored: %v %v", changed, err)
+		}
+	}()
+	cmd, err := InnerCommand(context.Background(), "TestInner", path, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("lab: %v", err)
+	}
+}
+
+// innerLab: the node booted and the first-boot apply done, then an interactive shell in the node's namespaces.
+func innerLab(t *testing.T, spec *innerSpec) {
+	tm := newTimings("lab")
+	n := bootNode(t, spec, tm)
+	cs, _ := clients(t, spec.Kubeconfig)
+	waitAPI(t, n, cs, 4*time.Minute)
+	startCSRApprover(t, n)
+	ak := n.unitCmd(t, "aiokube", "aiokube.service", aiokubeEnv...)
+	if err := ak.Run(); err != nil {
+		t.Logf("aiokube: %v (log: %s)", err, filepath.Join(n.LogDir(), "aiokube.log"))
+	}
+	waitMirrorPods(t, n, cs, 4*time.Minute)
+	fmt.Printf("\nThe node %s is up (logs: %s). This shell runs inside its network, mount and PID namespaces;\n"+
+		"KUBECONFIG=%s. Try: kubectl get pods -A; kubectl get nodes. Exit the shell to stop the node and clean up.\n\n",
+		n.NodeName, n.LogDir(), spec.Kubeconfig)
+	sh := exec.Command("/bin/bash", "-i")
+	sh.Stdin, sh.Stdout, sh.Stderr = os.Stdin, os.Stdout, os.Stderr
+	sh.Env = append(os.Environ(), "KUBECONFIG="+spec.Kubeconfig, "PS1=[kaio "+n.NodeName+"] \\w\\$ ")
+	sh.Run()
+}

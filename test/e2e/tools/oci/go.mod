@@ -1,0 +1,17 @@
+// Wrapper module for the e2e test's image tools (test/e2e/build.go): oci-image writes a Docker/OCI image
+// archive from local static binaries with go-containerregistry, and pause is the sandbox image's process.
+// A separate module so the product go.mod never sees go-containerregistry.
+module github.com/render-static/render-static/test/e2e/tools/oci
+
+go 1.24
+
+require github.com/google/go-containerregistry v0.20.6
+
+require (
+	github.com/containerd/stargz-snapshotter/estargz v0.16.3 // indirect
+	github.com/klauspost/compress v1.18.0 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+	github.com/vbatts/tar-split v0.12.1 // indirect
+	golang.org/x/sync v0.15.0 // indirect
+)
