@@ -14,12 +14,14 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
 	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -482,4 +484,27 @@ func (r *Render) LoopOrder(component string) []string {
 		}
 	}
 	return got
+}
+
+// FeatureGates are the enabled and disabled gates of the render's featuregates.config.openshift.io/cluster (the
+// one object every component takes its gates from), read through the components' accessor, each sorted by name.
+func FeatureGates(t testing.TB, r *Render) (enabled, disabled []configv1.FeatureGateName) {
+	t.Helper()
+	gates, err := clusterconfig.FeatureGates(r.Cluster, r.Inputs).CurrentFeatureGates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range gates.KnownFeatures() {
+		if gates.Enabled(g) {
+			enabled = append(enabled, g)
+		} else {
+			disabled = append(disabled, g)
+		}
+	}
+	sort.Slice(enabled, func(i, j int) bool { return enabled[i] < enabled[j] })
+	sort.Slice(disabled, func(i, j int) bool { return disabled[i] < disabled[j] })
+	if len(enabled) == 0 || len(disabled) == 0 {
+		t.Fatalf("the render's FeatureGate has %d enabled and %d disabled gates", len(enabled), len(disabled))
+	}
+	return enabled, disabled
 }
