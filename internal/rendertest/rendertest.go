@@ -26,9 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
-	"github.com/render-static/render-static/manifests"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/conformance"
@@ -434,23 +432,8 @@ func CheckConformance(t testing.TB, r *Render, component string) {
 	if rep.Compared < n {
 		t.Errorf("only %d items compared, want at least %d", rep.Compared, n)
 	}
-	raw, err := manifests.Read(component + "/conformance-adaptations.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var adaptations []struct{ Path, Reason string }
-	if err := yaml.Unmarshal(raw, &adaptations); err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range adaptations {
-		re := regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(a.Path), `\*`, ".*") + "$")
-		used := false
-		for _, d := range rep.Adapted {
-			used = used || re.MatchString(d.Path)
-		}
-		if !used {
-			t.Errorf("adaptation %q matches no difference: it is stale", a.Path)
-		}
+	for _, a := range rep.Unused {
+		t.Errorf("adaptation %s explains no difference: it is stale", a)
 	}
 }
 
