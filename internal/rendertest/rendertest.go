@@ -14,19 +14,19 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
 	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
-	"github.com/render-static/render-static/manifests"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/conformance"
@@ -432,23 +432,8 @@ func CheckConformance(t testing.TB, r *Render, component string) {
 	if rep.Compared < n {
 		t.Errorf("only %d items compared, want at least %d", rep.Compared, n)
 	}
-	raw, err := manifests.Read(component + "/conformance-adaptations.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var adaptations []struct{ Path, Reason string }
-	if err := yaml.Unmarshal(raw, &adaptations); err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range adaptations {
-		re := regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(a.Path), `\*`, ".*") + "$")
-		used := false
-		for _, d := range rep.Adapted {
-			used = used || re.MatchString(d.Path)
-		}
-		if !used {
-			t.Errorf("adaptation %q matches no difference: it is stale", a.Path)
-		}
+	for _, a := range rep.Unused {
+		t.Errorf("adaptation %s explains no difference: it is stale", a)
 	}
 }
 
@@ -482,4 +467,27 @@ func (r *Render) LoopOrder(component string) []string {
 		}
 	}
 	return got
+}
+
+// FeatureGates are the enabled and disabled gates of the render's featuregates.config.openshift.io/cluster (the
+// one object every component takes its gates from), read through the components' accessor, each sorted by name.
+func FeatureGates(t testing.TB, r *Render) (enabled, disabled []configv1.FeatureGateName) {
+	t.Helper()
+	gates, err := clusterconfig.FeatureGates(r.Cluster, r.Inputs).CurrentFeatureGates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range gates.KnownFeatures() {
+		if gates.Enabled(g) {
+			enabled = append(enabled, g)
+		} else {
+			disabled = append(disabled, g)
+		}
+	}
+	sort.Slice(enabled, func(i, j int) bool { return enabled[i] < enabled[j] })
+	sort.Slice(disabled, func(i, j int) bool { return disabled[i] < disabled[j] })
+	if len(enabled) == 0 || len(disabled) == 0 {
+		t.Fatalf("the render's FeatureGate has %d enabled and %d disabled gates", len(enabled), len(disabled))
+	}
+	return enabled, disabled
 }

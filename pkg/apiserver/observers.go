@@ -3,11 +3,9 @@ package apiserver
 import (
 	"fmt"
 	"net/netip"
-	"sort"
 	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
-	"github.com/openshift/api/features"
 	configlisters "github.com/openshift/client-go/config/listers/config/v1"
 	"github.com/openshift/library-go/pkg/controller/factory"
 	"github.com/openshift/library-go/pkg/operator/configobserver"
@@ -25,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/manifests"
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
 )
 
@@ -73,7 +72,7 @@ func Observers(gates featuregates.FeatureGateAccess) []configobserver.ObserveCon
 		observePodSecurity,
 		encryptionobserver.NewEncryptionConfigObserver(TargetNamespace, EncryptionConfigPath),
 		libetcd.ObserveStorageURLsToArgumentsWithAlwaysLocal,
-		featuregates.NewObserveFeatureFlagsFunc(nil, nil, []string{"apiServerArguments", "feature-gates"}, gates),
+		observeFeatureGates(gates),
 		observeNetwork,
 		observeAuthorizationMode,
 		libproxy.NewProxyObserveFunc(proxyPath),
@@ -95,35 +94,11 @@ func (k *Component) configObserverLoop() loops.Loop {
 		Proxy:          cfg.Proxies().Lister(),
 		ConfigMaps:     all.ConfigMaps().Lister(),
 		Secrets:        all.Secrets().Lister(),
-		FeatureGates:   FeatureGateAccess(),
+		FeatureGates:   clusterconfig.FeatureGates(k.cluster, k.in),
 	}
 	ctrl := configobserver.NewConfigObserver("kube-apiserver", k.op, k.recorder, listers, []factory.Informer{},
 		Observers(listers.FeatureGates)...)
 	return k.whenInputs(loops.ControllerLoop("config-observer", ctrl, k.recorder), etcdEndpoints)
-}
-
-// FeatureGateAccess is the Default feature set of the self-managed cluster profile, as the pinned openshift/api
-// defines it (the cluster's FeatureGate is never changed after a render).
-func FeatureGateAccess() featuregates.FeatureGateAccess {
-	enabled, disabled := DefaultFeatureGates()
-	return featuregates.NewHardcodedFeatureGateAccess(enabled, disabled)
-}
-
-// DefaultFeatureGates returns the enabled and disabled gates of the Default feature set, each sorted by name.
-func DefaultFeatureGates() (enabled, disabled []configv1.FeatureGateName) {
-	set, err := features.FeatureSets(features.SelfManaged, configv1.Default)
-	if err != nil {
-		panic(err) // the pinned openshift/api always has the Default set of the self-managed profile
-	}
-	for _, g := range set.Enabled {
-		enabled = append(enabled, g.FeatureGateAttributes.Name)
-	}
-	for _, g := range set.Disabled {
-		disabled = append(disabled, g.FeatureGateAttributes.Name)
-	}
-	sort.Slice(enabled, func(i, j int) bool { return enabled[i] < enabled[j] })
-	sort.Slice(disabled, func(i, j int) bool { return disabled[i] < disabled[j] })
-	return enabled, disabled
 }
 
 func set(out map[string]interface{}, value interface{}, path ...string) []error {

@@ -123,7 +123,11 @@ func Objects(in *Inputs) ([]runtime.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	objs = append(objs, clusterConfig, &corev1.Secret{
+	featureGate, err := FeatureGate(in)
+	if err != nil {
+		return nil, err
+	}
+	objs = append(objs, featureGate, clusterConfig, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-config", Name: "pull-secret"},
 		Type:       corev1.SecretTypeDockerConfigJson,
 		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(ic.PullSecret)},

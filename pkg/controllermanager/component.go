@@ -63,7 +63,7 @@ func New(c *loops.Cluster, in *clusterconfig.Inputs) *Component {
 	// Exported with the resource, so that the operator on the node keeps the pod as rendered (see
 	// UseMoreSecureServiceCA).
 	op.KindSpec = map[string]interface{}{"useMoreSecureServiceCA": UseMoreSecureServiceCA}
-	k := &Component{cluster: c, in: in, op: op, recorder: c.Recorder, features: FeatureGates(c, in)}
+	k := &Component{cluster: c, in: in, op: op, recorder: c.Recorder, features: clusterconfig.FeatureGates(c, in)}
 	k.syncer = k.newResourceSync()
 	return k
 }

@@ -151,10 +151,7 @@ func TestPodExecFlags(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(exp, "\n") {
 		t.Errorf("exec flags differ:\n got: %s\nwant: %s", strings.Join(got, " "), strings.Join(exp, " "))
 	}
-	enabled, disabled, err := controllermanager.DefaultFeatureGates(r.Inputs.InstallConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	enabled, disabled := rendertest.FeatureGates(t, r)
 	var gates []string // flattened extendedArguments are sorted
 	for _, g := range enabled {
 		gates = append(gates, string(g)+"=true")

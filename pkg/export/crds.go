@@ -19,7 +19,7 @@ import (
 // apply can create them before the objects; a render that exports a custom kind not listed here fails.
 var CRDKinds = []string{
 	"config.openshift.io/APIServer", "config.openshift.io/Authentication", "config.openshift.io/DNS",
-	"config.openshift.io/Image", "config.openshift.io/Infrastructure", "config.openshift.io/Ingress",
+	"config.openshift.io/FeatureGate", "config.openshift.io/Image", "config.openshift.io/Infrastructure", "config.openshift.io/Ingress",
 	"config.openshift.io/Network", "config.openshift.io/Proxy", "config.openshift.io/Scheduler",
 	"operator.openshift.io/Etcd", "operator.openshift.io/IngressController", "operator.openshift.io/KubeAPIServer",
 	"operator.openshift.io/KubeControllerManager", "operator.openshift.io/KubeScheduler",
@@ -198,6 +198,19 @@ func CRDs(ms []Manifest, featureSet string) ([]Manifest, error) {
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// FeatureSet is spec.featureSet of the exported featuregates.config.openshift.io/cluster ("" when there is none,
+// which CRDs takes as Default): the CRD variants follow the same object every component takes its gates from.
+func FeatureSet(ms []Manifest) string {
+	for _, m := range ms {
+		if m.GVK.Group == "config.openshift.io" && m.GVK.Kind == "FeatureGate" && m.Name == "cluster" {
+			spec, _ := m.Object["spec"].(map[string]interface{})
+			s, _ := spec["featureSet"].(string)
+			return s
+		}
+	}
+	return ""
 }
 
 // PruneToCRDs removes from every exported custom object the fields its CRD's schema (for the object's version)

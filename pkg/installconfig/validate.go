@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/openshift/api/features"
 )
 
 // Validate checks the config against every rule for single-node static
@@ -349,7 +351,31 @@ func (v *validator) settings() {
 			v.addf(f, "duplicate feature gate %s", quoteShort(name))
 		}
 		gates[name] = true
+		if known := knownFeatureGate(name); known != "" && known != name {
+			v.addf(f, "unknown feature gate %s (did you mean %q?)", quoteShort(name), known)
+		}
+		if name == string(features.FeatureShortCertRotation) && val == "true" {
+			// cluster-etcd-operator (pkg/operator/etcdcertsigner/etcdcertsignercontroller.go) and the other
+			// operators then issue certificates that live hours and count on rotating them themselves.
+			v.addf(f, "%s=true cannot be honoured: it makes certificates live hours and relies on the operators to "+
+				"rotate them, and no operator runs on this node (certificate lifetimes are set with --cert-validity)", name)
+		}
 	}
+}
+
+// knownFeatureGate is the gate of the pinned openshift/api (any feature set of the self-managed profile) whose name
+// equals name ignoring case, or "". Other names may be Kubernetes gates, which the operators pass on as they are.
+func knownFeatureGate(name string) string {
+	for _, set := range features.AllFeatureSets()[features.SelfManaged] {
+		for _, list := range [][]features.FeatureGateDescription{set.Enabled, set.Disabled} {
+			for _, g := range list {
+				if strings.EqualFold(string(g.FeatureGateAttributes.Name), name) {
+					return string(g.FeatureGateAttributes.Name)
+				}
+			}
+		}
+	}
+	return ""
 }
 
 func unknownCapability(name string) string {

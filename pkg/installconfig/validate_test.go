@@ -191,6 +191,17 @@ func TestValidate(t *testing.T) {
 				`featureGates[0]: "A=yes" must be Name=true or Name=false`,
 				`featureGates[1]: "=true" must be Name=true or Name=false`,
 			}},
+		{name: "custom feature gates", mutate: func(ic *InstallConfig) {
+			ic.FeatureSet = "CustomNoUpgrade"
+			ic.FeatureGates = []string{"MutatingAdmissionPolicy=true", "mutatingadmissionpolicy=false", "ShortCertRotation=true",
+				"ShortCertRotation=false", "InPlacePodVerticalScaling=true", "Example=True", "Bad Name=true"}
+		}, want: []string{
+			`featureGates[1]: unknown feature gate "mutatingadmissionpolicy" (did you mean "MutatingAdmissionPolicy"?)`,
+			"featureGates[2]: ShortCertRotation=true cannot be honoured: it makes certificates live hours and relies on the operators to rotate them, and no operator runs on this node (certificate lifetimes are set with --cert-validity)",
+			`featureGates[3]: duplicate feature gate "ShortCertRotation"`,
+			`featureGates[5]: "Example=True" must be Name=true or Name=false`,
+			`featureGates[6]: "Bad Name=true" must be Name=true or Name=false`,
+		}},
 		{name: "proxy needs a URL", mutate: func(ic *InstallConfig) { ic.Proxy = &Proxy{NoProxy: "example.com"} },
 			want: []string{"proxy: at least one of httpProxy or httpsProxy is required"}},
 		{name: "proxy URLs", mutate: func(ic *InstallConfig) {

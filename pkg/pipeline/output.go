@@ -69,8 +69,9 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 	}
 	// What must not reach a cluster without operators is decided in one place (pkg/node, docs/node.md).
 	manifests, _ = node.FilterExport(manifests)
-	// The CRDs of the exported custom kinds, so the first-boot apply can create them first.
-	crds, err := export.CRDs(manifests, in.InstallConfig.FeatureSet)
+	// The CRDs of the exported custom kinds, so the first-boot apply can create them first; their variants follow
+	// the exported FeatureGate's feature set.
+	crds, err := export.CRDs(manifests, export.FeatureSet(manifests))
 	if err != nil {
 		return nil, err
 	}

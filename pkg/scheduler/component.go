@@ -60,7 +60,7 @@ func New(c *loops.Cluster, in *clusterconfig.Inputs) *Component {
 	op := c.NewOperatorClient("KubeScheduler", "kubeschedulers",
 		operatorv1.StaticPodOperatorSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed, LogLevel: operatorv1.Normal}},
 		operatorv1.StaticPodOperatorStatus{})
-	s := &Component{cluster: c, in: in, op: op, recorder: c.Recorder, features: controllermanager.FeatureGates(c, in)}
+	s := &Component{cluster: c, in: in, op: op, recorder: c.Recorder, features: clusterconfig.FeatureGates(c, in)}
 	s.syncer = s.newResourceSync()
 	return s
 }

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/internal/rendertest"
-	"github.com/render-static/render-static/pkg/controllermanager"
 	"github.com/render-static/render-static/pkg/scheduler"
 )
 
@@ -82,10 +81,7 @@ func TestFeatureGatesArgument(t *testing.T) {
 		t.Fatalf("the reference's argument %d is %q", i, want.Spec.Containers[0].Args[i])
 	}
 	got := pod.Spec.Containers[0].Args[i]
-	enabled, disabled, err := controllermanager.DefaultFeatureGates(r.Inputs.InstallConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	enabled, disabled := rendertest.FeatureGates(t, r)
 	var gates []string
 	for _, g := range enabled {
 		gates = append(gates, string(g)+"=true")
