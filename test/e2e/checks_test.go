@@ -38,32 +38,6 @@ const (
 	longWait  = 2 * time.Minute
 )
 
-// poll calls f every interval until it reports done, fails, or timeout passes; the last error is reported.
-func poll(ctx context.Context, timeout, interval time.Duration, f func(ctx context.Context) (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var last error
-	for {
-		rctx, rcancel := context.WithTimeout(ctx, 15*time.Second)
-		done, err := f(rctx)
-		rcancel()
-		if done && err == nil {
-			return nil
-		}
-		if err != nil {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			if last == nil {
-				last = errors.New("condition not met")
-			}
-			return fmt.Errorf("after %s: %w", timeout, last)
-		case <-time.After(interval):
-		}
-	}
-}
-
 // clients builds client-go clients from a kubeconfig (its server resolves through the namespace's /etc/hosts).
 func clients(t *testing.T, kubeconfig string) (*kubernetes.Clientset, *rest.Config) {
 	t.Helper()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -424,4 +423,65 @@ func crioPauseImage(root string) (string, error) {
 	return "", fmt.Errorf("no pause_image in %s/etc/crio/crio.conf.d", root)
 }
 
-var _ = io.Discard
+// poll calls f every interval until it reports done, fails, or timeout passes; the last error is reported.
+func poll(ctx context.Context, timeout, interval time.Duration, f func(ctx context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		rctx, rcancel := context.WithTimeout(ctx, 15*time.Second)
+		done, err := f(rctx)
+		rcancel()
+		if done && err == nil {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if last == nil {
+				last = errors.New("condition not met")
+			}
+			return fmt.Errorf("after %s: %w", timeout, last)
+		case <-time.After(interval):
+		}
+	}
+}
+
+// systemdWords splits a unit's value the way systemd does for Environment= and ExecStart=: on whitespace,
+// with "double" or 'single' quotes around a word and backslash escapes.
+func systemdWords(s string) []string {
+	var words []string
+	var cur strings.Builder
+	in, quote, esc := false, byte(0), false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case esc:
+			cur.WriteByte(c)
+			esc = false
+		case c == '\\':
+			esc, in = true, true
+		case quote != 0 && c == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteByte(c)
+		case c == '"' || c == '\'':
+			quote, in = c, true
+		case c == ' ' || c == '\t':
+			if in {
+				words = append(words, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteByte(c)
+			in = true
+		}
+	}
+	if in {
+		words = append(words, cur.String())
+	}
+	return words
+}
