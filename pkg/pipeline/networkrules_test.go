@@ -378,6 +378,11 @@ var netRules = []struct {
 		for i, ip := range e.nodeIPs {
 			ips[i] = ip.String()
 		}
+		// etcd's ensure-env init container compares NODE_<node>_IP with the pod IP, which for a host-network pod
+		// is the kubelet's first --node-ip: it must be the preferred node IP.
+		if e.nodeIPs[0] != e.preferred {
+			t.Errorf("first --node-ip %s is not the preferred node IP %s", e.nodeIPs[0], e.preferred)
+		}
 		unit := unitText(t, e, "kubelet.service")
 		wantContains(t, "kubelet.service", unit, "--node-ip="+strings.Join(ips, ","))
 		hosts := string(e.file(t, "/etc/hosts"))
