@@ -502,6 +502,7 @@ func (c *genCheck) urls() {
 			}
 		}
 	}
+	t.Logf("%d URLs and addresses checked", total)
 	if total < 50 {
 		t.Errorf("only %d URLs and addresses found: the patterns miss the render", total)
 	}
@@ -652,6 +653,57 @@ func (c *genCheck) flagFiles() {
 	}
 	if checked < 20 {
 		t.Errorf("only %d file flags found in the static pods", checked)
+	}
+	// The files the components' configurations (and the kubeconfigs those name) refer to, as the main container
+	// of each pod sees them.
+	pathRef := regexp.MustCompile(`/etc/kubernetes/[^\s"',;]+`)
+	refs := 0
+	for _, cfg := range []struct{ pod, container, file string }{
+		{"kube-apiserver-pod.yaml", "kube-apiserver", "/etc/kubernetes/static-pod-resources/configmaps/config/config.yaml"},
+		{"kube-controller-manager-pod.yaml", "kube-controller-manager", "/etc/kubernetes/static-pod-resources/configmaps/config/config.yaml"},
+		{"kube-controller-manager-pod.yaml", "cluster-policy-controller", "/etc/kubernetes/static-pod-resources/configmaps/cluster-policy-controller-config/config.yaml"},
+		{"kube-scheduler-pod.yaml", "kube-scheduler", "/etc/kubernetes/static-pod-resources/configmaps/config/config.yaml"},
+	} {
+		pod, err := c.files.Pod(cfg.pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ct := containerNamed(pod, cfg.container)
+		if ct == nil {
+			t.Fatalf("%s has no container %s", cfg.pod, cfg.container)
+		}
+		seen := map[string]bool{}
+		queue := []string{cfg.file}
+		for len(queue) > 0 {
+			p := queue[0]
+			queue = queue[1:]
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			host, _, err := rendertest.MountedPath(pod, ct, p)
+			if err != nil {
+				t.Errorf("%s container %s: %v", cfg.pod, cfg.container, err)
+				continue
+			}
+			f, ok := c.files.File(host)
+			if !ok {
+				t.Errorf("%s container %s: %s (%s) is not on the node", cfg.pod, cfg.container, p, host)
+				continue
+			}
+			refs++
+			if strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, "kubeconfig") {
+				for _, ref := range pathRef.FindAllString(string(f.Contents), -1) {
+					if fileLike.MatchString(ref) {
+						queue = append(queue, ref)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d file flags of the static pods and %d files through the configurations are on the node", checked, refs)
+	if refs < 15 {
+		t.Errorf("only %d files found through the components' configurations", refs)
 	}
 }
 
