@@ -198,13 +198,17 @@ func genFamily(rng *rand.Rand, v6 bool) genNets {
 		g.hostPrefix = cbits + 1 + rng.IntN(28-cbits)                                                           // up to /28
 		g.service = subnet(rng, regions[2], max(regions[2].Bits(), 12)+rng.IntN(29-max(regions[2].Bits(), 12))) // ../28
 	} else {
-		// Distinct random /40s of fd00::/8 (or the documentation prefix for the machine network).
+		// Distinct random /40s of fd00::/8 (or of global unicast 2000::/3 for the machine network; never the
+		// documentation range 2001:db8::/32, which validation refuses for node IPs).
 		base := func() netip.Prefix {
 			return subnet(rng, netip.MustParsePrefix("fd00::/8"), 40)
 		}
 		mregion := base()
 		if rng.IntN(3) == 0 {
-			mregion = subnet(rng, netip.MustParsePrefix("2001:db8::/32"), 40)
+			mregion = subnet(rng, netip.MustParsePrefix("2000::/3"), 40)
+			for mregion.Overlaps(netip.MustParsePrefix("2001:db8::/32")) {
+				mregion = subnet(rng, netip.MustParsePrefix("2000::/3"), 40)
+			}
 		}
 		cregion, sregion := base(), base()
 		for cregion.Overlaps(mregion) || sregion.Overlaps(mregion) || sregion.Overlaps(cregion) {
