@@ -335,6 +335,11 @@ var netRules = []struct {
 			if got := fmt.Sprint(dig(cfg, "extendedArguments", arg)); got != fmt.Sprint([]string{want}) {
 				t.Errorf("extendedArguments.%s = %s, want [%s] (one comma-joined value)", arg, got, want)
 			}
+			// The pod's command line carries the flag once, with both families.
+			main := containerNamed(e.pod(t, "kube-controller-manager-pod.yaml"), "kube-controller-manager")
+			if n := strings.Count(script(main), "--"+arg+"="); n != 1 || !strings.Contains(script(main), "--"+arg+"="+want+" ") {
+				t.Errorf("kube-controller-manager has %d --%s flags, want one --%s=%s", n, arg, arg, want)
+			}
 		}
 	}},
 	{"kcm-proxy-env", func(t *testing.T, e *netEnv) {
