@@ -193,19 +193,22 @@ func (k *Component) podConfigMapLoop() loops.Loop {
 			}
 		}
 		v.SetupTimeout = v.GracefulTerminationDuration + 85
-		if n, _, _ := unstructured.NestedString(observed, bindNetworkPath...); n == "tcp6" || n == "tcp" {
+		// check-endpoints binds [::] only when kube-apiserver's bindNetwork is tcp6 (IPv6 single stack); dual stack
+		// (tcp) and IPv4 keep 0.0.0.0 (cluster-kube-apiserver-operator pkg/operator/targetconfigcontroller/
+		// targetconfigcontroller.go, checkEndpointsBindIPFromConfig).
+		if n, _, _ := unstructured.NestedString(observed, bindNetworkPath...); n == "tcp6" {
 			v.CheckEndpointsListen = "[::]:17697"
 		}
 		proxy, _, err := unstructured.NestedStringMap(observed, proxyPath...)
 		if err != nil {
 			return err
 		}
+		// The observed proxy (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, sorted) goes to every container of the pod, not to
+		// its init container (targetconfigcontroller.go, managePods and proxyMapToEnvVars).
 		pod, err := renderPod("kube-apiserver/pod.yaml", v, func(p *corev1.Pod) {
-			for _, name := range sortedKeys(proxy) {
-				for i := range p.Spec.Containers {
-					if p.Spec.Containers[i].Name == "kube-apiserver" {
-						p.Spec.Containers[i].Env = append(p.Spec.Containers[i].Env, corev1.EnvVar{Name: name, Value: proxy[name]})
-					}
+			for i := range p.Spec.Containers {
+				for _, name := range sortedKeys(proxy) {
+					p.Spec.Containers[i].Env = append(p.Spec.Containers[i].Env, corev1.EnvVar{Name: name, Value: proxy[name]})
 				}
 			}
 		})

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/render-static/render-static/internal/rendertest"
 )
 
@@ -35,7 +37,7 @@ func TestNetworkVariants(t *testing.T) {
 			restricted:  []string{"fd01::/48", "fd02::/112"},
 		}},
 		{"dualstack", "testdata/installconfig/good/dualstack.yaml", want{
-			bindAddress: "[::]:6443", bindNetwork: "tcp", servicesSubnet: "172.30.0.0/16,fd02::/112", checkEndpointsListen: "[::]:17697",
+			bindAddress: "[::]:6443", bindNetwork: "tcp", servicesSubnet: "172.30.0.0/16,fd02::/112", checkEndpointsListen: "0.0.0.0:17697",
 			etcdServers: []string{"https://192.168.126.10:2379", "https://localhost:2379"},
 			restricted:  []string{"10.128.0.0/14", "fd01::/48", "172.30.0.0/16", "fd02::/112"},
 		}},
@@ -46,7 +48,7 @@ func TestNetworkVariants(t *testing.T) {
 			proxyEnv: map[string]string{
 				"HTTP_PROXY":  "http://proxy.corp.example.net:3128",
 				"HTTPS_PROXY": "https://user:pass@proxy.corp.example.net:3129",
-				"NO_PROXY":    "*,.cluster.local,.corp.example.net,.svc,10.0.0.0/24,10.0.0.0/8,10.128.0.0/14,127.0.0.1,172.30.0.0/16,192.168.1.1,api-int.hub-site-7.corp.example.net,localhost",
+				"NO_PROXY":    "*,.cluster.local,.corp.example.net,.svc,10.0.0.0/24,10.0.0.0/8,10.128.0.0/14,127.0.0.1,172.30.0.0/16,192.168.1.1,api-int.hub-site-7.corp.example.net,etcd-0.,localhost",
 			},
 		}},
 	}
@@ -78,17 +80,23 @@ func TestNetworkVariants(t *testing.T) {
 				t.Fatal("no check-endpoints container")
 			}
 			check("check-endpoints --listen", listenArg(ce.Args), tc.want.checkEndpointsListen)
-			env := map[string]string{}
-			for _, e := range containerOf(pod, "kube-apiserver").Env {
-				if strings.HasSuffix(e.Name, "_PROXY") {
-					env[e.Name] = e.Value
+			// Every container (not the init container) carries the proxy environment.
+			for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
+				env := map[string]string{}
+				for _, e := range c.Env {
+					if strings.HasSuffix(e.Name, "_PROXY") {
+						env[e.Name] = e.Value
+					}
 				}
-			}
-			if len(tc.want.proxyEnv) == 0 && len(env) > 0 {
-				t.Errorf("proxy env %v without a proxy", env)
-			}
-			for k, v := range tc.want.proxyEnv {
-				check(k, env[k], v)
+				if (len(tc.want.proxyEnv) == 0 || containerOf(pod, c.Name) == nil) && len(env) > 0 {
+					t.Errorf("%s: proxy env %v, want none", c.Name, env)
+				}
+				if containerOf(pod, c.Name) == nil {
+					continue
+				}
+				for k, v := range tc.want.proxyEnv {
+					check(c.Name+" "+k, env[k], v)
+				}
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package clusterconfig
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"sort"
 	"strings"
@@ -15,7 +16,10 @@ import (
 // ProxyStatus stands in for the cluster-network-operator's status of proxy.config.openshift.io/cluster, which the
 // control-plane operators read (not spec): the HTTP(S) proxy as given, and, when a proxy is set, a noProxy list
 // that keeps in-cluster traffic direct: the user's entries, localhost names, the cluster's service domains, the
-// internal API name and every cluster, service and machine network. Sorted, comma separated.
+// internal API name, one etcd-<i>.<etcd discovery domain> per control-plane replica, every cluster and machine
+// network and the FIRST service network only (the primary family's: on dual stack the other family's service
+// network is not added). Sorted, comma separated. Facts from cluster-network-operator
+// pkg/util/proxyconfig/no_proxy.go (MergeUserSystemNoProxy).
 func ProxyStatus(c *loops.Cluster, in *Inputs) loops.Loop {
 	cfg := c.ConfigInformers.Config().V1()
 	return loops.Loop{Name: "emulate/cluster-network-operator-proxy", Sync: func(ctx context.Context) error {
@@ -45,8 +49,13 @@ func ProxyStatus(c *loops.Cluster, in *Inputs) loops.Loop {
 			for _, cn := range n.Spec.ClusterNetwork {
 				set[cn.CIDR] = true
 			}
-			for _, sn := range n.Spec.ServiceNetwork {
-				set[sn] = true
+			if len(n.Spec.ServiceNetwork) > 0 {
+				set[n.Spec.ServiceNetwork[0]] = true
+			}
+			if r := in.InstallConfig.ControlPlane; r != nil && r.Replicas != nil {
+				for i := int64(0); i < *r.Replicas; i++ {
+					set[fmt.Sprintf("etcd-%d.%s", i, infra.Status.EtcdDiscoveryDomain)] = true
+				}
 			}
 			for _, m := range in.InstallConfig.MachineCIDRs() {
 				set[m.String()] = true

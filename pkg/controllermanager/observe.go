@@ -108,7 +108,9 @@ func observeClusterName(generic configobserver.Listers, recorder events.Recorder
 	return out, errs(err)
 }
 
-// observeClusterCIDRs: --cluster-cidr, one value per cluster network of Network status.
+// observeClusterCIDRs: --cluster-cidr, the cluster networks of Network status joined by commas into one value (one
+// flag for dual stack), as cluster-kube-controller-manager-operator pkg/operator/configobservation/network/
+// observe_network.go (ObserveClusterCIDRs) does.
 func observeClusterCIDRs(generic configobserver.Listers, recorder events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
 	l := generic.(observerListers)
 	cidrs, err := network.GetClusterCIDRs(l.network, recorder)
@@ -117,7 +119,7 @@ func observeClusterCIDRs(generic configobserver.Listers, recorder events.Recorde
 	}
 	out := map[string]interface{}{}
 	if len(cidrs) > 0 {
-		err = unstructured.SetNestedStringSlice(out, cidrs, clusterCIDRPath...)
+		err = unstructured.SetNestedStringSlice(out, []string{strings.Join(cidrs, ",")}, clusterCIDRPath...)
 	}
 	return out, errs(err)
 }

@@ -333,14 +333,15 @@ func extendedArgs(t *testing.T, r *rendertest.Render) map[string][]string {
 	return cfg.ExtendedArguments
 }
 
-// TestDualStack: one --service-cluster-ip-range with both service networks; a cluster CIDR per cluster network.
+// TestDualStack: one --service-cluster-ip-range with both service networks, one --cluster-cidr with both cluster
+// networks (each a single comma-joined value, as the operator's network observers write them).
 func TestDualStack(t *testing.T) {
 	r := render(t, "../../testdata/installconfig/good/dualstack.yaml")
 	args := extendedArgs(t, r)
 	if got := strings.Join(args["service-cluster-ip-range"], " "); got != "172.30.0.0/16,fd02::/112" {
 		t.Errorf("service-cluster-ip-range %q", got)
 	}
-	if got := strings.Join(args["cluster-cidr"], " "); got != "10.128.0.0/14 fd01::/48" {
+	if got := strings.Join(args["cluster-cidr"], " "); got != "10.128.0.0/14,fd01::/48" {
 		t.Errorf("cluster-cidr %q", got)
 	}
 	if r.Revisions[component] != 1 {

@@ -28,7 +28,9 @@ type podData struct {
 	OperatorImage string // cluster-etcd-operator
 	Env           EnvVars
 	LogLevel      string
-	// ListenAddress is the any-address of the primary IP family, as a URL host; LocalhostAddress its loopback.
+	// ListenAddress and LocalhostAddress are 0.0.0.0 and 127.0.0.1 on every IP family, as the operator fills them
+	// (cluster-etcd-operator pkg/operator/ceohelpers/podsubstitution.go, and targetconfigcontroller.go's
+	// LISTEN_ON_ALL_IPS/LOCALHOST_IP for the restore pods): etcd, a Go program, listens on both families on 0.0.0.0.
 	ListenAddress, LocalhostAddress string
 	// CipherSuites is the comma-separated list of ETCD_CIPHER_SUITES ("" when only TLS 1.3 is allowed).
 	CipherSuites string
@@ -58,9 +60,6 @@ func (k *Component) podData() (*podData, error) {
 	switch spec.LogLevel {
 	case operatorv1.Debug, operatorv1.Trace, operatorv1.TraceAll:
 		d.LogLevel = "debug"
-	}
-	if k.in.NodeIP().Is6() {
-		d.ListenAddress, d.LocalhostAddress = "[::]", "[::1]"
 	}
 	d.CipherSuites, _ = env.Get("ETCD_CIPHER_SUITES")
 	return d, nil

@@ -285,9 +285,18 @@ func nodeIPProblem(ip netip.Addr) string {
 		return "is a multicast address"
 	case ip.IsLinkLocalUnicast():
 		return "is a link-local address"
+	case documentation4.Contains(ip) || documentation6.Contains(ip):
+		// kube-apiserver's etcd observer refuses an etcd member in these ranges (library-go
+		// pkg/operator/configobserver/etcd/observe_etcd_endpoints.go), so kube-apiserver would get no etcd-servers.
+		return "is in a documentation range (192.0.2.0/24, 2001:db8::/32), which kube-apiserver refuses as an etcd address"
 	}
 	return ""
 }
+
+var (
+	documentation4 = netip.MustParsePrefix("192.0.2.0/24")
+	documentation6 = netip.MustParsePrefix("2001:db8::/32")
+)
 
 const nodeIPFlag = "--node-ip"
 

@@ -259,6 +259,11 @@ func TestValidate(t *testing.T) {
 			"--node-ip: ::ffff:192.168.126.10 is an IPv4-mapped IPv6 address; use 192.168.126.10",
 			"--node-ip: fe80::1%eth0 has a zone; give the address without %zone",
 		}},
+		{name: "node IPs in documentation ranges", mutate: dualNet, nodeIPs: []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10")},
+			want: []string{
+				"--node-ip: 192.0.2.10 is in a documentation range (192.0.2.0/24, 2001:db8::/32), which kube-apiserver refuses as an etcd address",
+				"--node-ip: 2001:db8::10 is in a documentation range (192.0.2.0/24, 2001:db8::/32), which kube-apiserver refuses as an etcd address",
+			}},
 		{name: "node IPs of one family", mutate: dualNet, nodeIPs: []netip.Addr{netip.MustParseAddr("192.168.126.10"), netip.MustParseAddr("192.168.126.11")},
 			want: []string{"--node-ip: 192.168.126.10 and 192.168.126.11 are the same family"}},
 		{name: "node IP in service network", mutate: func(ic *InstallConfig) {
