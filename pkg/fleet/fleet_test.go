@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/pipeline"
 )
 
@@ -263,4 +264,42 @@ func minus(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+// TestProgress: plain output is one line per site with an ETA, failures with every problem; on a terminal the
+// bar is redrawn in place and failures are printed above it.
+func TestProgress(t *testing.T) {
+	clock := time.Unix(0, 0)
+	now := func() time.Time { return clock }
+	fail := Result{Site: "b", Err: fmt.Errorf("wrapped: %w", asSiteFields(installErrs("--node-ip", "required", "metadata.name", "bad")))}
+	for _, terminal := range []bool{false, true} {
+		var w strings.Builder
+		p := &progress{w: &w, terminal: terminal, now: now}
+		p.Start(4)
+		clock = clock.Add(10 * time.Second)
+		p.Done(Result{Site: "a", Elapsed: 10 * time.Second})
+		p.Done(fail)
+		p.Finish()
+		out := w.String()
+		for _, want := range []string{"b: FAILED", "    nodeIP: required", "    metadata.name: bad"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("terminal=%v: lacks %q:\n%q", terminal, want, out)
+			}
+		}
+		if terminal {
+			if !strings.Contains(out, "\r[###############...............] 2/4 sites, 1 failed, eta 10s") {
+				t.Errorf("no bar at 2/4 with eta 10s:\n%q", out)
+			}
+		} else if !strings.Contains(out, "[1/4] a: ok in 10.00s (eta 30s)\n") || strings.Contains(out, "\r") {
+			t.Errorf("plain lines wrong:\n%q", out)
+		}
+	}
+}
+
+func installErrs(kv ...string) installconfig.ErrorList {
+	var l installconfig.ErrorList
+	for i := 0; i+1 < len(kv); i += 2 {
+		l = append(l, installconfig.FieldError{Field: kv[i], Detail: kv[i+1]})
+	}
+	return l
 }
