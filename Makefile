@@ -47,9 +47,11 @@ lab:
 unit:
 	$(GO) test -count=1 -short ./...
 
-# Render speed, split into key generation, loops, export and Ignition.
+# Render speed, split into key generation, loops, export and Ignition; then fleet throughput over
+# RENDER_STATIC_BENCH_SITES (default 50) sites against cores x single-render rate.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./pkg/pipeline/
+	$(GO) test -run '^$$' -bench Fleet -benchtime 1x -timeout 60m ./pkg/fleet/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -113,3 +113,22 @@ func TestPruneToCRDs(t *testing.T) {
 		t.Error("an object of a version the CRD does not serve was accepted")
 	}
 }
+
+// TestCRDsAreNotShared: the vendored CRDs are parsed once per process, but every call gets its own objects, so a
+// render changing its manifests cannot leak into the next render's.
+func TestCRDsAreNotShared(t *testing.T) {
+	ms := []Manifest{{GVK: schema.GroupVersionKind{Group: "config.openshift.io", Version: "v1", Kind: "Proxy"}}}
+	a, err := CRDs(ms, "")
+	if err != nil || len(a) != 1 {
+		t.Fatalf("%d CRDs, %v", len(a), err)
+	}
+	delete(a[0].Object, "spec")
+	a[0].YAML[0] = '#'
+	b, err := CRDs(ms, "")
+	if err != nil || len(b) != 1 {
+		t.Fatalf("%d CRDs, %v", len(b), err)
+	}
+	if _, ok := b[0].Object["spec"]; !ok || b[0].YAML[0] == '#' {
+		t.Error("a change to one call's CRD shows in the next call's")
+	}
+}

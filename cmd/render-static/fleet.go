@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/fleet"
+	"github.com/render-static/render-static/pkg/pipeline"
+)
+
+func newFleetCommand(stdout io.Writer) *cobra.Command {
+	o := fleet.Options{Common: pipeline.Options{CertValidity: certs.DefaultLeafValidity}}
+	var sites, shard string
+	cmd := &cobra.Command{
+		Use:   "fleet --sites DIR|LIST --out DIR [--jobs N] [--shard i/n]",
+		Short: "Render many sites, one output folder per site",
+		Long: `fleet renders every site of --sites into --out/<site>/ (each folder exactly what a single render writes to
+--dir), --jobs sites at a time.
+
+--sites is a directory with one folder per site, each holding install-config.yaml and site.yaml
+(nodeIP, and optionally nodeName and infraID), or a YAML list of sites:
+  - name: edge-1
+    installConfig: edge-1/install-config.yaml   # relative to the list
+    nodeIP: 192.168.10.5
+    nodeName: edge-1                            # optional (default master-0)
+
+--shard i/n renders only shard i (from 0) of n: the k-th site by name belongs to shard k mod n, so n
+processes (e.g. a Kubernetes Indexed Job) render every site exactly once.
+
+A site that fails is reported with its field errors and leaves its folder untouched; the others still finish.
+A table (site, seconds, aio.ign size, earliest expiry) ends the run; exit 0 only when every site rendered.`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if sites == "" {
+				return fmt.Errorf("--sites: required")
+			}
+			sh, err := fleet.ParseShard(shard)
+			if err != nil {
+				return fmt.Errorf("--shard: %w", err)
+			}
+			o.Shard = sh
+			list, err := fleet.Load(sites)
+			if err != nil {
+				return fmt.Errorf("--sites: %w", err)
+			}
+			if err := fleet.EnsureOut(o.Out); err != nil {
+				return err
+			}
+			errw := cmd.ErrOrStderr()
+			o.Progress = fleet.NewProgress(errw, isTerminal(errw))
+			r := fleet.Run(cmd.Context(), list, o)
+			r.WriteTable(stdout)
+			if n := r.Failed(); n > 0 {
+				return fmt.Errorf("%d of %d sites failed", n, len(r.Results))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&sites, "sites", "", "a directory of site folders (install-config.yaml + site.yaml) or a YAML list of sites (required)")
+	f.StringVar(&o.Out, "out", "sites-out", "output directory: one folder per site, each replaced atomically")
+	f.IntVar(&o.Jobs, "jobs", 0, "sites rendered at once (default: the number of cores); memory grows with it, not with the number of sites")
+	f.StringVar(&shard, "shard", "", "render only shard i of n (i from 0), e.g. 2/8; the partition depends only on the site names")
+	f.DurationVar(&o.Common.CertValidity, "cert-validity", o.Common.CertValidity, "validity of leaf certificates, for every site")
+	f.StringVar(&o.Common.Images, "images", "", "YAML map of component to image pull spec, for every site (see render-static --help)")
+	f.StringVar(&o.Common.Flavor, "flavor", string(clusterconfig.FlavorOpenShift), "openshift or upstream, for every site")
+	return cmd
+}
+
+// isTerminal reports whether w is a terminal (the progress bar is redrawn in place only there).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

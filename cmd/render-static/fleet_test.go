@@ -1,0 +1,163 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+
+	"github.com/render-static/render-static/pkg/fleet"
+)
+
+// TestFleetFailingSitesExitOne: sites that cannot render are listed with their problems, the table still ends
+// the run, and the exit code is 1.
+func TestFleetFailingSitesExitOne(t *testing.T) {
+	d := t.TempDir()
+	list := filepath.Join(d, "sites.yaml")
+	body := "- {name: a, installConfig: missing.yaml, nodeIP: 10.0.0.1}\n- {name: b, installConfig: missing.yaml, nodeIP: nope}\n"
+	if err := os.WriteFile(list, []byte(body), 0644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(d, "out")
+	code, stdout, stderr := runCLI("fleet", "--sites", list, "--out", out, "--jobs", "2")
+	if code != 1 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	for _, want := range []string{"[1/2]", "[2/2]", "b: FAILED", "nodeIP: ", "2 of 2 sites failed"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	for _, want := range []string{"SITE", "EARLIEST EXPIRY", "2 sites, 2 failed"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	code, _, stderr = runCLI("fleet", "--sites", list, "--out", out, "--shard", "2/2")
+	if code != 1 || !strings.Contains(stderr, "--shard: ") {
+		t.Errorf("--shard 2/2: exit %d, %s", code, stderr)
+	}
+}
+
+// TestFleetJobExample decodes examples/fleet/job.yaml strictly into the Kubernetes batch/v1 types and checks it
+// the way the API server would where apimachinery has the rule (object meta, names, label values) and, for the
+// Job-specific rules it does not carry (they live in k8s.io/kubernetes/pkg/apis/batch/validation, which is not a
+// dependency of this module), by the rules an Indexed Job must meet; then it parses every pod's arguments, with
+// $(JOB_COMPLETION_INDEX) expanded, through the real fleet command: the n pods render shards 0/n .. n-1/n.
+func TestFleetJobExample(t *testing.T) {
+	raw, err := os.ReadFile(repo("examples/fleet/job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job batchv1.Job
+	if err := yaml.UnmarshalStrict(raw, &job); err != nil {
+		t.Fatalf("not a batch/v1 Job: %v", err)
+	}
+	var errs field.ErrorList
+	if job.APIVersion != "batch/v1" || job.Kind != "Job" {
+		t.Fatalf("apiVersion/kind %s/%s", job.APIVersion, job.Kind)
+	}
+	errs = append(errs, apivalidation.ValidateObjectMeta(&job.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))...)
+	spec, p := job.Spec, field.NewPath("spec")
+	if spec.CompletionMode == nil || *spec.CompletionMode != batchv1.IndexedCompletion {
+		errs = append(errs, field.Invalid(p.Child("completionMode"), spec.CompletionMode, "must be Indexed"))
+	}
+	if spec.Completions == nil || *spec.Completions < 1 {
+		t.Fatalf("spec.completions must be set for an Indexed Job")
+	}
+	n := int(*spec.Completions)
+	if spec.Parallelism != nil && (*spec.Parallelism < 1 || int(*spec.Parallelism) > n) {
+		errs = append(errs, field.Invalid(p.Child("parallelism"), *spec.Parallelism, "between 1 and completions"))
+	}
+	pod, pp := spec.Template.Spec, p.Child("template", "spec")
+	if spec.BackoffLimitPerIndex != nil && pod.RestartPolicy != corev1.RestartPolicyNever {
+		errs = append(errs, field.Invalid(pp.Child("restartPolicy"), pod.RestartPolicy, "must be Never with backoffLimitPerIndex"))
+	}
+	if pod.RestartPolicy != corev1.RestartPolicyNever && pod.RestartPolicy != corev1.RestartPolicyOnFailure {
+		errs = append(errs, field.NotSupported(pp.Child("restartPolicy"), pod.RestartPolicy, []string{"Never", "OnFailure"}))
+	}
+	for k, v := range spec.Template.Labels {
+		for _, m := range validation.IsValidLabelValue(v) {
+			errs = append(errs, field.Invalid(p.Child("template", "metadata", "labels").Key(k), v, m))
+		}
+	}
+	volumes := map[string]corev1.Volume{}
+	for i, v := range pod.Volumes {
+		for _, m := range validation.IsDNS1123Label(v.Name) {
+			errs = append(errs, field.Invalid(pp.Child("volumes").Index(i).Child("name"), v.Name, m))
+		}
+		volumes[v.Name] = v
+	}
+	if len(pod.Containers) != 1 {
+		t.Fatalf("want one container, got %d", len(pod.Containers))
+	}
+	c, cp := pod.Containers[0], pp.Child("containers").Index(0)
+	for _, m := range validation.IsDNS1123Label(c.Name) {
+		errs = append(errs, field.Invalid(cp.Child("name"), c.Name, m))
+	}
+	if c.Image == "" {
+		errs = append(errs, field.Required(cp.Child("image"), ""))
+	}
+	mounts := map[string]corev1.VolumeMount{}
+	for i, m := range c.VolumeMounts {
+		if _, ok := volumes[m.Name]; !ok {
+			errs = append(errs, field.NotFound(cp.Child("volumeMounts").Index(i).Child("name"), m.Name))
+		}
+		mounts[m.MountPath] = m
+	}
+	indexFromAnnotation := false
+	for _, e := range c.Env {
+		if e.Name == "JOB_COMPLETION_INDEX" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil &&
+			e.ValueFrom.FieldRef.FieldPath == "metadata.annotations['batch.kubernetes.io/job-completion-index']" {
+			indexFromAnnotation = true
+		}
+	}
+	if !indexFromAnnotation {
+		errs = append(errs, field.Required(cp.Child("env"), "JOB_COMPLETION_INDEX from the job-completion-index annotation"))
+	}
+	for _, e := range errs {
+		t.Error(e)
+	}
+
+	// Every pod's arguments through the real fleet command's flags.
+	seen := map[fleet.Shard]bool{}
+	for i := 0; i < n; i++ {
+		var args []string
+		for _, a := range c.Args {
+			args = append(args, strings.ReplaceAll(a, "$(JOB_COMPLETION_INDEX)", fmt.Sprint(i)))
+		}
+		if len(args) == 0 || args[0] != "fleet" {
+			t.Fatalf("args %v: want the fleet command", c.Args)
+		}
+		cmd := newFleetCommand(&strings.Builder{})
+		if err := cmd.ParseFlags(args[1:]); err != nil {
+			t.Fatalf("pod %d: %v", i, err)
+		}
+		get := func(name string) string { return cmd.Flags().Lookup(name).Value.String() }
+		sh, err := fleet.ParseShard(get("shard"))
+		if err != nil {
+			t.Fatalf("pod %d: --shard: %v", i, err)
+		}
+		if sh.Index != i || sh.Count != n {
+			t.Errorf("pod %d renders shard %s, want %d/%d", i, sh, i, n)
+		}
+		seen[sh] = true
+		if m, ok := mounts[get("sites")]; !ok || !m.ReadOnly {
+			t.Errorf("--sites %s is not a read-only volume mount", get("sites"))
+		}
+		if m, ok := mounts[get("out")]; !ok || m.ReadOnly {
+			t.Errorf("--out %s is not a writable volume mount", get("out"))
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("%d pods render %d distinct shards", n, len(seen))
+	}
+}

@@ -1,0 +1,140 @@
+// Package fleet renders many sites from one input: a directory of site folders or one YAML list, one output
+// folder per site, a bounded number of renders at a time (--jobs), optionally only one shard of the site list
+// (--shard i/n, for a Kubernetes Indexed Job). A site that fails is reported with its field errors; the others
+// still finish.
+package fleet
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	"github.com/render-static/render-static/pkg/installconfig"
+)
+
+// SiteFile is the per-site file in a site folder, next to its install-config.yaml.
+const (
+	SiteFile          = "site.yaml"
+	InstallConfigFile = "install-config.yaml"
+)
+
+// Site is one site to render.
+type Site struct {
+	// Name is the site's name: its folder in the input directory and in the output.
+	Name string `json:"name"`
+	// InstallConfig is the site's install-config.yaml (in a YAML list: relative to the list's directory).
+	InstallConfig string `json:"installConfig"`
+	// NodeName and NodeIP are --node-name and --node-ip of a single render.
+	NodeName string `json:"nodeName,omitempty"`
+	NodeIP   string `json:"nodeIP"`
+	// InfraID is --infra-id; empty means generated like the installer does.
+	InfraID string `json:"infraID,omitempty"`
+
+	// problems are what was wrong with the site's entry; such a site fails without rendering.
+	problems installconfig.ErrorList
+}
+
+// siteFields is what a site.yaml holds (the name is the folder's, the install-config is next to it).
+type siteFields struct {
+	NodeName string `json:"nodeName,omitempty"`
+	NodeIP   string `json:"nodeIP"`
+	InfraID  string `json:"infraID,omitempty"`
+}
+
+// Load reads the site list: a directory holding one folder per site (install-config.yaml + site.yaml), or a
+// YAML file holding a list of sites. Sites come back sorted by name. An error means the list itself is unusable
+// (unreadable, not YAML, duplicate or invalid names); a site whose own entry is wrong is returned and fails
+// when run, with its problems.
+func Load(path string) ([]Site, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	var sites []Site
+	if st.IsDir() {
+		sites, err = loadDir(path)
+	} else {
+		sites, err = loadList(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(sites, func(i, j int) bool { return sites[i].Name < sites[j].Name })
+	seen := map[string]bool{}
+	for _, s := range sites {
+		if msgs := validation.IsDNS1123Label(s.Name); len(msgs) > 0 {
+			return nil, fmt.Errorf("%s: site name %q: %s", path, s.Name, strings.Join(msgs, "; "))
+		}
+		if seen[s.Name] {
+			return nil, fmt.Errorf("%s: site %q appears twice", path, s.Name)
+		}
+		seen[s.Name] = true
+	}
+	if len(sites) == 0 {
+		return nil, fmt.Errorf("%s: no sites", path)
+	}
+	return sites, nil
+}
+
+// loadDir reads every sub-directory of dir as a site; other entries (a README, the list's own notes) are ignored.
+func loadDir(dir string) ([]Site, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var sites []Site
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		s := Site{Name: e.Name(), InstallConfig: filepath.Join(dir, e.Name(), InstallConfigFile)}
+		sitePath := filepath.Join(dir, e.Name(), SiteFile)
+		raw, err := os.ReadFile(sitePath)
+		var f siteFields
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			s.problems = append(s.problems, installconfig.FieldError{Field: sitePath, Detail: "missing (nodeIP, nodeName, infraID)"})
+		case err != nil:
+			s.problems = append(s.problems, installconfig.FieldError{Field: sitePath, Detail: err.Error()})
+		default:
+			if err := yaml.UnmarshalStrict(raw, &f); err != nil {
+				s.problems = append(s.problems, installconfig.FieldError{Field: sitePath, Detail: err.Error()})
+			}
+		}
+		s.NodeName, s.NodeIP, s.InfraID = f.NodeName, f.NodeIP, f.InfraID
+		sites = append(sites, s)
+	}
+	return sites, nil
+}
+
+// loadList reads a YAML list of sites; installConfig paths are relative to the list's directory.
+func loadList(file string) ([]Site, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, fmt.Errorf("%s: empty", file)
+	}
+	var sites []Site
+	if err := yaml.UnmarshalStrict(raw, &sites); err != nil {
+		return nil, fmt.Errorf("%s: not a YAML list of sites (name, installConfig, nodeIP, nodeName, infraID): %w", file, err)
+	}
+	base := filepath.Dir(file)
+	for i := range sites {
+		s := &sites[i]
+		if s.InstallConfig == "" {
+			s.problems = append(s.problems, installconfig.FieldError{Field: fmt.Sprintf("%s[%d].installConfig", file, i), Detail: "required"})
+		} else if !filepath.IsAbs(s.InstallConfig) {
+			s.InstallConfig = filepath.Join(base, s.InstallConfig)
+		}
+	}
+	return sites, nil
+}
