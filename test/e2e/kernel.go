@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -23,9 +24,23 @@ type HostState struct {
 	cgroups map[string]bool // kubepods* directories that already existed
 }
 
-// SaveHostState records the kubelet's kernel settings and which kubelet cgroups exist.
+// hostStateFile keeps the saved settings while a node runs, so that a run killed before it could restore them
+// (a test timeout, a signal) is repaired by the next one.
+func hostStateFile() string { return filepath.Join(DefaultCacheDir(), "host-state.json") }
+
+// SaveHostState records the kubelet's kernel settings and which kubelet cgroups exist. When an earlier run died
+// with a node up, its saved settings are restored first.
 func SaveHostState() (*HostState, error) {
 	s := &HostState{sysctls: map[string]string{}, cgroups: map[string]bool{}}
+	if data, err := os.ReadFile(hostStateFile()); err == nil {
+		var saved map[string]string
+		if json.Unmarshal(data, &saved) == nil && len(saved) > 0 {
+			s.sysctls = saved
+			if _, err := s.Restore(); err != nil {
+				return nil, fmt.Errorf("repairing what an interrupted run left (%s): %w", hostStateFile(), err)
+			}
+		}
+	}
 	for _, k := range kubeletSysctls {
 		v, err := os.ReadFile(filepath.Join("/proc/sys", k))
 		if err != nil {
@@ -35,6 +50,13 @@ func SaveHostState() (*HostState, error) {
 	}
 	for _, d := range kubeletCgroups() {
 		s.cgroups[d] = true
+	}
+	data, _ := json.Marshal(s.sysctls)
+	if err := os.MkdirAll(filepath.Dir(hostStateFile()), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(hostStateFile(), data, 0o644); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -93,6 +115,9 @@ func (s *HostState) Restore() (changed []string, err error) {
 			}
 		}
 		changed = append(changed, "removed cgroup "+top)
+	}
+	if len(errs) == 0 {
+		os.Remove(hostStateFile())
 	}
 	return changed, errors.Join(errs...)
 }

@@ -316,6 +316,33 @@ func (n *Node) Stop(ctx context.Context) []string {
 	return forced
 }
 
+// Reap waits (bounded) until no other process is left in the node's PID namespace, reaping the exited ones
+// (this process is the namespace's init, so the runtime's shims are re-parented to it when containerd stops), and
+// SIGKILLs by PID whatever is still there at the bound. It returns what it had to kill.
+func (n *Node) Reap(bound time.Duration) map[int]string {
+	deadline := time.Now().Add(bound)
+	for {
+		for {
+			var ws syscall.WaitStatus
+			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if err != nil || pid <= 0 {
+				break
+			}
+		}
+		left := NodeProcesses()
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			for pid := range left {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			return left
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // stopProcess sends SIGTERM to a process this test started, waits up to grace, then SIGKILLs it. It reports
 // whether SIGKILL was needed.
 func stopProcess(cmd *exec.Cmd, grace time.Duration) bool {

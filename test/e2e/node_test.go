@@ -52,8 +52,8 @@ func bootNode(t *testing.T, spec *innerSpec, tm *timings) *Node {
 		if len(forced) > 0 {
 			t.Errorf("the node's shutdown needed force for: %v", forced)
 		}
-		if left := NodeProcesses(); len(left) > 0 {
-			t.Logf("processes left in the node's PID namespace (they end with it): %v", left)
+		if left := n.Reap(10 * time.Second); len(left) > 0 {
+			t.Errorf("processes left in the node's PID namespace after its shutdown (killed by PID): %v", left)
 		}
 		t.Log(tm.String())
 	})
@@ -282,7 +282,7 @@ func statePath(spec *innerSpec) string { return filepath.Join(spec.Work, "state.
 // innerFirstBoot: the node's first boot. The kubelet runs the rendered static pods; the API comes up; the CSR
 // approver runs as its timer would; aiokube starts as its unit would and is stopped half-way (the reboot must
 // finish it); the mirror pods are Running and Ready; then every check of the control plane, the node's
-// registration and certificates, the openshift flavor's pods against the live API, and a marker for the reboot.
+// registration, the openshift flavor's pods against the live API, and a marker for the reboot.
 func innerFirstBoot(t *testing.T, spec *innerSpec) {
 	tm := newTimings("upstream/" + spec.Case + " (first boot)")
 	n := bootNode(t, spec, tm)
@@ -312,11 +312,12 @@ func innerFirstBoot(t *testing.T, spec *innerSpec) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ak.Process.Signal(syscall.SIGTERM)
+	// As systemd stops a unit: SIGTERM to its whole process group (the script and the client it runs).
+	syscall.Kill(-ak.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-akDone:
 	case <-time.After(20 * time.Second):
-		ak.Process.Kill()
+		syscall.Kill(-ak.Process.Pid, syscall.SIGKILL)
 		<-akDone
 	}
 	if _, err := os.Stat(filepath.Join(stateDir, "applied")); err == nil {
@@ -327,7 +328,6 @@ func innerFirstBoot(t *testing.T, spec *innerSpec) {
 	tm.add("kubelet->mirror-pods-ready", waitMirrorPods(t, n, cs, 4*time.Minute))
 	tm.step("checks", func() {
 		checkNodeRegistered(t, cs, n)
-		checkServingCSR(t, cs, n)
 		checkHealth(t, cs)
 		checkKubernetesEndpoint(t, cs, spec.ips()[0])
 		ns := checkNamespace(t, cs, true)
@@ -354,7 +354,8 @@ func innerFirstBoot(t *testing.T, spec *innerSpec) {
 
 // innerReboot: the same disk booted again in new namespaces (nothing of the first boot's processes survives). The
 // same cluster comes back: etcd reuses its data (the marker written before is there), aiokube finishes what it
-// was stopped in, every exported object exists, the node keeps no bootstrap leftovers.
+// was stopped in, every exported object exists, the CSR approver (whose RBAC aiokube creates) approves the
+// kubelet's serving CSR, the node keeps no bootstrap leftovers.
 func innerReboot(t *testing.T, spec *innerSpec) {
 	tm := newTimings("upstream/" + spec.Case + " (reboot)")
 	var st nodeState
@@ -393,6 +394,8 @@ func innerReboot(t *testing.T, spec *innerSpec) {
 		}
 	})
 	checkObjectsExist(t, cfg, objs)
+	// The approver's RBAC is one of the exported manifests: only now can it approve the kubelet's serving CSR.
+	checkServingCSR(t, cs, n)
 	checkNoBootstrapLeftovers(t, spec)
 	checkNodeLabels(t, cs, n)
 	tm.add("kubelet->mirror-pods-ready", waitMirrorPods(t, n, cs, 4*time.Minute))
@@ -470,7 +473,7 @@ func checkNoBootstrapLeftovers(t *testing.T, spec *innerSpec) {
 			leftovers = append(leftovers, rel)
 		case laid[rel]:
 			byDesign++
-		case ignitionSeeds[rel] || strings.HasPrefix(rel, "etc/selinux/") || rel == "etc/passwd-" || rel == "etc/group-" || rel == "etc/shadow-" || rel == "etc/gshadow-":
+		case ignitionSeeds[rel] || strings.HasPrefix(rel, "etc/selinux/") || ignitionOwn[rel]:
 		default:
 			for _, r := range runtime {
 				if strings.HasPrefix(rel, r) {
@@ -491,6 +494,13 @@ func checkNoBootstrapLeftovers(t *testing.T, spec *innerSpec) {
 		t.Errorf("files on the node that neither aio.ign laid nor the node's runtime keeps: %v", unexpected)
 	}
 }
+
+// ignitionOwn are the files Ignition itself writes from aio.ign, besides the config's files: its result record,
+// the systemd preset of the units the config enables, core's ssh key from passwd.users, and useradd's lock and
+// backups of the account files.
+var ignitionOwn = map[string]bool{"etc/.ignition-result.json": true, "etc/systemd/system-preset/20-ignition.preset": true,
+	"home/core/.ssh/authorized_keys.d/ignition": true, "etc/.pwd.lock": true, "etc/passwd-": true, "etc/group-": true,
+	"etc/shadow-": true, "etc/gshadow-": true}
 
 // checkNodeRegistered: the node registered under its name with the render-time client certificate (no
 // bootstrap CSR was needed).
@@ -557,7 +567,8 @@ func checkServingCSR(t *testing.T, cs *kubernetes.Clientset, n *Node) {
 			return err == nil && len(b) > 0, err
 		})
 		if err != nil {
-			t.Errorf("log of %s/%s through the API (API server -> kubelet over the issued serving certificate): %v", p.Namespace, p.Name, err)
+			body, _ := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces", p.Namespace, "pods", p.Name+"-"+n.NodeName, "log").DoRaw(context.Background())
+			t.Errorf("log of %s/%s through the API (API server -> kubelet over the issued serving certificate): %v: %s", p.Namespace, p.Name, err, body)
 		} else {
 			t.Logf("log of %s/%s through the API: %q", p.Namespace, p.Name, strings.TrimSpace(string(logs)))
 		}

@@ -97,21 +97,12 @@ func build(spec string) (name.Reference, v1.Image, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg := cf.Config
-	cfg.Entrypoint = []string{layerFiles[0].path}
-	cfg.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
-	img, err = mutate.Config(img, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	img, err = mutate.ConfigFile(img, withPlatform(cf))
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", "amd64"
+	cf.Config.Entrypoint = []string{layerFiles[0].path}
+	cf.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	img, err = mutate.ConfigFile(img, cf)
 	return ref, img, err
-}
-
-func withPlatform(cf *v1.ConfigFile) *v1.ConfigFile {
-	c := cf.DeepCopy()
-	c.OS, c.Architecture = "linux", "amd64"
-	return c
 }
 
 type layerFile struct {
