@@ -208,7 +208,15 @@ func (v *validator) unsupported() {
 	if v.ic.FIPS {
 		v.addf("fips", "%s", fipsReason)
 	}
+	if cp := v.ic.ControlPlane; cp != nil && cp.Hyperthreading == HyperthreadingDisabled {
+		v.addf("controlPlane.hyperthreading", "%s", hyperthreadingReason)
+	}
 }
+
+// hyperthreadingReason is why controlPlane.hyperthreading: Disabled is refused.
+const hyperthreadingReason = "Disabled cannot be honoured by aio.ign: the installer disables SMT with kernel arguments " +
+	"(nosmt, in its MachineConfig 99-master-disable-hyperthreading) and Ignition spec 3.2 sets no kernel arguments; " +
+	"install RHCOS with --append-karg nosmt and leave hyperthreading Enabled"
 
 func (v *validator) mirrorSet(base, source string, mirrors []string) {
 	if p := repositoryProblem(source); p != "" {

@@ -86,7 +86,7 @@ func TestRenderUserInputs(t *testing.T) {
 // and why, before anything is rendered.
 func TestRefusedFields(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
-	o := Options{InstallConfig: repo("testdata/installconfig/bad/fips-and-source-policy.yaml"), NodeIP: "192.168.126.10",
+	o := Options{InstallConfig: repo("testdata/installconfig/bad/refused-fields.yaml"), NodeIP: "192.168.126.10",
 		NodeName: "sno-0", Dir: dir, CertValidity: certs.DefaultLeafValidity}
 	_, err := Validate(o)
 	var list installconfig.ErrorList
