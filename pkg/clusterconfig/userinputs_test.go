@@ -7,6 +7,7 @@ import (
 
 	"github.com/openshift/api/annotations"
 	configv1 "github.com/openshift/api/config/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -86,6 +87,36 @@ func TestUserInputObjects(t *testing.T) {
 		}
 		if bundle.Annotations[annotations.OpenShiftComponent] != "End User" {
 			t.Errorf("%s: user-ca-bundle annotations %v", c.config, bundle.Annotations)
+		}
+	}
+}
+
+// TestCapabilitiesIngress: the default IngressController is exported unless capabilities disable Ingress
+// (baselineCapabilitySet None without Ingress among additionalEnabledCapabilities).
+func TestCapabilitiesIngress(t *testing.T) {
+	for _, c := range []struct {
+		caps *installconfig.Capabilities
+		want bool
+	}{
+		{nil, true},
+		{&installconfig.Capabilities{BaselineCapabilitySet: "vCurrent"}, true},
+		{&installconfig.Capabilities{BaselineCapabilitySet: "None"}, false},
+		{&installconfig.Capabilities{BaselineCapabilitySet: "None", AdditionalEnabledCapabilities: []string{"Ingress"}}, true},
+	} {
+		ic := loadConfig(t, "examples/sno/install-config.yaml")
+		ic.Capabilities = c.caps
+		objs, err := Objects(&Inputs{InstallConfig: ic})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := false
+		for _, o := range objs {
+			if x, ok := o.(*operatorv1.IngressController); ok && x.Name == "default" {
+				got = true
+			}
+		}
+		if got != c.want {
+			t.Errorf("capabilities %+v: default IngressController exported %v, want %v", c.caps, got, c.want)
 		}
 	}
 }
