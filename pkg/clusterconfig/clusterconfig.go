@@ -132,12 +132,10 @@ func Objects(in *Inputs) ([]runtime.Object, error) {
 		Type:       corev1.SecretTypeDockerConfigJson,
 		Data:       map[string][]byte{corev1.DockerConfigJsonKey: []byte(ic.PullSecret)},
 	})
-	if strings.TrimSpace(ic.AdditionalTrustBundle) != "" {
-		objs = append(objs, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-config", Name: "user-ca-bundle"},
-			Data:       map[string]string{"ca-bundle.crt": ic.AdditionalTrustBundle},
-		})
+	if cm := userCABundle(ic); cm != nil {
+		objs = append(objs, cm)
 	}
+	objs = append(objs, mirrorSets(ic)...)
 	return objs, nil
 }
 
@@ -167,8 +165,8 @@ func proxy(ic *installconfig.InstallConfig) *configv1.Proxy {
 		p.Spec.HTTPSProxy = ic.Proxy.HTTPSProxy
 		p.Spec.NoProxy = ic.Proxy.NoProxy
 	}
-	if strings.TrimSpace(ic.AdditionalTrustBundle) != "" {
-		p.Spec.TrustedCA = configv1.ConfigMapNameReference{Name: "user-ca-bundle"}
+	if proxyTrustsUserCA(ic) {
+		p.Spec.TrustedCA = configv1.ConfigMapNameReference{Name: UserCABundleName}
 	}
 	return p
 }

@@ -25,10 +25,13 @@ var CRDKinds = []string{
 	"config.openshift.io/Network", "config.openshift.io/Proxy", "config.openshift.io/Scheduler",
 	"operator.openshift.io/Etcd", "operator.openshift.io/IngressController", "operator.openshift.io/KubeAPIServer",
 	"operator.openshift.io/KubeControllerManager", "operator.openshift.io/KubeScheduler",
+	// The mirror sets of install-config imageDigestSources / imageContentSources.
+	"config.openshift.io/ImageDigestMirrorSet", "operator.openshift.io/ImageContentSourcePolicy",
 }
 
 // crdSourceDirs are where openshift/api keeps the generated CRDs of the groups above.
-var crdSourceDirs = []string{"config/v1/zz_generated.crd-manifests", "operator/v1/zz_generated.crd-manifests"}
+var crdSourceDirs = []string{"config/v1/zz_generated.crd-manifests", "operator/v1/zz_generated.crd-manifests",
+	"operator/v1alpha1/zz_generated.crd-manifests"}
 
 // groupsWithCRDs are the API groups whose objects need a CRD (everything else is built into kube-apiserver).
 var groupsWithCRDs = map[string]bool{"config.openshift.io": true, "operator.openshift.io": true}

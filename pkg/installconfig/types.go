@@ -74,6 +74,11 @@ const (
 	FeatureSetTechPreviewNoUpgrade = "TechPreviewNoUpgrade"
 	FeatureSetDevPreviewNoUpgrade  = "DevPreviewNoUpgrade"
 	FeatureSetCustomNoUpgrade      = "CustomNoUpgrade"
+
+	// SourcePolicyNeverContactSource and SourcePolicyAllowContactingSource are imageDigestSources[].sourcePolicy
+	// (the installer's types.ImageDigestSource, config.openshift.io/v1 MirrorSourcePolicy).
+	SourcePolicyNeverContactSource    = "NeverContactSource"
+	SourcePolicyAllowContactingSource = "AllowContactingSource"
 )
 
 // InstallConfig is the install-config.yaml document. The json tags are the
@@ -110,6 +115,7 @@ type InstallConfig struct {
 	// Publish is External (default) or Internal.
 	Publish string `json:"publish,omitempty"`
 
+	// FIPS true is refused by Validate: aio.ign cannot switch RHCOS to FIPS mode (see docs/install-config-fields.md).
 	FIPS bool `json:"fips,omitempty"`
 
 	// CPUPartitioningMode is None (default) or AllNodes.
@@ -220,6 +226,9 @@ type Capabilities struct {
 type ImageDigestSource struct {
 	Source  string   `json:"source"`
 	Mirrors []string `json:"mirrors,omitempty"`
+	// SourcePolicy is AllowContactingSource (default) or NeverContactSource: with NeverContactSource, images
+	// are pulled only from the mirrors, never from the source.
+	SourcePolicy string `json:"sourcePolicy,omitempty"`
 }
 
 // ImageContentSource is the deprecated form of ImageDigestSource.

@@ -54,6 +54,7 @@ func (ic *InstallConfig) validate(nodeIPs []netip.Addr) ErrorList {
 	v.proxy()
 	v.mirrors()
 	v.settings()
+	v.unsupported()
 	v.nodeIPs(nodeIPs, nets)
 	return v.errs
 }
@@ -191,9 +192,33 @@ func (v *validator) mirrors() {
 		v.mirrorSet(fmt.Sprintf("imageContentSources[%d]", i), s.Source, s.Mirrors)
 	}
 	for i, s := range ic.ImageDigestSources {
-		v.mirrorSet(fmt.Sprintf("imageDigestSources[%d]", i), s.Source, s.Mirrors)
+		base := fmt.Sprintf("imageDigestSources[%d]", i)
+		v.mirrorSet(base, s.Source, s.Mirrors)
+		v.oneOf(base+".sourcePolicy", s.SourcePolicy, SourcePolicyNeverContactSource, SourcePolicyAllowContactingSource)
 	}
 }
+
+// fipsReason is why fips: true is refused.
+const fipsReason = "FIPS mode cannot be enabled by aio.ign: RHCOS switches to FIPS mode only on the first boot, " +
+	"in the initramfs (rhcos-fips), from the MachineConfig the machine-config server encapsulates in " +
+	"/etc/ignition-machine-config-encapsulated.json, which also hands the node to machine-config-daemon-firstboot; " +
+	"this render has no machine-config server or daemon, so the node would silently boot without FIPS. " +
+	"Install RHCOS with the kernel argument fips=1 (coreos-installer --append-karg fips=1) and leave fips out"
+
+// unsupported refuses the fields the render cannot honour (docs/install-config-fields.md, "Refused fields").
+func (v *validator) unsupported() {
+	if v.ic.FIPS {
+		v.addf("fips", "%s", fipsReason)
+	}
+	if cp := v.ic.ControlPlane; cp != nil && cp.Hyperthreading == HyperthreadingDisabled {
+		v.addf("controlPlane.hyperthreading", "%s", hyperthreadingReason)
+	}
+}
+
+// hyperthreadingReason is why controlPlane.hyperthreading: Disabled is refused.
+const hyperthreadingReason = "Disabled cannot be honoured by aio.ign: the installer disables SMT with kernel arguments " +
+	"(nosmt, in its MachineConfig 99-master-disable-hyperthreading) and Ignition spec 3.2 sets no kernel arguments; " +
+	"install RHCOS with --append-karg nosmt and leave hyperthreading Enabled"
 
 func (v *validator) mirrorSet(base, source string, mirrors []string) {
 	if p := repositoryProblem(source); p != "" {

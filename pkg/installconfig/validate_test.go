@@ -66,7 +66,7 @@ func TestValidate(t *testing.T) {
 			ic.Publish, ic.CPUPartitioningMode, ic.AdditionalTrustBundlePolicy = "Internal", "AllNodes", "Always"
 			ic.FeatureSet, ic.FeatureGates = "CustomNoUpgrade", []string{"A=true", "B=false"}
 			ic.Capabilities = &Capabilities{BaselineCapabilitySet: "vCurrent", AdditionalEnabledCapabilities: []string{"marketplace", "openshift-samples"}}
-			ic.ControlPlane.Architecture, ic.ControlPlane.Hyperthreading = "s390x", "Disabled"
+			ic.ControlPlane.Architecture, ic.ControlPlane.Hyperthreading = "s390x", "Enabled"
 			ic.Compute = append(ic.Compute, MachinePool{Name: "edge", Replicas: ptr(int64(0))})
 			ic.BootstrapInPlace.InstallationDisk = "/dev/disk/by-path/pci-0000:00:1f.2-ata-1"
 		}, nodeIPs: v4node},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/installconfig"
 )
 
 // Options are what the node side needs from the rest of the render.
@@ -94,6 +95,9 @@ func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
 		}
 	}
 	if err := t.AddUnit(export.Unit{Name: KubeletUnit, Contents: unit, Enabled: true}); err != nil {
+		return nil, err
+	}
+	if err := addUserInputs(t, in.InstallConfig); err != nil {
 		return nil, err
 	}
 	if env := proxyEnv(in); env != nil {
@@ -194,4 +198,28 @@ func (n *Node) bundle(ctx context.Context, ns, name, key string) ([]byte, error)
 		return nil, err
 	}
 	return configMapKey(cm, key)
+}
+
+// addUserInputs adds the node files of the install-config fields the user sets: the mirrors' registries.conf, the
+// user CA bundle's trust anchor, and cpuPartitioningMode AllNodes' workload pinning (userinputs.go).
+func addUserInputs(t *export.Tree, ic *installconfig.InstallConfig) error {
+	kubeletPinning, crioPinning := workloadPinning(ic)
+	for _, f := range []struct {
+		path string
+		mode fs.FileMode
+		data []byte
+	}{
+		{RegistriesConfPath, 0644, RegistriesConf(ic)},
+		{UserCATrustAnchorPath, 0600, userCATrustAnchor(ic)},
+		{WorkloadPinningPath, 0644, kubeletPinning},
+		{CRIOWorkloadPinningPath, 0644, crioPinning},
+	} {
+		if f.data == nil {
+			continue
+		}
+		if err := t.AddFile(f.path, f.mode, f.data); err != nil {
+			return err
+		}
+	}
+	return nil
 }

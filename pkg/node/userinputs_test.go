@@ -1,0 +1,185 @@
+package node
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/installconfig"
+)
+
+const disconnectedConfig = "testdata/installconfig/nodeinputs/disconnected.yaml"
+
+// TestRegistriesConf: the mirrors of an install-config end up in /etc/containers/registries.conf exactly as the
+// machine-config operator writes it (runtime-utils merge rules, BurntSushi/toml encoding): sources in lexical
+// order, the two entries of one source merged in an order that respects both, every mirror digest-only, the
+// NeverContactSource source blocked; 0644 as the MCO's template.
+func TestRegistriesConf(t *testing.T) {
+	f := newFixture(t, disconnectedConfig, "", true)
+	f.converge(t)
+	got := fileOf(t, f.tree(t), RegistriesConfPath)
+	want := `unqualified-search-registries = ["registry.access.redhat.com", "docker.io"]
+short-name-mode = ""
+additional-layer-store-auth-helper = ""
+
+[[registry]]
+  prefix = ""
+  location = "quay.io/openshift-release-dev/ocp-release"
+
+  [[registry.mirror]]
+    location = "a-first.example.com/ocp/release"
+    pull-from-mirror = "digest-only"
+
+  [[registry.mirror]]
+    location = "mirror.example.com:8443/ocp/release"
+    pull-from-mirror = "digest-only"
+
+  [[registry.mirror]]
+    location = "backup.example.com/ocp/release"
+    pull-from-mirror = "digest-only"
+
+[[registry]]
+  prefix = ""
+  location = "quay.io/openshift-release-dev/ocp-v4.0-art-dev"
+  blocked = true
+
+  [[registry.mirror]]
+    location = "mirror.example.com:8443/ocp/release"
+    pull-from-mirror = "digest-only"
+`
+	if string(got.Contents) != want {
+		t.Errorf("registries.conf:\n%s\nwant:\n%s", got.Contents, want)
+	}
+	if got.Mode != 0644 {
+		t.Errorf("registries.conf mode %o, want 0644", got.Mode)
+	}
+
+	// The deprecated imageContentSources give the same file (digest-only mirrors, nothing blocked).
+	g := newFixture(t, "testdata/installconfig/nodeinputs/icsp-always.yaml", "", true)
+	g.converge(t)
+	icsp := string(fileOf(t, g.tree(t), RegistriesConfPath).Contents)
+	for _, s := range []string{
+		"[[registry]]\n  prefix = \"\"\n  location = \"quay.io/openshift-release-dev/ocp-release\"\n\n  [[registry.mirror]]\n    location = \"mirror.example.com:5000/ocp4/openshift4\"\n    pull-from-mirror = \"digest-only\"\n",
+		"location = \"quay.io/openshift-release-dev/ocp-v4.0-art-dev\"\n\n  [[registry.mirror]]",
+	} {
+		if !strings.Contains(icsp, s) {
+			t.Errorf("registries.conf from imageContentSources lacks %q:\n%s", s, icsp)
+		}
+	}
+	if strings.Contains(icsp, "blocked") {
+		t.Errorf("imageContentSources block a source:\n%s", icsp)
+	}
+
+	// Without mirrors RHCOS's own registries.conf stays.
+	h := newFixture(t, "examples/sno/install-config.yaml", "192.168.126.10", true)
+	h.converge(t)
+	for _, fl := range h.tree(t).Files() {
+		if fl.Path == RegistriesConfPath {
+			t.Errorf("registries.conf without mirrors:\n%s", fl.Contents)
+		}
+	}
+}
+
+// TestMergedMirrorOrder: the merge of one source's mirror lists (runtime-utils mergedMirrors): an order that
+// respects every list, ties and cycles broken lexically, a source listed among its own mirrors kept where it is
+// unless it comes last, an entry that only repeats the source ignored.
+func TestMergedMirrorOrder(t *testing.T) {
+	const src = "src.example.com/r"
+	cases := []struct {
+		name string
+		sets [][]string
+		want []string
+	}{
+		{"one list keeps its order", [][]string{{"z.example.com/r", "a.example.com/r"}}, []string{"z.example.com/r", "a.example.com/r"}},
+		{"(B, C) and (A, B) give (A, B, C)", [][]string{{"b.example.com/r", "c.example.com/r"}, {"a.example.com/r", "b.example.com/r"}},
+			[]string{"a.example.com/r", "b.example.com/r", "c.example.com/r"}},
+		{"a cycle is broken at the lexically first", [][]string{{"b.example.com/r", "a.example.com/r"}, {"a.example.com/r", "b.example.com/r"}},
+			[]string{"a.example.com/r", "b.example.com/r"}},
+		{"the source before a mirror stays", [][]string{{src, "m.example.com/r"}}, []string{src, "m.example.com/r"}},
+		{"only the source is no mirror set", [][]string{{src}}, nil},
+	}
+	for _, c := range cases {
+		var sets []mirrorSet
+		for _, m := range c.sets {
+			sets = append(sets, mirrorSet{source: src, mirrors: m})
+		}
+		regs := mergedRegistries(sets)
+		var got []string
+		if len(regs) == 1 {
+			got = regs[0].mirrors
+		} else if len(regs) > 1 {
+			t.Fatalf("%s: %d registries", c.name, len(regs))
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: mirrors %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestUserCATrustAnchor: the additional trust bundle is on the node's trust store, 0600 as the MCO writes it,
+// whatever additionalTrustBundlePolicy says; its certificates parse; without a bundle there is no anchor.
+func TestUserCATrustAnchor(t *testing.T) {
+	for _, config := range []string{disconnectedConfig, "testdata/installconfig/nodeinputs/icsp-always.yaml", "testdata/installconfig/good/proxy.yaml"} {
+		f := newFixture(t, config, "", true)
+		f.converge(t)
+		a := fileOf(t, f.tree(t), UserCATrustAnchorPath)
+		if a.Mode != 0600 {
+			t.Errorf("%s: anchor mode %o, want 0600", config, a.Mode)
+		}
+		if strings.Contains(string(a.Contents), "#") {
+			t.Errorf("%s: the anchor is not the bare PEM bundle:\n%s", config, a.Contents)
+		}
+		got, err := certs.ParseCertificates(a.Contents)
+		want := f.in.InstallConfig.TrustBundle()
+		if err != nil || len(got) != len(want) || len(want) == 0 {
+			t.Fatalf("%s: anchor has %d certificates (%v), the install-config %d", config, len(got), err, len(want))
+		}
+		for i := range want {
+			if !got[i].Equal(want[i]) {
+				t.Errorf("%s: anchor certificate %d is %s, want %s", config, i, got[i].Subject, want[i].Subject)
+			}
+		}
+	}
+	g := newFixture(t, "examples/sno/install-config.yaml", "192.168.126.10", true)
+	g.converge(t)
+	for _, fl := range g.tree(t).Files() {
+		if fl.Path == UserCATrustAnchorPath {
+			t.Error("a trust anchor without additionalTrustBundle")
+		}
+	}
+}
+
+// TestWorkloadPinning: cpuPartitioningMode AllNodes puts the kubelet's workload-pinning file and CRI-O's
+// management workload on the node as the node tuning operator's bootstrap MachineConfig does (empty CPU set);
+// None puts neither.
+func TestWorkloadPinning(t *testing.T) {
+	f := newFixture(t, disconnectedConfig, "", true)
+	f.converge(t)
+	if f.in.InstallConfig.CPUPartitioningMode != installconfig.CPUPartitioningAllNodes {
+		t.Fatal("the test config is not AllNodes")
+	}
+	tr := f.tree(t)
+	k := fileOf(t, tr, WorkloadPinningPath)
+	if string(k.Contents) != "\n{\n  \"management\": {\n    \"cpuset\": \"\"\n  }\n}\n" || k.Mode != 0644 {
+		t.Errorf("%s (%o):\n%s", WorkloadPinningPath, k.Mode, k.Contents)
+	}
+	c := fileOf(t, tr, CRIOWorkloadPinningPath)
+	for _, want := range []string{
+		"[crio.runtime.workloads.management]\n",
+		"activation_annotation = \"target.workload.openshift.io/management\"\n",
+		"annotation_prefix = \"resources.workload.openshift.io\"\n",
+		"resources = { \"cpushares\" = 0, \"cpuset\" = \"\" }\n",
+	} {
+		if !strings.Contains(string(c.Contents), want) {
+			t.Errorf("%s lacks %q:\n%s", CRIOWorkloadPinningPath, want, c.Contents)
+		}
+	}
+	g := newFixture(t, "examples/sno/install-config.yaml", "192.168.126.10", true)
+	g.converge(t)
+	for _, fl := range g.tree(t).Files() {
+		if fl.Path == WorkloadPinningPath || fl.Path == CRIOWorkloadPinningPath {
+			t.Errorf("%s with cpuPartitioningMode None", fl.Path)
+		}
+	}
+}
