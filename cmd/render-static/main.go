@@ -99,6 +99,7 @@ Invalid input exits 1 with every problem listed, and --dir is left untouched.`,
 	f.StringVar(&o.Flavor, "flavor", string(clusterconfig.FlavorOpenShift), "static pods to render: openshift (the operators' pods, OpenShift images) or upstream (flag-only pods for the upstream kube-apiserver, kube-controller-manager, kube-scheduler and etcd images); loops, certificates and layout are the same")
 	f.StringVar(&o.InfraID, "infra-id", "", "infrastructure name (default: <cluster name>-<5 random characters>, as the installer makes it)")
 	cmd.AddCommand(newConformanceCommand(stdout))
+	cmd.AddCommand(newCertsCommand(stdout))
 	return cmd
 }
 
