@@ -17,6 +17,7 @@ import (
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/inventory"
 	"github.com/render-static/render-static/pkg/node"
+	"github.com/render-static/render-static/pkg/state"
 )
 
 // Node paths aio.ign writes besides the static-pod layout.
@@ -35,6 +36,8 @@ type Output struct {
 	AdminKubeconfig []byte
 	Trace           string
 	Summary         Summary
+	// State is what a later run needs to continue this cluster (DIR/state, secret; pkg/state).
+	State *state.State
 }
 
 // Summary is what the CLI prints.
@@ -129,9 +132,17 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 	}
 	ignTime := time.Since(t)
 
+	nodeKeys, err := e.Node.SaveKeys()
+	if err != nil {
+		return nil, err
+	}
+	st, err := state.Capture(e.Cluster, in.InfraID, e.Admin, nodeKeys)
+	if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
 	exp, subject := earliestExpiry(tree)
 	return &Output{
-		Tree: tree, Manifests: manifests, Ignition: ign, AdminKubeconfig: kubeconfig, Trace: e.Result.Trace(),
+		Tree: tree, Manifests: manifests, State: st, Ignition: ign, AdminKubeconfig: kubeconfig, Trace: e.Result.Trace(),
 		Summary: Summary{
 			Loops: e.Loops, Passes: e.Result.TotalPasses(), Objects: len(manifests), Files: len(tree.Files()),
 			IgnitionBytes: len(ign), EarliestExpiry: exp, EarliestExpirySubject: subject,
@@ -169,7 +180,7 @@ func earliestExpiry(t *export.Tree) (time.Time, string) {
 }
 
 // Write writes the output directory atomically: aio.ign (0600), auth/kubeconfig (0600), manifests/, rootfs/
-// (exactly what aio.ign lays down) and trace.txt.
+// (exactly what aio.ign lays down), trace.txt and state/ (secret: 0700/0600).
 func (o *Output) Write(dir string) error {
 	return export.WriteDirAtomic(dir, func(tmp string) error {
 		if err := export.WriteFile(filepath.Join(tmp, "aio.ign"), 0600, o.Ignition); err != nil {
@@ -189,6 +200,11 @@ func (o *Output) Write(dir string) error {
 		}
 		if err := export.WriteRootfs(filepath.Join(tmp, "rootfs"), o.Tree); err != nil {
 			return err
+		}
+		if o.State != nil {
+			if err := o.State.Write(tmp); err != nil {
+				return err
+			}
 		}
 		return export.WriteFile(filepath.Join(tmp, "trace.txt"), 0644, []byte(o.Trace))
 	})
