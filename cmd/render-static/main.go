@@ -75,7 +75,9 @@ then lays out the revision-1 static pods as the operators' installer would and p
 Ignition config (spec 3.2.0).
 
 Output in --dir: aio.ign (0600), auth/kubeconfig (cluster-admin, 0600), manifests/ (every exported object),
-rootfs/ (exactly what aio.ign lays down on the node), trace.txt (which loop wrote which object in which pass).
+rootfs/ (exactly what aio.ign lays down on the node), trace.txt (which loop wrote which object in which pass),
+state/ (SECRET, 0600: every object and key of the cluster). Running again with the same --dir continues from
+state/ (same cluster, same keys; the same inputs give a byte-identical aio.ign); --fresh starts a new cluster.
 Invalid input exits 1 with every problem listed, and --dir is left untouched.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
@@ -97,9 +99,11 @@ Invalid input exits 1 with every problem listed, and --dir is left untouched.`,
 	f.DurationVar(&o.CertValidity, "cert-validity", o.CertValidity, "validity of leaf certificates; signers live at least ten years")
 	f.StringVar(&o.Images, "images", "", "YAML map of component (hyperkube, etcd, cluster-kube-apiserver-operator, ...; for --flavor upstream kube-apiserver, kube-controller-manager, kube-scheduler, etcd-upstream) to image pull spec; unnamed components keep their defaults")
 	f.StringVar(&o.Flavor, "flavor", string(clusterconfig.FlavorOpenShift), "static pods to render: openshift (the operators' pods, OpenShift images) or upstream (flag-only pods for the upstream kube-apiserver, kube-controller-manager, kube-scheduler and etcd images); loops, certificates and layout are the same")
-	f.StringVar(&o.InfraID, "infra-id", "", "infrastructure name (default: <cluster name>-<5 random characters>, as the installer makes it)")
+	f.BoolVar(&o.Fresh, "fresh", false, "start a new cluster (new keys) even when --dir holds a previous render's state/")
+	f.StringVar(&o.InfraID, "infra-id", "", "infrastructure name (default: the one in --dir's state, else <cluster name>-<5 random characters>, as the installer makes it)")
 	cmd.AddCommand(newConformanceCommand(stdout))
 	cmd.AddCommand(newFleetCommand(stdout))
+	cmd.AddCommand(newCertsCommand(stdout))
 	return cmd
 }
 

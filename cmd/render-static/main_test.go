@@ -127,8 +127,11 @@ func TestRenderExample(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(dir, "manifests", "*.yaml")); len(m) < 20 {
 		t.Errorf("only %d manifests", len(m))
 	}
-	// Rendering again into the same directory replaces it.
-	if code, _, stderr := runCLI("--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", "192.168.126.10", "--dir", dir); code != 0 {
+	// Another node name in the same directory is another cluster: refused, unless --fresh, which replaces it.
+	if code, _, stderr := runCLI("--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", "192.168.126.10", "--dir", dir); code != 1 || !strings.Contains(stderr, "--node-name") {
+		t.Fatalf("re-render as another node without --fresh: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runCLI("--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", "192.168.126.10", "--dir", dir, "--fresh"); code != 0 {
 		t.Fatalf("re-render: exit %d: %s", code, stderr)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "rootfs/etc/hostname")); string(b) != "master-0\n" {

@@ -40,6 +40,17 @@ func (m Manifest) Secret() bool { return m.GVK.Group == "" && m.GVK.Kind == "Sec
 // managedFields and ownerReferences stripped (owners get new UIDs on a new cluster, and garbage collection
 // would delete dependents whose owner UID does not match). Sorted by file name.
 func Manifests(c *loops.Cluster) ([]Manifest, error) {
+	objs, err := Objects(c)
+	if err != nil {
+		return nil, err
+	}
+	return manifestsOf(c, objs)
+}
+
+// Objects is every object the cluster's fakes hold (typed kube, config and operator objects with their kind set,
+// and the dynamic client's unstructured objects), as they are: nothing stripped. Operator clients are not
+// included (see loops.OperatorClient).
+func Objects(c *loops.Cluster) ([]runtime.Object, error) {
 	var objs []runtime.Object
 	for _, src := range []struct {
 		tracker clienttesting.ObjectTracker
@@ -64,6 +75,10 @@ func Manifests(c *loops.Cluster) ([]Manifest, error) {
 			objs = append(objs, &l.Items[i])
 		}
 	}
+	return objs, nil
+}
+
+func manifestsOf(c *loops.Cluster, objs []runtime.Object) ([]Manifest, error) {
 	var out []Manifest
 	for _, o := range objs {
 		m, err := toManifest(o)

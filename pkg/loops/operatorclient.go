@@ -437,3 +437,33 @@ func (o *OperatorClient) DegradedConditions() []operatorv1.OperatorCondition {
 	}
 	return out
 }
+
+// operatorState is an operator client's saved form (pkg/state): what a later run needs to continue from it.
+type operatorState struct {
+	Metadata metav1.ObjectMeta                  `json:"metadata"`
+	Spec     operatorv1.StaticPodOperatorSpec   `json:"spec"`
+	Status   operatorv1.StaticPodOperatorStatus `json:"status"`
+}
+
+// SaveState returns the operator resource's metadata, spec and status as JSON, for a later run's Restore.
+func (o *OperatorClient) SaveState() ([]byte, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return json.Marshal(operatorState{Metadata: o.meta, Spec: o.spec, Status: o.status})
+}
+
+// RestoreState sets the operator resource to a state SaveState returned (before any loop runs). The kind's own
+// spec fields (KindSpec) stay as the component set them.
+func (o *OperatorClient) RestoreState(data []byte) error {
+	var st operatorState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return fmt.Errorf("operator %s state: %w", o.Resource, err)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.meta, o.spec, o.status = st.Metadata, st.Spec, st.Status
+	if n, err := strconv.Atoi(st.Metadata.ResourceVersion); err == nil {
+		o.rv = n
+	}
+	return nil
+}

@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
 	"github.com/render-static/render-static/pkg/node"
+	"github.com/render-static/render-static/pkg/state"
 	"github.com/render-static/render-static/pkg/staticpod"
 )
 
@@ -47,24 +51,50 @@ func (e *Engine) Component(name string) Component {
 //
 // A phase that does not settle, or a *Degraded=True condition left at the end, fails the render.
 func RunEngine(ctx context.Context, in *clusterconfig.Inputs) (*Engine, error) {
+	return RunEngineFrom(ctx, in, nil, nil)
+}
+
+// EngineHooks run around the converge phase: renew marks certificates due before it and takes its marks back
+// after it (pkg/renew).
+type EngineHooks struct {
+	BeforeConverge, AfterConverge func(ctx context.Context, c *loops.Cluster) error
+}
+
+// RunEngineFrom is RunEngine continuing from a saved state (nil: a new cluster). With a state, the cluster starts
+// with every saved object and operator resource, the admin credential and service-account keys are the saved
+// ones, and only the installer's objects derived from the inputs are taken afresh (pkg/state): the loops then
+// change only what an input change touches.
+func RunEngineFrom(ctx context.Context, in *clusterconfig.Inputs, st *state.State, hooks *EngineHooks) (*Engine, error) {
 	t := time.Now()
-	admin, err := certs.NewAdmin(in.Lifetimes)
+	fresh, err := clusterconfig.Objects(in)
 	if err != nil {
 		return nil, err
+	}
+	var admin *certs.Admin
+	var seeds []runtime.Object
+	var dynamic []*unstructured.Unstructured
+	if st != nil {
+		admin = st.Admin()
+		if seeds, dynamic, err = st.Seeds(fresh); err != nil {
+			return nil, err
+		}
+	} else {
+		if admin, err = certs.NewAdmin(in.Lifetimes); err != nil {
+			return nil, err
+		}
+		seeds = append(fresh, runtime.Object(admin.ClientCAConfigMap()))
+		saKeys, err := clusterconfig.ServiceAccountKeySeeds() // the installer's service-account token key pair
+		if err != nil {
+			return nil, err
+		}
+		seeds = append(seeds, saKeys...)
 	}
 	keygen := time.Since(t)
-	seeds, err := clusterconfig.Objects(in)
-	if err != nil {
-		return nil, err
-	}
-	seeds = append(seeds, runtime.Object(admin.ClientCAConfigMap()))
-	saKeys, err := clusterconfig.ServiceAccountKeySeeds() // the installer's service-account token key pair
-	if err != nil {
-		return nil, err
-	}
-	seeds = append(seeds, saKeys...)
 	c, err := loops.NewCluster(namespaces(), clusterconfig.DynamicKinds, seeds...)
 	if err != nil {
+		return nil, err
+	}
+	if err := seedDynamic(ctx, c, dynamic); err != nil {
 		return nil, err
 	}
 	var comps []Component
@@ -85,6 +115,18 @@ func RunEngine(ctx context.Context, in *clusterconfig.Inputs) (*Engine, error) {
 	// The node side (pkg/node) runs after every component: it signs the kubelet's first client certificate with
 	// kube-controller-manager's CSR signer.
 	nodeSide := node.New(c, in)
+	if st != nil {
+		if err := nodeSide.RestoreKeys(st.NodeKeys); err != nil {
+			return nil, err
+		}
+		for name, oc := range c.OperatorClients() {
+			if saved, ok := st.Operators[name]; ok {
+				if err := oc.RestoreState(saved); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
 	converge.Loops = append(converge.Loops, nodeSide.Loops()...)
 	defer func() {
 		for _, l := range append(converge.Loops, revision.Loops...) {
@@ -94,12 +136,22 @@ func RunEngine(ctx context.Context, in *clusterconfig.Inputs) (*Engine, error) {
 
 	r := &loops.Runner{Cluster: c, MaxPasses: 10}
 	t = time.Now()
+	if hooks != nil && hooks.BeforeConverge != nil {
+		if err := hooks.BeforeConverge(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 	for _, phase := range []loops.Phase{converge, revision} {
 		if len(phase.Loops) == 0 {
 			continue
 		}
 		if err := r.Run(ctx, phase); err != nil {
 			return nil, fmt.Errorf("engine: %w", err)
+		}
+		if phase.Name == converge.Name && hooks != nil && hooks.AfterConverge != nil {
+			if err := hooks.AfterConverge(ctx, c); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := r.CheckDegraded(); err != nil {
@@ -118,4 +170,25 @@ func RunEngine(ctx context.Context, in *clusterconfig.Inputs) (*Engine, error) {
 		Result: r.Result(), Loops: len(converge.Loops) + len(revision.Loops),
 		KeygenTime: keygen, LoopsTime: time.Since(t),
 	}, nil
+}
+
+// seedDynamic creates the saved objects of the dynamic client's kinds.
+func seedDynamic(ctx context.Context, c *loops.Cluster, objs []*unstructured.Unstructured) error {
+	for _, u := range objs {
+		gvk := u.GroupVersionKind()
+		var gvr *schema.GroupVersionResource
+		for r, listKind := range c.DynamicResources() {
+			if r.Group == gvk.Group && r.Version == gvk.Version && listKind == gvk.Kind+"List" {
+				r := r
+				gvr = &r
+			}
+		}
+		if gvr == nil {
+			return fmt.Errorf("state: %s %s/%s: not a kind this render knows", gvk, u.GetNamespace(), u.GetName())
+		}
+		if _, err := c.Dynamic.Resource(*gvr).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("state: %s %s/%s: %w", gvk, u.GetNamespace(), u.GetName(), err)
+		}
+	}
+	return nil
 }

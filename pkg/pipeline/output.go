@@ -2,14 +2,12 @@ package pipeline
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"io/fs"
 	"path"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +15,9 @@ import (
 	"github.com/render-static/render-static/pkg/apiserver"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/inventory"
 	"github.com/render-static/render-static/pkg/node"
+	"github.com/render-static/render-static/pkg/state"
 )
 
 // Node paths aio.ign writes besides the static-pod layout.
@@ -36,6 +36,8 @@ type Output struct {
 	AdminKubeconfig []byte
 	Trace           string
 	Summary         Summary
+	// State is what a later run needs to continue this cluster (DIR/state, secret; pkg/state).
+	State *state.State
 }
 
 // Summary is what the CLI prints.
@@ -43,7 +45,7 @@ type Summary struct {
 	Loops, Passes, Objects, Files int
 	IgnitionBytes                 int
 	EarliestExpiry                time.Time
-	EarliestExpirySubject         string
+	EarliestExpirySubject         string // the certificate's name in `render-static certs`
 	Elapsed                       time.Duration
 	// Timing of the render's parts, for benchmarks.
 	KeygenTime, LoopsTime, ExportTime, IgnitionTime time.Duration
@@ -131,9 +133,17 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 	}
 	ignTime := time.Since(t)
 
-	exp, subject := earliestExpiry(tree, kubeconfig)
+	nodeKeys, err := e.Node.SaveKeys()
+	if err != nil {
+		return nil, err
+	}
+	st, err := state.Capture(e.Cluster, in.InfraID, e.Admin, nodeKeys)
+	if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	exp, subject := earliestExpiry(tree)
 	return &Output{
-		Tree: tree, Manifests: manifests, Ignition: ign, AdminKubeconfig: kubeconfig, Trace: e.Result.Trace(),
+		Tree: tree, Manifests: manifests, State: st, Ignition: ign, AdminKubeconfig: kubeconfig, Trace: e.Result.Trace(),
 		Summary: Summary{
 			Loops: e.Loops, Passes: e.Result.TotalPasses(), Objects: len(manifests), Files: len(tree.Files()),
 			IgnitionBytes: len(ign), EarliestExpiry: exp, EarliestExpirySubject: subject,
@@ -153,35 +163,25 @@ func adminKubeconfig(ctx context.Context, e *Engine) ([]byte, error) {
 	return certs.Kubeconfig(ic.Metadata.Name, ic.APIServerURL(), []byte(cm.Data["ca-bundle.crt"]), e.Admin.CertPEM, e.Admin.KeyPEM, "admin")
 }
 
-// earliestExpiry finds the certificate that expires first among the node's files (CA bundles and
-// kubeconfigs included).
-func earliestExpiry(t *export.Tree, extra ...[]byte) (time.Time, string) {
-	var best *x509.Certificate
-	consider := func(data []byte) {
-		if !strings.Contains(string(data), "CERTIFICATE") {
-			return
-		}
-		cs, _ := certs.ParseCertificates(data)
-		for _, c := range cs {
-			if best == nil || c.NotAfter.Before(best.NotAfter) {
-				best = c
-			}
-		}
-	}
+// earliestExpiry is the certificate that expires first among the node's files (CA bundles and kubeconfigs
+// included), named as `render-static certs` names it (pkg/inventory): by what it is, not by its CN.
+func earliestExpiry(t *export.Tree) (time.Time, string) {
+	files := map[string][]byte{}
 	for _, f := range t.Files() {
-		consider(f.Contents)
+		files[f.Path] = f.Contents
 	}
-	for _, d := range extra {
-		consider(d)
+	inv, err := inventory.FromFiles(files, time.Now())
+	if err != nil {
+		return time.Time{}, "unknown: " + err.Error()
 	}
-	if best == nil {
-		return time.Time{}, "none"
+	if c := inv.Earliest(); c != nil {
+		return c.NotAfter, c.Name
 	}
-	return best.NotAfter, best.Subject.CommonName
+	return time.Time{}, "none"
 }
 
 // Write writes the output directory atomically: aio.ign (0600), auth/kubeconfig (0600), manifests/, rootfs/
-// (exactly what aio.ign lays down) and trace.txt.
+// (exactly what aio.ign lays down), trace.txt and state/ (secret: 0700/0600).
 func (o *Output) Write(dir string) error {
 	return export.WriteDirAtomic(dir, func(tmp string) error {
 		if err := export.WriteFile(filepath.Join(tmp, "aio.ign"), 0600, o.Ignition); err != nil {
@@ -201,6 +201,11 @@ func (o *Output) Write(dir string) error {
 		}
 		if err := export.WriteRootfs(filepath.Join(tmp, "rootfs"), o.Tree); err != nil {
 			return err
+		}
+		if o.State != nil {
+			if err := o.State.Write(tmp); err != nil {
+				return err
+			}
 		}
 		return export.WriteFile(filepath.Join(tmp, "trace.txt"), 0644, []byte(o.Trace))
 	})

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/installconfig"
+	"github.com/render-static/render-static/pkg/state"
 )
 
 // Options are the CLI's inputs.
@@ -34,6 +36,8 @@ type Options struct {
 	Images string
 	// Flavor is "openshift" (default) or "upstream".
 	Flavor string
+	// Fresh starts a new cluster even when Dir holds a previous render's state (pkg/state).
+	Fresh bool
 }
 
 // DefaultNodeName is --node-name's default.
@@ -116,16 +120,34 @@ func asFieldErrors(field string, err error) installconfig.ErrorList {
 // Render runs the three steps and writes the output directory.
 func Render(ctx context.Context, o Options) (*Summary, error) {
 	start := time.Now()
+	// A previous render's state in Dir is continued (same cluster, same keys) unless Fresh.
+	var st *state.State
+	if !o.Fresh && o.Dir != "" && state.Exists(o.Dir) {
+		var err error
+		if st, err = state.Load(o.Dir); err != nil {
+			return nil, fmt.Errorf("%w (--fresh starts a new cluster)", err)
+		}
+		if o.InfraID == "" {
+			o.InfraID = st.InfraID
+		}
+		// A renamed node is another node: its Node, certificates and revisions in the state are the old name's.
+		if n := st.Inputs.NodeName; n != "" && n != o.NodeName {
+			return nil, installconfig.ErrorList{{Field: "--node-name", Detail: fmt.Sprintf("%q, but the state in %s is of node %q: a renamed node is a new cluster (--fresh)", o.NodeName, o.Dir, n)}}
+		}
+	}
 	in, err := Validate(o)
 	if err != nil {
 		return nil, err
 	}
-	eng, err := RunEngine(ctx, in)
+	eng, err := RunEngineFrom(ctx, in, st, nil)
 	if err != nil {
 		return nil, err
 	}
 	out, err := Export(ctx, eng)
 	if err != nil {
+		return nil, err
+	}
+	if out.State.Inputs, err = savedInputs(o); err != nil {
 		return nil, err
 	}
 	if err := out.Write(o.Dir); err != nil {
@@ -134,4 +156,20 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 	s := out.Summary
 	s.Elapsed = time.Since(start)
 	return &s, nil
+}
+
+// savedInputs are the options as the state keeps them, so that renew needs none of them again.
+func savedInputs(o Options) (state.Inputs, error) {
+	ic, err := os.ReadFile(o.InstallConfig)
+	if err != nil {
+		return state.Inputs{}, err
+	}
+	var images []byte
+	if o.Images != "" {
+		if images, err = os.ReadFile(o.Images); err != nil {
+			return state.Inputs{}, err
+		}
+	}
+	return state.Inputs{InstallConfig: string(ic), Images: string(images), NodeIP: o.NodeIP, NodeName: o.NodeName,
+		CertValidity: o.CertValidity.String(), Flavor: o.Flavor}, nil
 }

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/render-static/render-static/pkg/inventory"
+)
+
+func newCertsCommand(stdout io.Writer) *cobra.Command {
+	var output string
+	var within time.Duration
+	cmd := &cobra.Command{
+		Use:   "certs [--dir DIR | --ignition aio.ign | --root /] [-o table|json] [--expiring-within DURATION]",
+		Short: "List every certificate and CA bundle, where it lives, who signed it and when it expires",
+		Long: `certs lists every certificate and CA bundle of a render (--dir, default "aio"), of an Ignition config
+(--ignition) or of a node (--root /, run as root on the node): where each lives (its Secret or ConfigMap and
+every file path), subject, SANs, issuer, key type and size, not-before, not-after and time left, then the CA
+bundles and the signer tree. With --expiring-within it exits 1 when any certificate expires within that time.`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			src, err := certsSource(cmd)
+			if err != nil {
+				return err
+			}
+			if output != "table" && output != "json" {
+				return fmt.Errorf("-o: %q is not table or json", output)
+			}
+			files, err := inventory.Load(src)
+			if err != nil {
+				return err
+			}
+			inv, err := inventory.FromFiles(files, time.Now())
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				err = inv.WriteJSON(stdout)
+			} else {
+				err = inv.WriteTable(stdout)
+			}
+			if err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("expiring-within") {
+				if due := inv.ExpiringWithin(within); len(due) > 0 {
+					return fmt.Errorf("%d certificates expire within %s, first %s at %s", len(due), within, due[0].Name, due[0].NotAfter.Format(time.RFC3339))
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.String("dir", "aio", "a render's output directory")
+	f.String("ignition", "", "an Ignition config (aio.ign) instead of --dir")
+	f.String("root", "", "a node's root directory (\"/\" on the node) instead of --dir")
+	f.StringVarP(&output, "output", "o", "table", "table or json")
+	f.DurationVar(&within, "expiring-within", 0, "exit 1 when any certificate expires within this duration (e.g. 720h)")
+	return cmd
+}
+
+// certsSource is the one of --dir, --ignition and --root given (--dir by default).
+func certsSource(cmd *cobra.Command) (string, error) {
+	f := cmd.Flags()
+	var set []string
+	for _, n := range []string{"dir", "ignition", "root"} {
+		if f.Changed(n) {
+			set = append(set, n)
+		}
+	}
+	if len(set) > 1 {
+		return "", fmt.Errorf("--%s and --%s: give only one source", set[0], set[1])
+	}
+	name := "dir"
+	if len(set) == 1 {
+		name = set[0]
+	}
+	v, _ := f.GetString(name)
+	if v == "" {
+		return "", fmt.Errorf("--%s: empty", name)
+	}
+	return v, nil
+}

@@ -1,0 +1,525 @@
+// Package inventory lists every certificate and CA bundle of a render or of a node: where each lives (the
+// Secret or ConfigMap key and every file path on the node), what it is, who signed it and when it expires.
+//
+// It reads a set of node files (a render's rootfs/, the files of an aio.ign, or a node's root directory): the
+// exported manifests under /opt/openshift/manifests are read as the Secrets and ConfigMaps they are, every other
+// file as PEM or as a kubeconfig with embedded certificates. The same certificate found in several places is one
+// entry with every place listed; it is named by what it is (its Secret, else its file, else the CA bundle that
+// carries it), never by its common name, which is not unique (several serving certificates are "127.0.0.1" or
+// "localhost").
+package inventory
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+)
+
+// ManifestsDir is where aio.ign puts the exported manifests on the node.
+const ManifestsDir = "/opt/openshift/manifests"
+
+// Location is one place a certificate or bundle lives.
+type Location struct {
+	// Kind is "secret", "configmap" or "file".
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
+	// Key is the Secret or ConfigMap key; for a kubeconfig also which of its entries ("<key>:ca", "<key>:client").
+	Key string `json:"key,omitempty"`
+	// Path is the file on the node (for a Secret or ConfigMap: its manifest).
+	Path string `json:"path"`
+	// Bundle is true when the certificate is a member of a CA bundle here, not the certificate itself.
+	Bundle bool `json:"bundle,omitempty"`
+	// size is how many certificates the PEM here holds: a dedicated bundle names its CA better than a union.
+	size int
+}
+
+func (l Location) String() string {
+	var s string
+	switch l.Kind {
+	case "secret", "configmap":
+		s = fmt.Sprintf("%s %s/%s[%s]", l.Kind, l.Namespace, l.Name, l.Key)
+	default:
+		s = "file " + l.Path
+		if l.Key != "" {
+			s += "[" + l.Key + "]"
+		}
+	}
+	if l.Bundle {
+		s += " (in bundle)"
+	}
+	return s
+}
+
+// Certificate is one distinct certificate (by SHA-256 fingerprint) and every place it lives.
+type Certificate struct {
+	// Name says what it is: "secret <ns>/<name>", "file <path>" or "<bundle> CA" (see package doc).
+	Name        string     `json:"name"`
+	Fingerprint string     `json:"sha256"`
+	Subject     string     `json:"subject"`
+	SANs        []string   `json:"sans,omitempty"`
+	Issuer      string     `json:"issuer"`
+	IsCA        bool       `json:"isCA"`
+	SelfSigned  bool       `json:"selfSigned"`
+	KeyType     string     `json:"keyType"`
+	NotBefore   time.Time  `json:"notBefore"`
+	NotAfter    time.Time  `json:"notAfter"`
+	TimeLeft    string     `json:"timeLeft"`
+	Signer      string     `json:"signer,omitempty"` // Name of the certificate that signed it, when present
+	Locations   []Location `json:"locations"`
+
+	cert *x509.Certificate
+}
+
+// Bundle is one distinct CA bundle (by its set of certificates) and every place it lives.
+type Bundle struct {
+	Name         string     `json:"name"`
+	Certificates []string   `json:"certificates"` // member names, in bundle order
+	Locations    []Location `json:"locations"`
+	key          string
+}
+
+// Inventory is every certificate and CA bundle found.
+type Inventory struct {
+	Now          time.Time      `json:"now"`
+	Certificates []*Certificate `json:"certificates"`
+	Bundles      []*Bundle      `json:"bundles"`
+}
+
+// blob is one PEM (or kubeconfig entry) found at a location.
+type blob struct {
+	loc   Location
+	certs []*x509.Certificate
+}
+
+// FromFiles builds the inventory of node files (absolute paths → contents) at time now.
+func FromFiles(files map[string][]byte, now time.Time) (*Inventory, error) {
+	var blobs []blob
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		data := files[p]
+		if path.Dir(p) == ManifestsDir && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".json")) {
+			bs, err := fromManifest(p, data)
+			if err != nil {
+				return nil, err
+			}
+			blobs = append(blobs, bs...)
+			continue
+		}
+		blobs = append(blobs, fromData(Location{Kind: "file", Path: p}, path.Base(p), data)...)
+	}
+	return build(blobs, now), nil
+}
+
+// fromManifest reads a Secret or ConfigMap manifest; other kinds hold no certificates we track.
+func fromManifest(p string, data []byte) ([]blob, error) {
+	if !bytes.Contains(data, []byte("kind: Secret")) && !bytes.Contains(data, []byte("kind: ConfigMap")) {
+		return nil, nil
+	}
+	var obj struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+		} `json:"metadata"`
+		Data map[string]string `json:"data"`
+	}
+	if err := yaml.Unmarshal(data, &obj); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if obj.Kind != "Secret" && obj.Kind != "ConfigMap" {
+		return nil, nil
+	}
+	var out []blob
+	for _, k := range sortedKeys(obj.Data) {
+		v := []byte(obj.Data[k])
+		if obj.Kind == "Secret" {
+			d, err := base64.StdEncoding.DecodeString(obj.Data[k])
+			if err != nil {
+				return nil, fmt.Errorf("%s: data.%s: %w", p, k, err)
+			}
+			v = d
+		}
+		loc := Location{Kind: strings.ToLower(obj.Kind), Namespace: obj.Metadata.Namespace, Name: obj.Metadata.Name, Key: k, Path: p}
+		out = append(out, fromData(loc, k, v)...)
+	}
+	return out, nil
+}
+
+// fromData finds certificates in PEM data or in a kubeconfig's embedded data.
+func fromData(loc Location, name string, data []byte) []blob {
+	if bytes.Contains(data, []byte("-----BEGIN CERTIFICATE-----")) {
+		cs := parsePEM(data)
+		if len(cs) == 0 {
+			return nil
+		}
+		// A bundle: a ConfigMap's certificates, a file or key named as a CA, or several CAs with no key beside
+		// them. Otherwise the first certificate is the one that lives here and the rest is its chain.
+		loc.Bundle = loc.Kind == "configmap" || isCAName(name) ||
+			(len(cs) > 1 && allCA(cs) && !bytes.Contains(data, []byte("PRIVATE KEY-----")))
+		loc.size = len(cs)
+		return []blob{{loc: loc, certs: cs}}
+	}
+	if !bytes.Contains(data, []byte("certificate-authority-data")) && !bytes.Contains(data, []byte("client-certificate-data")) {
+		return nil
+	}
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		return nil
+	}
+	var out []blob
+	prefix := loc.Key
+	if prefix != "" {
+		prefix += ":"
+	}
+	for _, n := range sortedKeys(cfg.Clusters) {
+		if cs := parsePEM(cfg.Clusters[n].CertificateAuthorityData); len(cs) > 0 {
+			l := loc
+			l.Key, l.Bundle, l.size = prefix+"cluster "+n+" ca", true, len(cs)
+			out = append(out, blob{loc: l, certs: cs})
+		}
+	}
+	for _, n := range sortedKeys(cfg.AuthInfos) {
+		if cs := parsePEM(cfg.AuthInfos[n].ClientCertificateData); len(cs) > 0 {
+			l := loc
+			l.Key, l.size = prefix+"user "+n+" client", len(cs)
+			out = append(out, blob{loc: l, certs: cs})
+		}
+	}
+	return out
+}
+
+var caName = regexp.MustCompile(`(^|[-_.])(ca|ca-bundle|client-ca|trusted-ca|cacert)([-_.]|$)`)
+
+func isCAName(name string) bool { return caName.MatchString(strings.ToLower(name)) }
+
+func allCA(cs []*x509.Certificate) bool {
+	for _, c := range cs {
+		if !c.IsCA {
+			return false
+		}
+	}
+	return true
+}
+
+func parsePEM(data []byte) []*x509.Certificate {
+	var out []*x509.Certificate
+	for {
+		var b *pem.Block
+		b, data = pem.Decode(data)
+		if b == nil {
+			return out
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		if c, err := x509.ParseCertificate(b.Bytes); err == nil {
+			out = append(out, c)
+		}
+	}
+}
+
+func fingerprint(c *x509.Certificate) string {
+	s := sha256.Sum256(c.Raw)
+	return hex.EncodeToString(s[:])
+}
+
+var revisionSuffix = regexp.MustCompile(`-\d+$`)
+
+// ranker orders the locations a certificate or bundle is named after. For a certificate: a TLS Secret of its
+// own, then another Secret key, then a revisioned copy (<name>-<N> beside <name>), then a file, then the bundles
+// that carry it (the smallest first, so a dedicated bundle names its CA rather than a union). For a bundle: a
+// ConfigMap, then a revisioned copy, then a file.
+type ranker struct{ objects map[string]bool }
+
+func newRanker(ls []Location) ranker {
+	r := ranker{objects: map[string]bool{}}
+	for _, l := range ls {
+		if l.Kind != "file" {
+			r.objects[l.Kind+" "+l.Namespace+"/"+l.Name] = true
+		}
+	}
+	return r
+}
+
+// isCopy: a revisioned copy <name>-<N> of an object also present.
+func (r ranker) isCopy(l Location) bool {
+	return l.Kind != "file" && revisionSuffix.MatchString(l.Name) &&
+		r.objects[l.Kind+" "+l.Namespace+"/"+revisionSuffix.ReplaceAllString(l.Name, "")]
+}
+
+func (r ranker) rank(l Location) int {
+	switch {
+	case l.Bundle && l.Kind == "configmap":
+		return 5
+	case l.Bundle:
+		return 6
+	case r.isCopy(l):
+		return 3
+	case l.Kind == "secret" && l.Key == "tls.crt":
+		return 0
+	case l.Kind == "secret":
+		return 1
+	case l.Kind == "configmap":
+		return 2
+	}
+	return 4
+}
+
+func (r ranker) less(a, b Location) bool {
+	if ra, rb := r.rank(a), r.rank(b); ra != rb {
+		return ra < rb
+	}
+	if a.Bundle && a.size != b.size {
+		return a.size < b.size
+	}
+	if a.Kind != b.Kind {
+		return a.Kind > b.Kind // secret, then configmap, then file
+	}
+	if a.Namespace+"/"+a.Name != b.Namespace+"/"+b.Name {
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	}
+	if a.Path != b.Path {
+		return a.Path < b.Path
+	}
+	return a.Key < b.Key
+}
+
+func (r ranker) sort(ls []Location) {
+	sort.SliceStable(ls, func(i, j int) bool { return r.less(ls[i], ls[j]) })
+}
+
+func nameOf(l Location) string {
+	switch {
+	case l.Bundle && l.Kind == "file":
+		return "CA in " + l.Path
+	case l.Bundle:
+		return fmt.Sprintf("CA in %s %s/%s", l.Kind, l.Namespace, l.Name)
+	case l.Kind == "file" && l.Key != "":
+		return "file " + l.Path + " (" + l.Key + ")"
+	case l.Kind == "file":
+		return "file " + l.Path
+	case l.Key != "tls.crt":
+		return fmt.Sprintf("%s %s/%s[%s]", l.Kind, l.Namespace, l.Name, l.Key)
+	}
+	return fmt.Sprintf("%s %s/%s", l.Kind, l.Namespace, l.Name)
+}
+
+func build(blobs []blob, now time.Time) *Inventory {
+	inv := &Inventory{Now: now}
+	byFP := map[string]*Certificate{}
+	bundles := map[string]*Bundle{}
+	for _, b := range blobs {
+		var members []string
+		for i, c := range b.certs {
+			fp := fingerprint(c)
+			members = append(members, fp)
+			e := byFP[fp]
+			if e == nil {
+				e = &Certificate{Fingerprint: fp, cert: c}
+				byFP[fp] = e
+				inv.Certificates = append(inv.Certificates, e)
+			}
+			l := b.loc
+			if !l.Bundle && i > 0 {
+				l.Bundle = true // a chain member: the issuer's copy, not the certificate that lives here
+			}
+			e.Locations = append(e.Locations, l)
+		}
+		if b.loc.Bundle {
+			key := strings.Join(members, ",")
+			bu := bundles[key]
+			if bu == nil {
+				bu = &Bundle{key: key, Certificates: members}
+				bundles[key] = bu
+				inv.Bundles = append(inv.Bundles, bu)
+			}
+			l := b.loc
+			l.Bundle = false
+			bu.Locations = append(bu.Locations, l)
+		}
+	}
+	for _, e := range inv.Certificates {
+		c := e.cert
+		newRanker(e.Locations).sort(e.Locations)
+		e.Locations = dedupe(e.Locations)
+		e.Name = nameOf(e.Locations[0])
+		e.Subject = c.Subject.String()
+		e.Issuer = c.Issuer.String()
+		e.IsCA = c.IsCA
+		e.KeyType = keyType(c)
+		e.NotBefore, e.NotAfter = c.NotBefore.UTC(), c.NotAfter.UTC()
+		e.TimeLeft = FormatLeft(c.NotAfter.Sub(now))
+		e.SANs = append(e.SANs, c.DNSNames...)
+		for _, ip := range c.IPAddresses {
+			e.SANs = append(e.SANs, ip.String())
+		}
+		e.SANs = append(e.SANs, c.EmailAddresses...)
+		for _, u := range c.URIs {
+			e.SANs = append(e.SANs, u.String())
+		}
+		e.SelfSigned = bytes.Equal(c.RawIssuer, c.RawSubject) && c.CheckSignatureFrom(c) == nil
+	}
+	// Several certificates may share a name (a leaf and its bundle-only predecessor); keep names unique.
+	seen := map[string]int{}
+	sort.SliceStable(inv.Certificates, func(i, j int) bool { return certLess(inv.Certificates[i], inv.Certificates[j]) })
+	for _, e := range inv.Certificates {
+		seen[e.Name]++
+		if n := seen[e.Name]; n > 1 {
+			e.Name = fmt.Sprintf("%s #%d", e.Name, n)
+		}
+	}
+	for _, e := range inv.Certificates {
+		if e.SelfSigned {
+			continue
+		}
+		if s := findSigner(e.cert, inv.Certificates); s != nil {
+			e.Signer = s.Name
+		}
+	}
+	for _, bu := range inv.Bundles {
+		newRanker(bu.Locations).sort(bu.Locations)
+		bu.Locations = dedupe(bu.Locations)
+		if l := bu.Locations[0]; l.Kind != "file" {
+			bu.Name = fmt.Sprintf("%s %s/%s[%s]", l.Kind, l.Namespace, l.Name, l.Key)
+		} else if l.Key != "" {
+			bu.Name = l.Path + "[" + l.Key + "]"
+		} else {
+			bu.Name = l.Path
+		}
+		for i, fp := range bu.Certificates {
+			bu.Certificates[i] = byFP[fp].Name
+		}
+	}
+	sort.SliceStable(inv.Bundles, func(i, j int) bool { return inv.Bundles[i].Name < inv.Bundles[j].Name })
+	return inv
+}
+
+// certLess orders certificates by expiry, then name.
+func certLess(a, b *Certificate) bool {
+	if !a.cert.NotAfter.Equal(b.cert.NotAfter) {
+		return a.cert.NotAfter.Before(b.cert.NotAfter)
+	}
+	if a.Name != b.Name {
+		return a.Name < b.Name
+	}
+	return a.Fingerprint < b.Fingerprint
+}
+
+func dedupe(ls []Location) []Location {
+	out := ls[:0]
+	seen := map[Location]bool{}
+	for _, l := range ls {
+		if !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// findSigner is the CA certificate whose key signed c (matched by key ID, then checked by signature).
+func findSigner(c *x509.Certificate, all []*Certificate) *Certificate {
+	var found *Certificate
+	for _, s := range all {
+		p := s.cert
+		if !p.IsCA || !bytes.Equal(p.RawSubject, c.RawIssuer) {
+			continue
+		}
+		if len(c.AuthorityKeyId) > 0 && len(p.SubjectKeyId) > 0 && !bytes.Equal(c.AuthorityKeyId, p.SubjectKeyId) {
+			continue
+		}
+		if c.CheckSignatureFrom(p) != nil {
+			continue
+		}
+		// Several certificates of one key (a signer re-issued with the same key): prefer the one living longest.
+		if found == nil || p.NotAfter.After(found.cert.NotAfter) {
+			found = s
+		}
+	}
+	return found
+}
+
+func keyType(c *x509.Certificate) string {
+	switch k := c.PublicKey.(type) {
+	case *rsa.PublicKey:
+		return fmt.Sprintf("RSA %d", k.N.BitLen())
+	case *ecdsa.PublicKey:
+		return "ECDSA " + k.Curve.Params().Name
+	case ed25519.PublicKey:
+		return "Ed25519"
+	}
+	return c.PublicKeyAlgorithm.String()
+}
+
+// FormatLeft prints a duration in days and hours ("364d23h", "-2d1h" once expired).
+func FormatLeft(d time.Duration) string {
+	sign := ""
+	if d < 0 {
+		sign, d = "-", -d
+	}
+	days := d / (24 * time.Hour)
+	hours := (d % (24 * time.Hour)) / time.Hour
+	if days == 0 {
+		mins := (d % time.Hour) / time.Minute
+		return fmt.Sprintf("%s%dh%dm", sign, hours, mins)
+	}
+	return fmt.Sprintf("%s%dd%dh", sign, days, hours)
+}
+
+// Earliest is the certificate that expires first, or nil when there is none.
+func (inv *Inventory) Earliest() *Certificate {
+	if len(inv.Certificates) == 0 {
+		return nil
+	}
+	return inv.Certificates[0] // sorted by expiry
+}
+
+// ExpiringWithin is every certificate whose not-after is before now+d, soonest first.
+func (inv *Inventory) ExpiringWithin(d time.Duration) []*Certificate {
+	var out []*Certificate
+	for _, c := range inv.Certificates {
+		if c.NotAfter.Before(inv.Now.Add(d)) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Lookup returns the certificate of that name, or nil.
+func (inv *Inventory) Lookup(name string) *Certificate {
+	for _, c := range inv.Certificates {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

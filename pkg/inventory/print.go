@@ -1,0 +1,110 @@
+package inventory
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteJSON writes the inventory as indented JSON.
+func (inv *Inventory) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(inv)
+}
+
+// WriteTable writes a table of every certificate (soonest expiry first) with its details, the CA bundles, and
+// the signer tree.
+func (inv *Inventory) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "CERTIFICATE\tKIND\tKEY\tNOT AFTER\tLEFT\n")
+	for _, c := range inv.Certificates {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Name, kindOf(c), c.KeyType, c.NotAfter.Format(time.RFC3339), c.TimeLeft)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nDETAILS\n")
+	for _, c := range inv.Certificates {
+		fmt.Fprintf(w, "%s\n", c.Name)
+		fmt.Fprintf(w, "  subject:    %s\n", c.Subject)
+		if len(c.SANs) > 0 {
+			fmt.Fprintf(w, "  SANs:       %s\n", strings.Join(c.SANs, ", "))
+		}
+		signer := c.Signer
+		switch {
+		case c.SelfSigned:
+			signer = "self-signed"
+		case signer == "":
+			signer = "not present"
+		}
+		fmt.Fprintf(w, "  issuer:     %s (%s)\n", c.Issuer, signer)
+		fmt.Fprintf(w, "  key:        %s\n", c.KeyType)
+		fmt.Fprintf(w, "  valid:      %s to %s (%s left)\n", c.NotBefore.Format(time.RFC3339), c.NotAfter.Format(time.RFC3339), c.TimeLeft)
+		fmt.Fprintf(w, "  sha256:     %s\n", c.Fingerprint)
+		for _, l := range c.Locations {
+			fmt.Fprintf(w, "  in:         %s\n", l)
+		}
+	}
+	fmt.Fprintf(w, "\nCA BUNDLES\n")
+	for _, b := range inv.Bundles {
+		fmt.Fprintf(w, "%s\n", b.Name)
+		for _, m := range b.Certificates {
+			fmt.Fprintf(w, "  holds:      %s\n", m)
+		}
+		for _, l := range b.Locations {
+			fmt.Fprintf(w, "  in:         %s\n", l)
+		}
+	}
+	fmt.Fprintf(w, "\nSIGNER TREE\n")
+	inv.WriteTree(w)
+	return nil
+}
+
+func kindOf(c *Certificate) string {
+	switch {
+	case c.IsCA && c.SelfSigned:
+		return "root CA"
+	case c.IsCA:
+		return "CA"
+	}
+	return "leaf"
+}
+
+// WriteTree prints every certificate under the certificate that signed it; certificates whose signer is not
+// present are roots of their own.
+func (inv *Inventory) WriteTree(w io.Writer) {
+	children := map[string][]*Certificate{}
+	var roots []*Certificate
+	for _, c := range inv.Certificates {
+		if c.Signer == "" {
+			roots = append(roots, c)
+			continue
+		}
+		children[c.Signer] = append(children[c.Signer], c)
+	}
+	byName := func(cs []*Certificate) {
+		sort.SliceStable(cs, func(i, j int) bool { return cs[i].Name < cs[j].Name })
+	}
+	byName(roots)
+	var walk func(c *Certificate, indent string)
+	walk = func(c *Certificate, indent string) {
+		note := ""
+		if c.Signer == "" && !c.SelfSigned {
+			note = " (signer not present: " + c.Issuer + ")"
+		}
+		fmt.Fprintf(w, "%s%s [%s, %s left]%s\n", indent, c.Name, kindOf(c), c.TimeLeft, note)
+		kids := children[c.Name]
+		byName(kids)
+		for _, k := range kids {
+			walk(k, indent+"  ")
+		}
+	}
+	for _, r := range roots {
+		walk(r, "")
+	}
+}

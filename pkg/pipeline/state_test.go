@@ -1,0 +1,196 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/inventory"
+	"github.com/render-static/render-static/pkg/state"
+)
+
+// readTree reads every regular file under dir, by relative path, with its mode.
+func readTree(t *testing.T, dir string) (map[string][]byte, map[string]fs.FileMode) {
+	t.Helper()
+	files, modes := map[string][]byte{}, map[string]fs.FileMode{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		modes[rel] = info.Mode()
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			files[rel] = b
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files, modes
+}
+
+func certsOf(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files, err := inventory.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := inventory.FromFiles(files, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, c := range inv.Certificates {
+		out[c.Fingerprint] = c.Name
+	}
+	return out
+}
+
+// TestStateContinues: a render keeps its state (0600 files, 0700 directories); rendering again into the same
+// directory with the same inputs makes no new key and writes a byte-identical aio.ign and state (the random
+// infrastructure name included); a changed node IP reissues exactly the certificates that carry it (etcd's
+// peer, serving and metrics serving certificates) and rolls the revisions that use them; bad input leaves the
+// directory untouched; --fresh starts a new cluster.
+func TestStateContinues(t *testing.T) {
+	if testing.Short() {
+		t.Skip("renders four times")
+	}
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "aio")
+	o := Options{InstallConfig: repo("examples/sno/install-config.yaml"), NodeIP: "192.168.126.10", NodeName: DefaultNodeName,
+		Dir: dir, CertValidity: certs.DefaultLeafValidity}
+	if _, err := Render(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	first, modes := readTree(t, dir)
+	for p, m := range modes {
+		if !strings.HasPrefix(p, state.Dir) {
+			continue
+		}
+		if want := fs.FileMode(0o600); m.IsDir() {
+			if m.Perm() != 0o700 {
+				t.Errorf("%s: mode %o, want 0700", p, m.Perm())
+			}
+		} else if m.Perm() != want {
+			t.Errorf("%s: mode %o, want 0600", p, m.Perm())
+		}
+	}
+	if !bytes.Contains(first["state/README"], []byte("SECRET")) {
+		t.Errorf("state/README does not say it is secret")
+	}
+	st, err := state.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.InfraID == "" || len(st.Objects) < 100 || len(st.Operators) != 4 || len(st.NodeKeys) != 2 {
+		t.Fatalf("state: infraID %q, %d objects, %d operators, %d node keys", st.InfraID, len(st.Objects), len(st.Operators), len(st.NodeKeys))
+	}
+
+	// Same inputs: byte-identical.
+	if _, err := Render(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := readTree(t, dir)
+	var differ []string
+	for p, b := range first {
+		if p == "trace.txt" {
+			continue // the second run's trace shows it wrote (almost) nothing
+		}
+		if !bytes.Equal(second[p], b) {
+			differ = append(differ, p)
+		}
+	}
+	for p := range second {
+		if _, ok := first[p]; !ok {
+			differ = append(differ, p+" (new)")
+		}
+	}
+	sort.Strings(differ)
+	if len(differ) > 0 {
+		t.Fatalf("re-render from state changed %d files: %v", len(differ), differ[:min(len(differ), 20)])
+	}
+
+	// Bad input leaves the directory (and its state) untouched.
+	bad := o
+	bad.NodeIP = "10.0.0.1"
+	if _, err := Render(ctx, bad); err == nil {
+		t.Fatal("render with a node IP outside the machine network succeeded")
+	}
+	if after, _ := readTree(t, dir); !bytes.Equal(after["aio.ign"], second["aio.ign"]) || !bytes.Equal(after["state/render.json"], second["state/render.json"]) {
+		t.Fatal("a failed render changed the directory")
+	}
+
+	// A new node IP reissues what carries it, nothing else.
+	before := certsOf(t, dir)
+	moved := o
+	moved.NodeIP = "192.168.126.11"
+	if _, err := Render(ctx, moved); err != nil {
+		t.Fatal(err)
+	}
+	after := certsOf(t, dir)
+	// Compared by name: a certificate that is no longer what its name holds was reissued (the old one stays in
+	// the previous revision's copies, named after them).
+	byName := func(m map[string]string) map[string]string {
+		out := map[string]string{}
+		for fp, n := range m {
+			out[n] = fp
+		}
+		return out
+	}
+	b, a := byName(before), byName(after)
+	var reissued []string
+	for n, fp := range b {
+		if a[n] != fp {
+			reissued = append(reissued, n)
+		}
+	}
+	sort.Strings(reissued)
+	want := []string{"secret openshift-etcd/etcd-peer-master-0", "secret openshift-etcd/etcd-serving-master-0", "secret openshift-etcd/etcd-serving-metrics-master-0"}
+	if strings.Join(reissued, ",") != strings.Join(want, ",") {
+		t.Errorf("new node IP reissued %v; want exactly %v", reissued, want)
+	}
+	for _, n := range want {
+		if _, ok := after[b[n]]; !ok {
+			t.Errorf("the previous %s is gone; revision 1's copy keeps it", n)
+		}
+	}
+	third, _ := readTree(t, dir)
+	if _, ok := third["rootfs/etc/kubernetes/static-pod-resources/etcd-pod-2/secrets/etcd-all-certs/etcd-peer-master-0.crt"]; !ok {
+		t.Errorf("etcd has no revision 2 after its certificates changed")
+	}
+	if _, ok := third["rootfs/etc/kubernetes/static-pod-resources/kube-scheduler-pod-1/configmaps/config/config.yaml"]; !ok {
+		t.Errorf("kube-scheduler left revision 1 though nothing of it changed")
+	}
+	if !bytes.Equal(third["state/objects/core_secret_openshift-kube-apiserver-operator_localhost-serving-signer.yaml"],
+		first["state/objects/core_secret_openshift-kube-apiserver-operator_localhost-serving-signer.yaml"]) {
+		t.Errorf("a signer changed with the node IP")
+	}
+
+	// --fresh: a new cluster, new signers.
+	fresh := o
+	fresh.Fresh = true
+	if _, err := Render(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	fourth, _ := readTree(t, dir)
+	if bytes.Equal(fourth["state/objects/core_secret_openshift-kube-apiserver-operator_localhost-serving-signer.yaml"],
+		first["state/objects/core_secret_openshift-kube-apiserver-operator_localhost-serving-signer.yaml"]) {
+		t.Errorf("--fresh kept the old signer")
+	}
+}

@@ -1,0 +1,333 @@
+// Package state is what a render keeps so that a later run continues the same cluster, as openshift-install
+// does with its asset directory: every object the fakes held (keys included), every operator resource, the
+// admin credential and the inputs that are random when not given (the infrastructure name).
+//
+// Layout, under <dir>/state/ (SECRET: it holds every private key of the cluster; files 0600, directories 0700):
+//
+//	README                   what this is, and that it is secret
+//	render.json              format version, infrastructure name, admin CA bundle, certificate and key
+//	objects/<group>_<kind>_<namespace>_<name>.yaml   every object, exactly as the fakes held it
+//	operators/<resource>.json                        every operator resource: metadata, spec, status
+//
+// Objects are saved whole (uid, creationTimestamp, annotations and all) so that the loops find them exactly as
+// they left them; Events are not saved (they are the render's history, not state).
+package state
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	configscheme "github.com/openshift/client-go/config/clientset/versioned/scheme"
+	operatorscheme "github.com/openshift/client-go/operator/clientset/versioned/scheme"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
+
+	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/loops"
+)
+
+// Dir is the state's directory inside a render's output directory.
+const Dir = "state"
+
+// Version is the state format's version; a state of another version is refused.
+const Version = 1
+
+const readme = `SECRET. This directory holds every private key of the cluster rendered here (signers, serving and
+client certificates, the service-account signing key, the encryption keys, the admin credential).
+Keep it as you keep aio.ign, or delete it if you never want to re-render or renew this cluster.
+
+render-static reads it when it runs again with the same --dir (re-render, same cluster; --fresh starts over)
+and "render-static renew" continues from it. Do not edit it.
+`
+
+// State is a render's saved cluster.
+type State struct {
+	Version int    `json:"version"`
+	InfraID string `json:"infraID"`
+	// Admin is the cluster-admin credential (its signer key is never kept, as the installer does).
+	AdminCABundle string `json:"adminCABundle"`
+	AdminCert     string `json:"adminCert"`
+	AdminKey      string `json:"adminKey"`
+	// Inputs are the render's inputs, so that renew runs on the same cluster without them.
+	Inputs Inputs `json:"inputs"`
+	// NodeKeys are the keys of the node's first client certificates, by CSR name (node.Node.SaveKeys).
+	NodeKeys map[string]string `json:"nodeKeys"`
+
+	// Objects is every object of the fakes, typed where a scheme knows the kind, unstructured otherwise.
+	Objects []runtime.Object `json:"-"`
+	// Operators is every operator resource's saved state (loops.OperatorClient.SaveState), by resource.
+	Operators map[string][]byte `json:"-"`
+}
+
+// Inputs are a render's inputs as given: the install-config and --images files' contents and the flags.
+type Inputs struct {
+	InstallConfig string `json:"installConfig"`
+	Images        string `json:"images,omitempty"`
+	NodeIP        string `json:"nodeIP"`
+	NodeName      string `json:"nodeName"`
+	CertValidity  string `json:"certValidity"`
+	Flavor        string `json:"flavor"`
+}
+
+// Admin returns the saved admin credential.
+func (s *State) Admin() *certs.Admin {
+	return &certs.Admin{CABundle: []byte(s.AdminCABundle), CertPEM: []byte(s.AdminCert), KeyPEM: []byte(s.AdminKey)}
+}
+
+// Capture saves a settled cluster.
+func Capture(c *loops.Cluster, infraID string, admin *certs.Admin, nodeKeys map[string]string) (*State, error) {
+	objs, err := export.Objects(c)
+	if err != nil {
+		return nil, err
+	}
+	s := &State{Version: Version, InfraID: infraID, AdminCABundle: string(admin.CABundle), AdminCert: string(admin.CertPEM),
+		AdminKey: string(admin.KeyPEM), NodeKeys: nodeKeys, Operators: map[string][]byte{}}
+	for _, o := range objs {
+		gvk := o.GetObjectKind().GroupVersionKind()
+		if gvk.Kind == "Event" {
+			continue
+		}
+		s.Objects = append(s.Objects, o)
+	}
+	for name, oc := range c.OperatorClients() {
+		b, err := oc.SaveState()
+		if err != nil {
+			return nil, err
+		}
+		s.Operators[name] = b
+	}
+	return s, nil
+}
+
+// File is one file of the state, relative to the state directory.
+type File struct {
+	Path     string
+	Contents []byte
+}
+
+// Files is the state as files, sorted by path. Every file is secret (0600).
+func (s *State) Files() ([]File, error) {
+	head, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	out := []File{{Path: "README", Contents: []byte(readme)}, {Path: "render.json", Contents: append(head, '\n')}}
+	seen := map[string]bool{}
+	for _, o := range s.Objects {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return nil, err
+		}
+		if uo, ok := o.(*unstructured.Unstructured); ok {
+			u = uo.Object
+		}
+		obj := &unstructured.Unstructured{Object: u}
+		gvk := o.GetObjectKind().GroupVersionKind()
+		obj.SetGroupVersionKind(gvk)
+		b, err := yaml.Marshal(obj.Object)
+		if err != nil {
+			return nil, err
+		}
+		ns := obj.GetNamespace()
+		if ns == "" {
+			ns = "cluster"
+		}
+		group := gvk.Group
+		if group == "" {
+			group = "core"
+		}
+		p := fmt.Sprintf("objects/%s_%s_%s_%s.yaml", group, strings.ToLower(gvk.Kind), ns, obj.GetName())
+		if seen[p] {
+			return nil, fmt.Errorf("state: two objects save to %s", p)
+		}
+		seen[p] = true
+		out = append(out, File{Path: p, Contents: b})
+	}
+	for name, b := range s.Operators {
+		out = append(out, File{Path: "operators/" + name + ".json", Contents: append(append([]byte{}, b...), '\n')})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// Write writes the state into dir/state (dir is a temporary output directory being filled, see
+// export.WriteDirAtomic): directories 0700, files 0600.
+func (s *State) Write(dir string) error {
+	files, err := s.Files()
+	if err != nil {
+		return err
+	}
+	root := filepath.Join(dir, Dir)
+	for _, d := range []string{root, filepath.Join(root, "objects"), filepath.Join(root, "operators")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+		if err := os.Chmod(d, 0o700); err != nil {
+			return err
+		}
+	}
+	for _, f := range files {
+		if err := export.WriteFile(filepath.Join(root, filepath.FromSlash(f.Path)), 0o600, f.Contents); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Exists says whether dir holds a state.
+func Exists(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, Dir, "render.json"))
+	return err == nil
+}
+
+// Load reads the state of a render directory.
+func Load(dir string) (*State, error) {
+	root := filepath.Join(dir, Dir)
+	head, err := os.ReadFile(filepath.Join(root, "render.json"))
+	if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	s := &State{Operators: map[string][]byte{}}
+	if err := json.Unmarshal(head, s); err != nil {
+		return nil, fmt.Errorf("state %s: %w", filepath.Join(root, "render.json"), err)
+	}
+	if s.Version != Version {
+		return nil, fmt.Errorf("state %s: format version %d, this render-static reads %d (re-render with --fresh)", root, s.Version, Version)
+	}
+	err = filepath.WalkDir(filepath.Join(root, "objects"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		o, err := decode(b)
+		if err != nil {
+			return fmt.Errorf("state %s: %w", p, err)
+		}
+		s.Objects = append(s.Objects, o)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ops, err := filepath.Glob(filepath.Join(root, "operators", "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range ops {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		s.Operators[strings.TrimSuffix(filepath.Base(p), ".json")] = b
+	}
+	return s, nil
+}
+
+// decode turns a saved object into the typed object a scheme knows, or keeps it unstructured (the dynamic
+// client's kinds).
+func decode(b []byte) (runtime.Object, error) {
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(b, &u.Object); err != nil {
+		return nil, err
+	}
+	gvk := u.GroupVersionKind()
+	if gvk.Kind == "" {
+		return nil, fmt.Errorf("no kind")
+	}
+	for _, s := range []*runtime.Scheme{kubescheme.Scheme, configscheme.Scheme, operatorscheme.Scheme} {
+		if !s.Recognizes(gvk) {
+			continue
+		}
+		o, err := s.New(gvk)
+		if err != nil {
+			return nil, err
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, o); err != nil {
+			return nil, err
+		}
+		o.GetObjectKind().SetGroupVersionKind(gvk)
+		return o, nil
+	}
+	return u, nil
+}
+
+// GVK is an object's kind.
+func GVK(o runtime.Object) schema.GroupVersionKind { return o.GetObjectKind().GroupVersionKind() }
+
+type objectKey struct {
+	gvk       schema.GroupVersionKind
+	namespace string
+	name      string
+}
+
+func keyOf(o runtime.Object) (objectKey, error) {
+	gvk := o.GetObjectKind().GroupVersionKind()
+	if gvk.Kind == "" {
+		for _, s := range []*runtime.Scheme{kubescheme.Scheme, configscheme.Scheme, operatorscheme.Scheme} {
+			if kinds, _, err := s.ObjectKinds(o); err == nil && len(kinds) > 0 {
+				gvk = kinds[0]
+				break
+			}
+		}
+	}
+	m, err := meta.Accessor(o)
+	if err != nil {
+		return objectKey{}, err
+	}
+	return objectKey{gvk: gvk, namespace: m.GetNamespace(), name: m.GetName()}, nil
+}
+
+// Seeds are the objects a run continuing from the state starts with: every saved object, except that the objects
+// a run derives from its inputs (fresh: the installer's objects of clusterconfig.Objects) replace their saved
+// copies, keeping the saved UID and creation time, so that a changed input reaches the loops. Typed objects go to
+// loops.NewCluster; unstructured ones (the dynamic client's kinds) are returned apart.
+func (s *State) Seeds(fresh []runtime.Object) (typed []runtime.Object, dynamic []*unstructured.Unstructured, err error) {
+	replace := map[objectKey]runtime.Object{}
+	for _, o := range fresh {
+		k, err := keyOf(o)
+		if err != nil {
+			return nil, nil, err
+		}
+		replace[k] = o
+	}
+	used := map[objectKey]bool{}
+	for _, o := range s.Objects {
+		k, err := keyOf(o)
+		if err != nil {
+			return nil, nil, err
+		}
+		if f, ok := replace[k]; ok {
+			f = f.DeepCopyObject()
+			fm, _ := meta.Accessor(f)
+			om, _ := meta.Accessor(o)
+			fm.SetUID(om.GetUID())
+			fm.SetCreationTimestamp(om.GetCreationTimestamp())
+			used[k] = true
+			o = f
+		}
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			dynamic = append(dynamic, u)
+			continue
+		}
+		typed = append(typed, o)
+	}
+	for _, o := range fresh {
+		if k, _ := keyOf(o); !used[k] {
+			typed = append(typed, o)
+		}
+	}
+	return typed, dynamic, nil
+}
