@@ -373,6 +373,8 @@ func innerReboot(t *testing.T, spec *innerSpec) {
 		t.Fatalf("the marker written before the reboot is gone or changed (%v): etcd did not reuse its data", err)
 	}
 	t.Logf("the marker written before the reboot is there: etcd reused its data")
+	// The namespaces exist since the first boot: the mirror pods come back before aiokube runs again.
+	tm.add("kubelet->mirror-pods-ready", waitMirrorPods(t, n, cs, 4*time.Minute))
 
 	manifests := filepath.Join(filepath.Dir(filepath.Dir(spec.Kubeconfig)), "rootfs", "opt", "openshift", "manifests")
 	objs, err := manifestObjects(manifests)
@@ -398,7 +400,7 @@ func innerReboot(t *testing.T, spec *innerSpec) {
 	checkServingCSR(t, cs, n)
 	checkNoBootstrapLeftovers(t, spec)
 	checkNodeLabels(t, cs, n)
-	tm.add("kubelet->mirror-pods-ready", waitMirrorPods(t, n, cs, 4*time.Minute))
+	waitMirrorPods(t, n, cs, 4*time.Minute)
 	checkHealth(t, cs)
 	checkLeases(t, cs)
 	checkNoCrashLoops(t, n)
