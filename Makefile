@@ -45,10 +45,9 @@ unit:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./pkg/pipeline/
 
+# gofmt, go vet, staticcheck (installed on first use), shellcheck over the scripts, go mod tidy changing nothing.
 lint:
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
-	if [ -n "$$out" ]; then echo "gofmt wants changes in:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
+	./hack/lint.sh
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./pkg/installconfig/
