@@ -53,10 +53,9 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./pkg/pipeline/
 	$(GO) test -run '^$$' -bench Fleet -benchtime 1x -timeout 60m ./pkg/fleet/
 
+# gofmt, go vet, staticcheck (installed on first use), shellcheck over the scripts, go mod tidy changing nothing.
 lint:
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
-	if [ -n "$$out" ]; then echo "gofmt wants changes in:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
+	./hack/lint.sh
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./pkg/installconfig/

@@ -15,6 +15,7 @@ require (
 	go.yaml.in/yaml/v2 v2.4.2
 	go.yaml.in/yaml/v3 v3.0.4
 	golang.org/x/crypto v0.45.0
+	golang.org/x/term v0.37.0
 	google.golang.org/grpc v1.75.1
 	gopkg.in/evanphx/json-patch.v4 v4.12.0
 	k8s.io/api v0.34.3
@@ -94,7 +95,6 @@ require (
 	golang.org/x/oauth2 v0.32.0 // indirect
 	golang.org/x/sync v0.18.0 // indirect
 	golang.org/x/sys v0.38.0 // indirect
-	golang.org/x/term v0.37.0 // indirect
 	golang.org/x/text v0.31.0 // indirect
 	golang.org/x/time v0.13.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20250818200422-3122310a409c // indirect

@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"github.com/render-static/render-static/internal/testtools"
 	"os"
 	"path"
 	"path/filepath"
@@ -379,15 +380,10 @@ func NodeIPs(config string) (string, error) {
 var nodeIPComment = regexp.MustCompile(`(?m)^# node-ip: (\S+)`)
 
 // RequireShared skips the test without the operators' reference output (../shared beside the checkout), or fails
-// it where the tools are required (RENDER_STATIC_REQUIRE_TOOLS or CI set).
+// it where the tools are required (testtools.Missing).
 func RequireShared(t testing.TB) {
 	t.Helper()
-	if _, err := os.Stat(ExpectedDir()); err != nil {
-		if os.Getenv("RENDER_STATIC_REQUIRE_TOOLS") != "" || os.Getenv("CI") != "" {
-			t.Fatalf("no expected tree at %s: the tests need ../shared beside the checkout", ExpectedDir())
-		}
-		t.Skipf("no expected tree at %s", ExpectedDir())
-	}
+	testtools.Path(t, ExpectedDir(), "expected tree (the tests need ../shared beside the checkout)")
 }
 
 // SNOFor is SNO for a test: it needs ../shared (RequireShared) and fails the test if the render fails.

@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"github.com/render-static/render-static/internal/testtools"
 	"net"
 	"os"
 	"os/exec"
@@ -443,8 +444,8 @@ func HostPathMounts(p *corev1.Pod) map[string]string {
 	return out
 }
 
-// RequireBinary is Binary for a test of the committed flag list: without the binary it skips the test, or fails it
-// when the list is to be rewritten (update).
+// RequireBinary is Binary for a test of the committed flag list: without the binary it ends the test
+// (testtools.Missing), or fails it when the list is to be rewritten (update).
 func RequireBinary(t testing.TB, name, version string, update bool) string {
 	t.Helper()
 	bin := Binary(name, version)
@@ -452,7 +453,7 @@ func RequireBinary(t testing.TB, name, version string, update bool) string {
 		if update {
 			t.Fatalf("-update-upstream-flags needs the e2e-built %s (make e2e-build builds it)", name)
 		}
-		t.Skipf("no e2e-built %s (%s) in the e2e cache", name, version)
+		testtools.Missing(t, "no e2e-built %s (%s) in the e2e cache: make e2e-build builds it", name, version)
 	}
 	return bin
 }

@@ -88,7 +88,8 @@ func Objects(in *Inputs) ([]runtime.Object, error) {
 				PlatformSpec: configv1.PlatformSpec{Type: configv1.NonePlatformType},
 			},
 			Status: configv1.InfrastructureStatus{
-				InfrastructureName:     in.InfraID,
+				InfrastructureName: in.InfraID,
+				//lint:ignore SA1019 the installer still sets the deprecated status.platform beside platformStatus
 				Platform:               configv1.NonePlatformType,
 				PlatformStatus:         &configv1.PlatformStatus{Type: configv1.NonePlatformType},
 				EtcdDiscoveryDomain:    "",

@@ -48,6 +48,7 @@ func TestSATokenSignerBootstrap(t *testing.T) {
 	if writes != 1 {
 		t.Errorf("%s written %d times, want once", saKey, writes)
 	}
+	//lint:ignore SA1019 the controller under test reads the kubernetes Endpoints object
 	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"}}
 	if _, err := c.Kube.CoreV1().Endpoints("default").Create(ctx, ep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

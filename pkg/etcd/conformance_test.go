@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"bufio"
+	"github.com/render-static/render-static/internal/testtools"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,9 +21,7 @@ var expectedDir = shared("conformance/sno/expected")
 
 func skipWithoutExpected(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(expectedDir); err != nil {
-		t.Skipf("no expected tree at %s", expectedDir)
-	}
+	testtools.Path(t, expectedDir, "expected tree (the tests need ../shared beside the checkout)")
 }
 
 // The one known adaptation: the etcd container's script (fresh-node start).

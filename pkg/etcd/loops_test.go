@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"context"
+	"github.com/render-static/render-static/internal/testtools"
 	"os/exec"
 	"sort"
 	"strings"
@@ -127,7 +128,7 @@ func sortedValues(m map[string]string) []string {
 // are valid bash, are installed with the operator's modes; the restore pods are pods of this node's etcd.
 func TestScriptsAndRestorePods(t *testing.T) {
 	r := render(t, ipv4)
-	bash, bashErr := exec.LookPath("bash")
+	bash := testtools.Tool(t, "bash")
 	for _, s := range etcd.Scripts {
 		raw, err := manifests.Read("etcd/scripts/" + s)
 		if err != nil {
@@ -145,10 +146,8 @@ func TestScriptsAndRestorePods(t *testing.T) {
 		if want := map[bool]uint32{true: 0755, false: 0600}[strings.HasSuffix(s, ".sh")]; uint32(f.Mode.Perm()) != want {
 			t.Errorf("%s has mode %o, want %o", s, f.Mode.Perm(), want)
 		}
-		if bashErr == nil {
-			if out, err := exec.Command(bash, "-n", "-c", string(raw)).CombinedOutput(); err != nil {
-				t.Errorf("%s is not valid bash: %v\n%s", s, err, out)
-			}
+		if out, err := exec.Command(bash, "-n", "-c", string(raw)).CombinedOutput(); err != nil {
+			t.Errorf("%s is not valid bash: %v\n%s", s, err, out)
 		}
 		if strings.HasSuffix(s, ".sh") && !strings.Contains(string(raw), "\n### etcd-scripts: ") {
 			t.Errorf("%s lacks the marker line the etcd-resources-copy container removes old scripts by", s)
@@ -176,10 +175,8 @@ func TestScriptsAndRestorePods(t *testing.T) {
 		if envOf(c)["NODE_sno_0_IP"] != "192.168.126.10" {
 			t.Errorf("%s lacks the etcd environment", key)
 		}
-		if bashErr == nil {
-			if out, err := exec.Command(bash, "-n", "-c", script).CombinedOutput(); err != nil {
-				t.Errorf("%s script is not valid shell: %v\n%s", key, err, out)
-			}
+		if out, err := exec.Command(bash, "-n", "-c", script).CombinedOutput(); err != nil {
+			t.Errorf("%s script is not valid shell: %v\n%s", key, err, out)
 		}
 	}
 	if !strings.Contains(string(r.file(t, certDir+"configmaps/restore-etcd-pod/quorum-restore-pod.yaml")), "--force-new-cluster") {

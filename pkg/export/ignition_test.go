@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"github.com/render-static/render-static/internal/testtools"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -334,14 +335,7 @@ func TestIgnitionRejectsInvalidConfig(t *testing.T) {
 
 // TestIgnitionValidateTool runs the real ignition-validate on a produced config.
 func TestIgnitionValidateTool(t *testing.T) {
-	bin, err := exec.LookPath("ignition-validate")
-	if err != nil {
-		msg := "ignition-validate not found on PATH; run hack/install-test-deps.sh"
-		if os.Getenv("CI") != "" || os.Getenv("RENDER_STATIC_REQUIRE_TOOLS") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	bin := testtools.Tool(t, "ignition-validate")
 	raw, err := Ignition(buildTestTree(t), IgnitionOptions{SSHAuthorizedKeys: []string{testKey1, testKey2}})
 	if err != nil {
 		t.Fatal(err)

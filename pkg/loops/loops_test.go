@@ -220,6 +220,64 @@ func TestRunnerTurnsPanicIntoError(t *testing.T) {
 	}
 }
 
+// TestRunnerRejectsDuplicateLoopNames: a phase repeating a loop name (or with an unnamed loop) fails before any
+// loop runs, with an error naming the phase, the name and the loops' positions.
+func TestRunnerRejectsDuplicateLoopNames(t *testing.T) {
+	c := newTestCluster(t)
+	r := &Runner{Cluster: c, MaxPasses: 3}
+	ran := 0
+	count := func(name string) Loop {
+		return Loop{Name: name, Sync: func(context.Context) error { ran++; return nil }}
+	}
+	err := r.Run(context.Background(), Phase{Name: "converge", Loops: []Loop{count("a"), count("b"), count("a")}})
+	if err == nil || !strings.Contains(err.Error(), `phase converge: duplicate loop names: "a" (loops 0 and 2)`) {
+		t.Errorf("duplicate names: err = %v", err)
+	}
+	err = r.Run(context.Background(), Phase{Name: "revision", Loops: []Loop{count("a"), count("")}})
+	if err == nil || !strings.Contains(err.Error(), "phase revision: loop 1 has no name") {
+		t.Errorf("unnamed loop: err = %v", err)
+	}
+	if ran != 0 {
+		t.Errorf("%d loops ran in rejected phases", ran)
+	}
+	if len(c.Journal()) != 0 || len(r.Result().Passes) != 0 {
+		t.Errorf("a rejected phase left passes %v and writes %v", r.Result().Passes, c.Journal())
+	}
+	// The same names in different phases are fine.
+	for _, ph := range []string{"converge", "revision"} {
+		if err := r.Run(context.Background(), Phase{Name: ph, Loops: []Loop{count("a"), count("b")}}); err != nil {
+			t.Errorf("phase %s: %v", ph, err)
+		}
+	}
+	if ran != 4 {
+		t.Errorf("%d syncs, want 4", ran)
+	}
+}
+
+func TestLoopName(t *testing.T) {
+	for _, tc := range []struct {
+		got, want string
+	}{
+		{LoopName("target-config", "etcd"), "target-config/etcd"},
+		{LoopName("target-config", "etcd", "scripts"), "target-config/etcd/scripts"},
+		{LoopName("revision", "kube-apiserver", "installer"), "revision/kube-apiserver/installer"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%q, want %q", tc.got, tc.want)
+		}
+	}
+	for _, bad := range [][]string{{"", "etcd"}, {"kind", ""}, {"kind", "etcd", ""}, {"kind", "a/b"}, {"kind", "etcd", "x", "y"}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("LoopName%q did not panic", bad)
+				}
+			}()
+			LoopName(bad[0], bad[1], bad[2:]...)
+		}()
+	}
+}
+
 func TestOperatorClientSemantics(t *testing.T) {
 	ctx := context.Background()
 	c := newTestCluster(t)

@@ -69,8 +69,10 @@ func (c *Cluster) NewOperatorClient(kind, resource string, spec operatorv1.Stati
 	oc.meta.ResourceVersion = "1"
 	// A never-started informer: controllers register handlers on it and nothing else.
 	oc.inf = cache.NewSharedIndexInformer(&cache.ListWatch{
-		ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return &operatorv1.KubeAPIServerList{}, nil },
-		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			return &operatorv1.KubeAPIServerList{}, nil
+		},
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
 	}, &operatorv1.KubeAPIServer{}, 0, cache.Indexers{})
 	c.mu.Lock()
 	c.operators[resource] = oc

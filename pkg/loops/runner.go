@@ -141,7 +141,13 @@ func (e *NotConvergedError) Error() string {
 // Run drives one phase: the loops in order, pass after pass, until a pass writes nothing and no loop fails.
 // Errors of a loop are retried in the next pass (a loop may wait for another's output); a pass with no write but
 // failing loops cannot make progress and ends the run with those errors.
+//
+// Loop names must be unique and non-empty within a phase: the trace, the errors and the time spent are keyed on
+// them, so Run rejects a phase that repeats one before running anything.
 func (r *Runner) Run(ctx context.Context, phase Phase) error {
+	if err := CheckNames(phase); err != nil {
+		return err
+	}
 	max := r.MaxPasses
 	if max <= 0 {
 		max = 10
@@ -182,6 +188,44 @@ func (r *Runner) Run(ctx context.Context, phase Phase) error {
 		}
 	}
 	return nil
+}
+
+// CheckNames fails if a loop of the phase has no name or shares its name with another loop of the phase, naming
+// the loops' positions.
+func CheckNames(phase Phase) error {
+	first := map[string]int{}
+	var dups []string
+	for i, l := range phase.Loops {
+		if l.Name == "" {
+			return fmt.Errorf("phase %s: loop %d has no name", phase.Name, i)
+		}
+		if j, ok := first[l.Name]; ok {
+			dups = append(dups, fmt.Sprintf("%q (loops %d and %d)", l.Name, j, i))
+			continue
+		}
+		first[l.Name] = i
+	}
+	if len(dups) > 0 {
+		return fmt.Errorf("phase %s: duplicate loop names: %s; the runner keys the trace, errors and timings on the name", phase.Name, strings.Join(dups, ", "))
+	}
+	return nil
+}
+
+// LoopName names a loop uniformly: <kind>/<component>[/<what>], e.g. LoopName("target-config", "etcd", "scripts")
+// is "target-config/etcd/scripts". kind is what the loop does (the library-go controller or our step), component
+// the component it belongs to (as the pipeline registers it), what an optional qualifier when a component has
+// several loops of one kind. Empty parts and parts holding a "/" are a programming error and panic.
+func LoopName(kind, component string, what ...string) string {
+	parts := append([]string{kind, component}, what...)
+	if len(what) > 1 {
+		panic(fmt.Sprintf("loops.LoopName%q: at most one qualifier", parts))
+	}
+	for _, p := range parts {
+		if p == "" || strings.Contains(p, "/") {
+			panic(fmt.Sprintf("loops.LoopName%q: every part must be non-empty and hold no \"/\"", parts))
+		}
+	}
+	return strings.Join(parts, "/")
 }
 
 // safeSync turns a panic in a loop into an error naming the loop: a render never panics.

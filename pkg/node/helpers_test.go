@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"github.com/render-static/render-static/internal/testtools"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -195,12 +195,5 @@ func unitOf(t *testing.T, tr *export.Tree, name string) export.Unit {
 // requireTool finds a tool; without it the test is skipped, or fails when the tools are required.
 func requireTool(t *testing.T, name string) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("RENDER_STATIC_REQUIRE_TOOLS") != "" || os.Getenv("CI") != "" {
-			t.Fatalf("%s is not installed: run hack/install-test-deps.sh", name)
-		}
-		t.Skipf("%s is not installed; run hack/install-test-deps.sh", name)
-	}
-	return p
+	return testtools.Tool(t, name)
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"bufio"
 	"fmt"
+	"github.com/render-static/render-static/internal/testtools"
 	"os"
 	"os/exec"
 	"path"
@@ -226,9 +227,7 @@ func TestUnitParserIsStrict(t *testing.T) {
 func TestUnitsSystemdAnalyzeVerify(t *testing.T) {
 	bin := requireTool(t, "systemd-analyze")
 	hostUnits := "/usr/lib/systemd/system"
-	if _, err := os.Stat(filepath.Join(hostUnits, "multi-user.target")); err != nil {
-		t.Skipf("no systemd units on this host (%v)", err)
-	}
+	testtools.Path(t, filepath.Join(hostUnits, "multi-user.target"), "systemd unit (the package systemd installs the host's units)")
 	for _, tc := range testConfigs {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.config, tc.nodeIPs, true)

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"github.com/render-static/render-static/internal/testtools"
 	"io"
 	"io/fs"
 	"net"
@@ -159,14 +160,7 @@ func TestRender(t *testing.T) {
 }
 
 func checkIgnitionValidate(t *testing.T, path string) {
-	bin, err := exec.LookPath("ignition-validate")
-	if err != nil {
-		if os.Getenv("RENDER_STATIC_REQUIRE_TOOLS") != "" || os.Getenv("CI") != "" {
-			t.Fatalf("ignition-validate is not installed: run hack/install-test-deps.sh")
-		}
-		t.Log("ignition-validate not installed; skipping that check")
-		return
-	}
+	bin := testtools.Tool(t, "ignition-validate")
 	out, err := exec.Command(bin, path).CombinedOutput()
 	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
 		t.Errorf("ignition-validate %s: %v\n%s", path, err, out)

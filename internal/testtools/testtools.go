@@ -1,0 +1,48 @@
+// Package testtools is the one rule for tests that need something outside Go: an external tool on PATH, the
+// operators' reference output in ../shared, an e2e-built binary. Where the tools are required
+// (RENDER_STATIC_REQUIRE_TOOLS=1, as `make test` sets it) a missing one fails the test; otherwise (`make unit`) it
+// skips it, saying what is missing and how to get it. It is for tests only and imports nothing of the project, so
+// any package's tests can use it.
+package testtools
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// Env is the variable that makes missing tools fail tests instead of skipping them.
+const Env = "RENDER_STATIC_REQUIRE_TOOLS"
+
+// Required says whether missing tools fail tests (Env is "1").
+func Required() bool { return os.Getenv(Env) == "1" }
+
+// Missing ends the test because something it needs is not there: it fails the test where the tools are required
+// and skips it otherwise. The message says what is missing and how to get it.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if Required() {
+		t.Fatalf("%s (%s=1: required)", msg, Env)
+	}
+	t.Skipf("%s (skipped; %s=1 makes this a failure)", msg, Env)
+}
+
+// Tool returns the path of an external tool on PATH, or ends the test (Missing).
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		Missing(t, "%s is not installed: run hack/install-test-deps.sh", name)
+	}
+	return p
+}
+
+// Path requires a file or directory (what says what it is), or ends the test (Missing).
+func Path(t testing.TB, path, what string) {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		Missing(t, "no %s at %s: %v", what, path, err)
+	}
+}
