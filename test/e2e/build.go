@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -103,14 +102,11 @@ func DefaultCacheDir() string {
 	return filepath.Join(home, "go", "cache", "render-static-e2e")
 }
 
-// GoTool returns the go command: the one on PATH, else the one of the toolchain that built this binary.
+// GoTool returns the go command on PATH (the Makefile and hack scripts put /usr/local/go/bin there).
 func GoTool() (string, error) {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p, nil
-	}
-	p := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("no go command on PATH or in %s", filepath.Dir(p))
+	p, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("no go command on PATH: %w", err)
 	}
 	return p, nil
 }
