@@ -20,8 +20,10 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -150,7 +152,7 @@ func fromManifest(p string, data []byte) ([]blob, error) {
 		return nil, nil
 	}
 	var out []blob
-	for _, k := range sortedKeys(obj.Data) {
+	for _, k := range slices.Sorted(maps.Keys(obj.Data)) {
 		v := []byte(obj.Data[k])
 		if obj.Kind == "Secret" {
 			d, err := base64.StdEncoding.DecodeString(obj.Data[k])
@@ -191,14 +193,14 @@ func fromData(loc Location, name string, data []byte) []blob {
 	if prefix != "" {
 		prefix += ":"
 	}
-	for _, n := range sortedKeys(cfg.Clusters) {
+	for _, n := range slices.Sorted(maps.Keys(cfg.Clusters)) {
 		if cs := parsePEM(cfg.Clusters[n].CertificateAuthorityData); len(cs) > 0 {
 			l := loc
 			l.Key, l.Bundle, l.size = prefix+"cluster "+n+" ca", true, len(cs)
 			out = append(out, blob{loc: l, certs: cs})
 		}
 	}
-	for _, n := range sortedKeys(cfg.AuthInfos) {
+	for _, n := range slices.Sorted(maps.Keys(cfg.AuthInfos)) {
 		if cs := parsePEM(cfg.AuthInfos[n].ClientCertificateData); len(cs) > 0 {
 			l := loc
 			l.Key, l.size = prefix+"user "+n+" client", len(cs)
@@ -513,13 +515,4 @@ func (inv *Inventory) Lookup(name string) *Certificate {
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

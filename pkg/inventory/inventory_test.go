@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io/fs"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +40,7 @@ func pemOf(t *testing.T, cfg *crypto.TLSCertificateConfig) (crt, key []byte) {
 func secretYAML(ns, name string, data map[string][]byte) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "apiVersion: v1\nkind: Secret\nmetadata:\n  namespace: %s\n  name: %s\ntype: kubernetes.io/tls\ndata:\n", ns, name)
-	for _, k := range sortedKeys(data) {
+	for _, k := range slices.Sorted(maps.Keys(data)) {
 		fmt.Fprintf(&b, "  %s: %s\n", k, base64.StdEncoding.EncodeToString(data[k]))
 	}
 	return b.Bytes()
