@@ -1,7 +1,7 @@
-// Package e2e boots a rendered all-in-one control plane as plain processes and checks it: upstream binaries
-// built from the Go module proxy (build.go), Debian's real Ignition laying aio.ign into a directory
-// (ignition.go), a private network namespace (netns.go) and a runner that starts the static pods' containers
-// (runner.go, container.go). The tests live in *_test.go; see README.md.
+// Package e2e boots a rendered aio.ign on a real node and checks it: upstream binaries built from the Go module
+// proxy (build.go), images built from them (images.go), Debian's real Ignition laying aio.ign into a directory
+// (ignition.go), private network, mount and PID namespaces (netns.go), and there containerd and the kubelet
+// (node.go, overrides.go, cri.go; kernel.go puts the machine back). The tests live in *_test.go; see README.md.
 package e2e
 
 import (
