@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/components"
 	"github.com/render-static/render-static/pkg/conformance"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/pipeline"
@@ -97,7 +99,7 @@ Invalid input exits 1 with every problem listed, and --dir is left untouched.`,
 	f.StringVar(&o.NodeName, "node-name", o.NodeName, "the node's name; aio.ign sets /etc/hostname to it")
 	f.StringVar(&o.Dir, "dir", o.Dir, "output directory (replaced atomically)")
 	f.DurationVar(&o.CertValidity, "cert-validity", o.CertValidity, "validity of leaf certificates; signers live at least ten years")
-	f.StringVar(&o.Images, "images", "", "YAML map of component (hyperkube, etcd, cluster-kube-apiserver-operator, ...; for --flavor upstream kube-apiserver, kube-controller-manager, kube-scheduler, etcd-upstream) to image pull spec; unnamed components keep their defaults")
+	f.StringVar(&o.Images, "images", "", "YAML map of component ("+strings.Join(components.ImageNames(), ", ")+") to image pull spec; unnamed components keep their defaults (the upstream flavor's images: "+strings.Join(components.UpstreamImages(), ", ")+")")
 	f.StringVar(&o.Flavor, "flavor", string(clusterconfig.FlavorOpenShift), "static pods to render: openshift (the operators' pods, OpenShift images) or upstream (flag-only pods for the upstream kube-apiserver, kube-controller-manager, kube-scheduler and etcd images); loops, certificates and layout are the same")
 	f.BoolVar(&o.Fresh, "fresh", false, "start a new cluster (new keys) even when --dir holds a previous render's state/")
 	f.StringVar(&o.InfraID, "infra-id", "", "infrastructure name (default: the one in --dir's state, else <cluster name>-<5 random characters>, as the installer makes it)")
@@ -128,7 +130,7 @@ with its path; documented adaptations are listed apart. Exit 0 only when nothing
 			if component != "" {
 				o.Components = []string{component}
 			}
-			img, err := clusterconfig.LoadImages(images)
+			img, err := clusterconfig.LoadImages(images, components.DefaultImages())
 			if err != nil {
 				return err
 			}
@@ -147,7 +149,7 @@ with its path; documented adaptations are listed apart. Exit 0 only when nothing
 	f := cmd.Flags()
 	f.StringVar(&o.RenderDir, "dir", "", "a render's output directory")
 	f.StringVar(&o.ExpectedDir, "against", "", "an operator-produced tree: pods/, rootfs/, FILES.txt")
-	f.StringVar(&component, "component", "", "compare only this component (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)")
+	f.StringVar(&component, "component", "", "compare only this component ("+strings.Join(components.Names(), ", ")+")")
 	f.StringVar(&images, "images", "", "the --images file the render used")
 	return cmd
 }

@@ -30,8 +30,8 @@ import (
 	"github.com/render-static/render-static/internal/rendertest"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
-	"github.com/render-static/render-static/pkg/controllermanager"
 	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/operator"
 	"github.com/render-static/render-static/pkg/pipeline"
 )
 
@@ -367,8 +367,8 @@ func CheckScratchDir(t testing.TB, pod *corev1.Pod, c *corev1.Container, dir str
 func CheckVolumes(t testing.TB, r *Render, pod *corev1.Pod, c *corev1.Container, component string) {
 	t.Helper()
 	want := map[string]string{
-		"/etc/kubernetes/static-pod-resources/" + component + "-pod-1": controllermanager.ResourcesInPod,
-		"/etc/kubernetes/static-pod-resources/" + component + "-certs": controllermanager.CertsInPod,
+		"/etc/kubernetes/static-pod-resources/" + component + "-pod-1": operator.ResourcesInPod,
+		"/etc/kubernetes/static-pod-resources/" + component + "-certs": operator.CertsInPod,
 	}
 	for _, v := range pod.Spec.Volumes {
 		if v.HostPath == nil {

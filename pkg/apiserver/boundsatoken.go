@@ -38,11 +38,11 @@ func (k *Component) boundSATokenSignerLoop() loops.Loop {
 }
 
 func (k *Component) syncBoundSATokenSigner(ctx context.Context) error {
-	kube := k.cluster.Kube.CoreV1()
+	kube := k.Cluster.Kube.CoreV1()
 	secrets := func(ns string) interface {
 		Get(string) (*corev1.Secret, error)
 	} {
-		return k.cluster.KubeInformers.InformersFor(ns).Core().V1().Secrets().Lister().Secrets(ns)
+		return k.Cluster.KubeInformers.InformersFor(ns).Core().V1().Secrets().Lister().Secrets(ns)
 	}
 	next, err := secrets(OperatorNamespace).Get(NextBoundSigningKeySecret)
 	if apierrors.IsNotFound(err) || (err == nil && !validKeyPair(next)) {
@@ -66,7 +66,7 @@ func (k *Component) syncBoundSATokenSigner(ctx context.Context) error {
 				PublicKeyKey:  pub,
 			},
 		}
-		if _, _, err := resourceapply.ApplySecret(ctx, kube, k.recorder, next); err != nil {
+		if _, _, err := resourceapply.ApplySecret(ctx, kube, k.Recorder, next); err != nil {
 			return err
 		}
 	} else if err != nil {
@@ -74,7 +74,7 @@ func (k *Component) syncBoundSATokenSigner(ctx context.Context) error {
 	}
 
 	// Publish the public key.
-	cms := k.cluster.KubeInformers.InformersFor(TargetNamespace).Core().V1().ConfigMaps().Lister().ConfigMaps(TargetNamespace)
+	cms := k.Cluster.KubeInformers.InformersFor(TargetNamespace).Core().V1().ConfigMaps().Lister().ConfigMaps(TargetNamespace)
 	certs, err := cms.Get(BoundSigningCertsCM)
 	var data map[string]string
 	switch {
@@ -105,7 +105,7 @@ func (k *Component) syncBoundSATokenSigner(ctx context.Context) error {
 				}},
 			Data: data,
 		}
-		if _, _, err := resourceapply.ApplyConfigMap(ctx, kube, k.recorder, cm); err != nil {
+		if _, _, err := resourceapply.ApplyConfigMap(ctx, kube, k.Recorder, cm); err != nil {
 			return err
 		}
 	}
@@ -121,7 +121,7 @@ func (k *Component) syncBoundSATokenSigner(ctx context.Context) error {
 			Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{PrivateKeyKey: next.Data[PrivateKeyKey], PublicKeyKey: next.Data[PublicKeyKey]},
 		}
-		_, _, err := resourceapply.ApplySecret(ctx, kube, k.recorder, s)
+		_, _, err := resourceapply.ApplySecret(ctx, kube, k.Recorder, s)
 		return err
 	} else if err != nil {
 		return err

@@ -6,15 +6,13 @@ package apiserver
 import (
 	"fmt"
 
-	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/openshift/library-go/pkg/operator/apiserver/controller/auditpolicy"
-	"github.com/openshift/library-go/pkg/operator/events"
 	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
 
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
-	"github.com/render-static/render-static/pkg/resourcesync"
+	"github.com/render-static/render-static/pkg/operator"
 	"github.com/render-static/render-static/pkg/staticpod"
 )
 
@@ -24,12 +22,26 @@ var Namespaces = []string{OperatorNamespace, TargetNamespace, ConfigNamespace, M
 // EtcdNamespace holds etcd's endpoints configmap, which the etcd component publishes.
 const EtcdNamespace = "openshift-etcd"
 
+// ComponentName is the component's name in traces, loop names and reports.
+const ComponentName = "kube-apiserver"
+
+// Registration is kube-apiserver's entry in the registry (pkg/components).
+var Registration = operator.Registration{
+	Name:       ComponentName,
+	Namespaces: Namespaces,
+	Images: clusterconfig.Images{
+		"hyperkube":                       clusterconfig.OKDImage("hyperkube"),
+		"cluster-kube-apiserver-operator": clusterconfig.OKDImage("cluster-kube-apiserver-operator"),
+		UpstreamImage:                     clusterconfig.KubernetesImage(UpstreamImage),
+	},
+	UpstreamImage: UpstreamImage,
+	Inputs:        Inputs,
+	New:           func(c *loops.Cluster, in *clusterconfig.Inputs) operator.Component { return New(c, in) },
+}
+
 // Component is kube-apiserver in one render.
 type Component struct {
-	cluster  *loops.Cluster
-	in       *clusterconfig.Inputs
-	op       *loops.OperatorClient
-	recorder events.Recorder
+	operator.Base
 	// sync is the operator's resource sync controller: built first, because the encryption controllers and the
 	// config observers register rules on it, and run as the "resource-sync" loop.
 	sync *resourcesynccontroller.ResourceSyncController
@@ -38,20 +50,11 @@ type Component struct {
 // New registers the operator resource (operator.openshift.io/v1 KubeAPIServer "cluster", managed, with the
 // node in its status as the operator's node controller would put it).
 func New(c *loops.Cluster, in *clusterconfig.Inputs) *Component {
-	op := c.NewOperatorClient("KubeAPIServer", "kubeapiservers",
-		operatorv1.StaticPodOperatorSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed, LogLevel: operatorv1.Normal}},
-		operatorv1.StaticPodOperatorStatus{NodeStatuses: []operatorv1.NodeStatus{{NodeName: in.NodeName}}})
-	k := &Component{cluster: c, in: in, op: op, recorder: c.Recorder}
-	sync, err := resourcesync.New(c, "kube-apiserver", op, c.Recorder, SyncRules)
-	if err != nil {
-		panic(err) // a rule naming a namespace missing from Namespaces: a programming error
-	}
-	k.sync = sync
+	k := &Component{Base: operator.NewBase(c, in, operator.Spec{Name: ComponentName, Kind: "KubeAPIServer",
+		Resource: "kubeapiservers", NodeStatus: true, StaticPod: StaticPod(), Inputs: Inputs})}
+	k.sync = k.ResourceSync(SyncRules)
 	return k
 }
-
-// Name is the component's name in traces and reports.
-func (k *Component) Name() string { return "kube-apiserver" }
 
 // Converge returns the loops that run to a fixpoint, in the operator's order (seed 001):
 //
@@ -61,10 +64,10 @@ func (k *Component) Name() string { return "kube-apiserver" }
 // Every pass runs them all again, which is the seed's "one more time" cycle through observation, target config
 // and resource sync.
 func (k *Component) Converge() []loops.Loop {
-	cfg := k.cluster.ConfigInformers.Config().V1()
+	cfg := k.Cluster.ConfigInformers.Config().V1()
 	var out []loops.Loop
 	for _, r := range Rotations(cfg.Networks().Lister(), cfg.Infrastructures().Lister()) {
-		out = append(out, r.Loop(k.cluster, k.in.Lifetimes, k.op, k.recorder))
+		out = append(out, r.Loop(k.Cluster, k.In.Lifetimes, k.Op, k.Recorder))
 	}
 	stages := [][]loops.Loop{
 		k.encryptionLoops(),
@@ -73,7 +76,7 @@ func (k *Component) Converge() []loops.Loop {
 		{k.configObserverLoop()},
 		k.bundleLoops(),
 		{k.targetConfigLoop(), k.podConfigMapLoop()},
-		{loops.ControllerLoop("resource-sync", k.sync, k.recorder)},
+		{loops.ControllerLoop("resource-sync", k.sync, k.Recorder)},
 		{k.nodeKubeconfigsLoop(), k.auditPolicyLoop()},
 	}
 	for _, s := range stages {
@@ -91,22 +94,16 @@ var ServingCABundles = []certs.Location{
 	loc(OperatorNamespace, "localhost-recovery-serving-ca"),
 }
 
-// Operator is the component's operator resource.
-func (k *Component) Operator() *loops.OperatorClient { return k.op }
-
 // Revision returns the revision phase's loop: library-go's revision controller over the operator's revisioned
 // configmaps and secrets. It waits (makes no revision, and no error) while an input another component produces
 // is missing; Waiting says which.
 func (k *Component) Revision() ([]loops.Loop, error) {
-	l, err := staticpod.RevisionLoop(k.cluster, k.Name(), StaticPod(), k.op, k.recorder)
+	l, err := staticpod.RevisionLoop(k.Cluster, k.Name(), StaticPod(), k.Op, k.Recorder)
 	if err != nil {
 		return nil, err
 	}
-	return []loops.Loop{k.whenInputs(l, revisionInputs...)}, nil
+	return []loops.Loop{operator.WhenInputs(k.Cluster, l, revisionInputs...)}, nil
 }
-
-// StaticPod is what the installer lays out for kube-apiserver.
-func (k *Component) StaticPod() staticpod.StaticPod { return StaticPod() }
 
 // StaticPod is kube-apiserver's static pod as the operator hands it to its revision controller and installer:
 // the revisioned configmaps and secrets (the pod configmap first) and the cert directory kube-apiserver-certs,
@@ -171,7 +168,7 @@ func certDirSecrets() []staticpod.Resource {
 // auditPolicyLoop is library-go's audit policy controller: the APIServer's audit profile as
 // openshift-kube-apiserver/kube-apiserver-audit-policies (key policy.yaml).
 func (k *Component) auditPolicyLoop() loops.Loop {
-	ctrl := auditpolicy.NewAuditPolicyController("kube-apiserver", TargetNamespace, "kube-apiserver-audit-policies",
-		k.op, k.cluster.Kube, k.cluster.ConfigInformers, k.cluster.KubeInformers.InformersFor(TargetNamespace), k.recorder)
-	return loops.ControllerLoop("target-config/kube-apiserver-audit-policies", ctrl, k.recorder)
+	ctrl := auditpolicy.NewAuditPolicyController(ComponentName, TargetNamespace, "kube-apiserver-audit-policies",
+		k.Op, k.Cluster.Kube, k.Cluster.ConfigInformers, k.Cluster.KubeInformers.InformersFor(TargetNamespace), k.Recorder)
+	return loops.ControllerLoop("target-config/kube-apiserver-audit-policies", ctrl, k.Recorder)
 }

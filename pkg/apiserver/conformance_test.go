@@ -12,8 +12,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/render-static/render-static/pkg/apiserver"
 	"github.com/render-static/render-static/pkg/conformance"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // This file compares the render with what the real operator produced (../shared/conformance/sno/expected)
@@ -143,7 +143,7 @@ func TestPodConformance(t *testing.T) {
 	}
 	// The comparison normalises versions: OPERATOR_IMAGE_VERSION must be the operator image's version.
 	pod := podOf(t, r.file(t, "etc/kubernetes/manifests/kube-apiserver-pod.yaml"))
-	wantVersion := apiserver.ImageVersion(r.in.Images.Image("cluster-kube-apiserver-operator"))
+	wantVersion := operator.ImageTag(r.in.Images.Image("cluster-kube-apiserver-operator"))
 	if got := envOf(pod, "kube-apiserver-cert-regeneration-controller", "OPERATOR_IMAGE_VERSION"); got != wantVersion || got == "" {
 		t.Errorf("OPERATOR_IMAGE_VERSION = %q, want %q", got, wantVersion)
 	}

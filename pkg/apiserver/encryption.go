@@ -36,11 +36,11 @@ const EncryptionConfigPath = "/etc/kubernetes/static-pod-resources/secrets/encry
 // "deployed" → write key → migrated, within the converge fixpoint; the encryption-config secret the resource sync
 // copies into the operand namespace then carries an aescbc write key.
 func (k *Component) encryptionLoops() []loops.Loop {
-	secrets := k.cluster.KubeInformers.InformersFor(ManagedNamespace).Core().V1().Secrets()
+	secrets := k.Cluster.KubeInformers.InformersFor(ManagedNamespace).Core().V1().Secrets()
 	dep := &offlineDeployer{lister: secrets.Lister(), informer: secrets.Informer()}
 	ctrls, err := encryption.NewControllers(TargetNamespace, nil, EncryptedResources, dep, instantMigrator{},
-		k.op, k.cluster.Config.ConfigV1().APIServers(), k.cluster.ConfigInformers.Config().V1().APIServers(),
-		k.cluster.KubeInformers, k.cluster.Kube.CoreV1(), k.recorder, k.sync)
+		k.Op, k.Cluster.Config.ConfigV1().APIServers(), k.Cluster.ConfigInformers.Config().V1().APIServers(),
+		k.Cluster.KubeInformers, k.Cluster.Kube.CoreV1(), k.Recorder, k.sync)
 	if err != nil {
 		return []loops.Loop{{Name: "encryption", Sync: func(context.Context) error { return err }}}
 	}
@@ -51,7 +51,7 @@ func (k *Component) encryptionLoops() []loops.Loop {
 		if i < len(names) {
 			name = "encryption/" + names[i]
 		}
-		out = append(out, loops.ControllerLoop(name, c, k.recorder))
+		out = append(out, loops.ControllerLoop(name, c, k.Recorder))
 	}
 	return out
 }

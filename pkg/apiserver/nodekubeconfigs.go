@@ -18,17 +18,17 @@ import (
 // node-system-admin client certificate and the kube-apiserver-server-ca bundle.
 func (k *Component) nodeKubeconfigsLoop() loops.Loop {
 	return loops.Loop{Name: "target-config/node-kubeconfigs", Sync: func(ctx context.Context) error {
-		cert, err := k.cluster.KubeInformers.InformersFor(OperatorNamespace).Core().V1().Secrets().Lister().
+		cert, err := k.Cluster.KubeInformers.InformersFor(OperatorNamespace).Core().V1().Secrets().Lister().
 			Secrets(OperatorNamespace).Get("node-system-admin-client")
 		if err != nil {
 			return err
 		}
-		ca, err := k.cluster.KubeInformers.InformersFor(TargetNamespace).Core().V1().ConfigMaps().Lister().
+		ca, err := k.Cluster.KubeInformers.InformersFor(TargetNamespace).Core().V1().ConfigMaps().Lister().
 			ConfigMaps(TargetNamespace).Get("kube-apiserver-server-ca")
 		if err != nil {
 			return err
 		}
-		infra, err := k.cluster.ConfigInformers.Config().V1().Infrastructures().Lister().Get("cluster")
+		infra, err := k.Cluster.ConfigInformers.Config().V1().Infrastructures().Lister().Get("cluster")
 		if err != nil {
 			return err
 		}
@@ -60,7 +60,7 @@ func (k *Component) nodeKubeconfigsLoop() loops.Loop {
 		}
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: TargetNamespace, Name: "node-kubeconfigs",
 			Annotations: map[string]string{"openshift.io/owning-component": jira}}, Type: corev1.SecretTypeOpaque, Data: data}
-		_, _, err = resourceapply.ApplySecret(ctx, k.cluster.Kube.CoreV1(), k.recorder, s)
+		_, _, err = resourceapply.ApplySecret(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, s)
 		return err
 	}}
 }

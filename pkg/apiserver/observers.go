@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
-	configlisters "github.com/openshift/client-go/config/listers/config/v1"
 	"github.com/openshift/library-go/pkg/controller/factory"
 	"github.com/openshift/library-go/pkg/operator/configobserver"
 	libapiserver "github.com/openshift/library-go/pkg/operator/configobserver/apiserver"
@@ -16,43 +15,18 @@ import (
 	libproxy "github.com/openshift/library-go/pkg/operator/configobserver/proxy"
 	encryptionobserver "github.com/openshift/library-go/pkg/operator/encryption/observer"
 	"github.com/openshift/library-go/pkg/operator/events"
-	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/manifests"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/operator"
 )
-
-// Listers is what kube-apiserver's config observers read: library-go's observers assert the small interfaces
-// they need (APIServerLister, ConfigMapLister, SecretLister, ProxyLister), ours use the fields.
-type Listers struct {
-	Sync           resourcesynccontroller.ResourceSyncer
-	APIServer      configlisters.APIServerLister
-	Authentication configlisters.AuthenticationLister
-	Infrastructure configlisters.InfrastructureLister
-	Network        configlisters.NetworkLister
-	Proxy          configlisters.ProxyLister
-	ConfigMaps     corelisters.ConfigMapLister
-	Secrets        corelisters.SecretLister
-	FeatureGates   featuregates.FeatureGateAccess
-}
-
-func (l Listers) ResourceSyncer() resourcesynccontroller.ResourceSyncer    { return l.Sync }
-func (l Listers) PreRunHasSynced() []cache.InformerSynced                  { return nil }
-func (l Listers) APIServerLister() configlisters.APIServerLister           { return l.APIServer }
-func (l Listers) ConfigMapLister() corelisters.ConfigMapLister             { return l.ConfigMaps }
-func (l Listers) SecretLister() corelisters.SecretLister                   { return l.Secrets }
-func (l Listers) ProxyLister() configlisters.ProxyLister                   { return l.Proxy }
-func (l Listers) InfrastructureLister() configlisters.InfrastructureLister { return l.Infrastructure }
 
 // Paths in the observed config that the target config and the pod template read.
 var (
 	gracefulTerminationPath = []string{"gracefulTerminationDuration"}
-	proxyPath               = []string{"targetconfigcontroller", "proxy"}
 	bindNetworkPath         = []string{"servingInfo", "bindNetwork"}
 )
 
@@ -75,7 +49,7 @@ func Observers(gates featuregates.FeatureGateAccess) []configobserver.ObserveCon
 		observeFeatureGates(gates),
 		observeNetwork,
 		observeAuthorizationMode,
-		libproxy.NewProxyObserveFunc(proxyPath),
+		libproxy.NewProxyObserveFunc(operator.ProxyPath),
 		libapiserver.NewAuditObserver(func(string) (string, error) { return AuditPolicyPath, nil }),
 	}
 }
@@ -83,9 +57,9 @@ func Observers(gates featuregates.FeatureGateAccess) []configobserver.ObserveCon
 // configObserverLoop is library-go's config observer with kube-apiserver's observers. It waits for etcd's
 // endpoints (the etcd component publishes them): without them the observed config would have no etcd-servers.
 func (k *Component) configObserverLoop() loops.Loop {
-	cfg := k.cluster.ConfigInformers.Config().V1()
-	all := k.cluster.KubeFactory().Core().V1()
-	listers := Listers{
+	cfg := k.Cluster.ConfigInformers.Config().V1()
+	all := k.Cluster.KubeFactory().Core().V1()
+	listers := operator.Listers{
 		Sync:           k.sync,
 		APIServer:      cfg.APIServers().Lister(),
 		Authentication: cfg.Authentications().Lister(),
@@ -94,11 +68,11 @@ func (k *Component) configObserverLoop() loops.Loop {
 		Proxy:          cfg.Proxies().Lister(),
 		ConfigMaps:     all.ConfigMaps().Lister(),
 		Secrets:        all.Secrets().Lister(),
-		FeatureGates:   clusterconfig.FeatureGates(k.cluster, k.in),
+		FeatureGates:   clusterconfig.FeatureGates(k.Cluster, k.In),
 	}
-	ctrl := configobserver.NewConfigObserver("kube-apiserver", k.op, k.recorder, listers, []factory.Informer{},
+	ctrl := configobserver.NewConfigObserver(ComponentName, k.Op, k.Recorder, listers, []factory.Informer{},
 		Observers(listers.FeatureGates)...)
-	return k.whenInputs(loops.ControllerLoop("config-observer", ctrl, k.recorder), etcdEndpoints)
+	return k.whenInputs(loops.ControllerLoop("config-observer", ctrl, k.Recorder), etcdEndpoints)
 }
 
 func set(out map[string]interface{}, value interface{}, path ...string) []error {
@@ -146,7 +120,7 @@ func observeSingleReplicaTimings(generic configobserver.Listers, _ events.Record
 		{"apiServerArguments", "shutdown-delay-duration"}, gracefulTerminationPath,
 		{"apiServerArguments", "goaway-chance"}, {"apiServerArguments", "send-retry-after-while-not-ready-once"},
 	}
-	infra, err := generic.(Listers).Infrastructure.Get("cluster")
+	infra, err := generic.(operator.Listers).Infrastructure.Get("cluster")
 	if err != nil {
 		return configobserver.Pruned(existing, paths...), []error{err}
 	}
@@ -192,7 +166,7 @@ func observeServiceAccountIssuer(generic configobserver.Listers, _ events.Record
 		{"apiServerArguments", "service-account-issuer"}, {"apiServerArguments", "api-audiences"},
 		{"apiServerArguments", "service-account-jwks-uri"},
 	}
-	l := generic.(Listers)
+	l := generic.(operator.Listers)
 	auth, err := l.Authentication.Get("cluster")
 	if err != nil {
 		return configobserver.Pruned(existing, paths...), []error{err}
@@ -219,7 +193,7 @@ func observeServiceAccountIssuer(generic configobserver.Listers, _ events.Record
 // OpenShiftPodSecurityAdmission gate is on, privileged otherwise; the build controller is exempt.
 func observePodSecurity(generic configobserver.Listers, _ events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
 	path := []string{"admission", "pluginConfig", "PodSecurity", "configuration"}
-	gates, err := generic.(Listers).FeatureGates.CurrentFeatureGates()
+	gates, err := generic.(operator.Listers).FeatureGates.CurrentFeatureGates()
 	if err != nil {
 		return configobserver.Pruned(existing, path), []error{err}
 	}
@@ -251,7 +225,7 @@ func observeNetwork(generic configobserver.Listers, rec events.Recorder, existin
 	externalIP := []string{"admission", "pluginConfig", "network.openshift.io/ExternalIPRanger", "configuration"}
 	paths := [][]string{{"servicesSubnet"}, {"servingInfo", "bindAddress"}, bindNetworkPath, restricted, externalIP}
 	keep := configobserver.Pruned(existing, paths...)
-	lister := generic.(Listers).Network
+	lister := generic.(operator.Listers).Network
 	clusterCIDRs, err := libnetwork.GetClusterCIDRs(lister, rec)
 	if err != nil {
 		return keep, []error{err}

@@ -2,15 +2,9 @@ package apiserver
 
 import (
 	"context"
-	"io/fs"
-	"path"
-	"sort"
 
-	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
-	"github.com/openshift/library-go/pkg/operator/staticresourcecontroller"
-
-	"github.com/render-static/render-static/manifests"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // staticResourcesDir holds kube-apiserver's static resources (our own YAML): namespace, service, kubeconfig
@@ -21,18 +15,7 @@ const staticResourcesDir = "kube-apiserver/static"
 // StaticResourceFiles lists the static resources, by their path below manifests/, in apply order (sorted, with
 // the namespace first).
 func StaticResourceFiles() ([]string, error) {
-	entries, err := fs.ReadDir(manifests.FS, staticResourcesDir)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range entries {
-		if !e.IsDir() && path.Ext(e.Name()) == ".yaml" && e.Name() != "ns.yaml" {
-			out = append(out, path.Join(staticResourcesDir, e.Name()))
-		}
-	}
-	sort.Strings(out)
-	return append([]string{path.Join(staticResourcesDir, "ns.yaml")}, out...), nil
+	return operator.StaticFiles(staticResourcesDir, "ns.yaml")
 }
 
 // staticResourcesLoop is library-go's static resource controller over our manifests, with the kube and
@@ -42,8 +25,7 @@ func (k *Component) staticResourcesLoop() loops.Loop {
 	if err != nil {
 		return loops.Loop{Name: "static-resources", Sync: func(context.Context) error { return err }}
 	}
-	clients := resourceapply.NewKubeClientHolder(k.cluster.Kube).WithDynamicClient(k.cluster.Dynamic)
-	ctrl := staticresourcecontroller.NewStaticResourceController("KubeAPIServerStaticResources", manifests.Read, files,
-		clients, k.op, k.recorder).AddKubeInformers(k.cluster.KubeInformers)
-	return loops.ControllerLoop("static-resources", ctrl, k.recorder)
+	ctrl := operator.StaticResourceController(k.Cluster, "KubeAPIServerStaticResources", files, k.Op, k.Recorder).
+		AddKubeInformers(k.Cluster.KubeInformers)
+	return loops.ControllerLoop("static-resources", ctrl, k.Recorder)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -17,14 +16,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/openshift/library-go/pkg/operator/certrotation"
 	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
-	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
 
 	"github.com/render-static/render-static/manifests"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // A combined CA bundle of the target config: the destination and the bundles it is the union of (missing inputs
@@ -52,23 +50,11 @@ var combinedBundles = []combinedBundle{
 
 // bundleLoops returns one "target-config/<name>" loop per combined bundle.
 func (k *Component) bundleLoops() []loops.Loop {
-	lister := k.cluster.KubeInformers.ConfigMapLister()
 	var out []loops.Loop
 	for _, b := range combinedBundles {
 		b := b
 		out = append(out, loops.Loop{Name: "target-config/" + b.Dest.Name, Sync: func(ctx context.Context) error {
-			var in []resourcesynccontroller.ResourceLocation
-			for _, l := range b.Inputs {
-				in = append(in, resourcesynccontroller.ResourceLocation{Namespace: l.Namespace, Name: l.Name})
-			}
-			cm, err := resourcesynccontroller.CombineCABundleConfigMaps(
-				resourcesynccontroller.ResourceLocation{Namespace: b.Dest.Namespace, Name: b.Dest.Name},
-				lister, certrotation.AdditionalAnnotations{JiraComponent: jira}, in...)
-			if err != nil {
-				return err
-			}
-			_, _, err = resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, cm)
-			return err
+			return operator.CombineCABundles(ctx, k.Cluster, jira, k.Recorder, b.Dest, b.Inputs...)
 		}})
 	}
 	return out
@@ -85,7 +71,7 @@ var TargetConfigRequired = [][]string{
 // observedConfig returns the operator's observed config and unsupported overrides (JSON), failing when one of
 // the required paths is missing.
 func (k *Component) observedConfig() (observed map[string]interface{}, observedRaw, overrides []byte, err error) {
-	spec, _, _, err := k.op.GetStaticPodOperatorState()
+	spec, _, _, err := k.Op.GetStaticPodOperatorState()
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -132,7 +118,7 @@ func (k *Component) targetConfigLoop() loops.Loop {
 		if err != nil {
 			return fmt.Errorf("config.yaml: %w", err)
 		}
-		_, _, err = resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, merged)
+		_, _, err = resourceapply.ApplyConfigMap(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, merged)
 		return err
 	}}, etcdEndpoints)
 }
@@ -148,24 +134,15 @@ type PodValues struct {
 	CheckEndpointsListen        string
 }
 
-var verbosity = map[operatorv1.LogLevel]int{operatorv1.Normal: 2, operatorv1.Debug: 4, operatorv1.Trace: 6, operatorv1.TraceAll: 10}
-
-// ImageVersion is the version a pull spec names: its tag, or "" for a digest.
-func ImageVersion(image string) string {
-	if strings.Contains(image, "@") {
-		return ""
-	}
-	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
-		return image[i+1:]
-	}
-	return ""
-}
+// verbosity is the operand's -v: TraceAll is 10 (cluster-kube-apiserver-operator
+// pkg/operator/targetconfigcontroller/targetconfigcontroller.go).
+func verbosity(l operatorv1.LogLevel) int { return operator.Verbosity(l, 10) }
 
 // podConfigMapLoop renders openshift-kube-apiserver/kube-apiserver-pod: pod.yaml from the pod template with the
 // observed grace period, bind network and proxy; forceRedeploymentReason and version; and, on a single node,
 // the startup monitor's pod.
 func (k *Component) podConfigMapLoop() loops.Loop {
-	if k.in.Flavor == clusterconfig.FlavorUpstream {
+	if k.In.Flavor == clusterconfig.FlavorUpstream {
 		return k.upstreamPodConfigMapLoop() // upstream.go
 	}
 	return k.whenInputs(loops.Loop{Name: "target-config/kube-apiserver-pod", Sync: func(ctx context.Context) error {
@@ -173,19 +150,16 @@ func (k *Component) podConfigMapLoop() loops.Loop {
 		if err != nil {
 			return err
 		}
-		spec, _, _, err := k.op.GetStaticPodOperatorState()
+		spec, _, _, err := k.Op.GetStaticPodOperatorState()
 		if err != nil {
 			return err
 		}
 		v := PodValues{
-			Image: k.in.Images.Image("hyperkube"), OperatorImage: k.in.Images.Image("cluster-kube-apiserver-operator"),
+			Image: k.In.Images.Image("hyperkube"), OperatorImage: k.In.Images.Image("cluster-kube-apiserver-operator"),
 			GracefulTerminationDuration: 135, GOGC: 100, CheckEndpointsListen: "0.0.0.0:17697",
 		}
-		v.OperatorImageVersion = ImageVersion(v.OperatorImage)
-		level, ok := verbosity[spec.LogLevel]
-		if !ok {
-			level = 2
-		}
+		v.OperatorImageVersion = operator.ImageTag(v.OperatorImage)
+		level := verbosity(spec.LogLevel)
 		v.Verbosity, v.MonitorVerbosity = fmt.Sprintf(" -v=%d", level), fmt.Sprintf("-v=%d", level)
 		if s, found, _ := unstructured.NestedString(observed, gracefulTerminationPath...); found && s != "" {
 			if v.GracefulTerminationDuration, err = strconv.Atoi(s); err != nil {
@@ -199,7 +173,7 @@ func (k *Component) podConfigMapLoop() loops.Loop {
 		if n, _, _ := unstructured.NestedString(observed, bindNetworkPath...); n == "tcp6" {
 			v.CheckEndpointsListen = "[::]:17697"
 		}
-		proxy, _, err := unstructured.NestedStringMap(observed, proxyPath...)
+		proxy, err := operator.ProxyEnv(observed, operator.ProxyPath...)
 		if err != nil {
 			return err
 		}
@@ -207,9 +181,7 @@ func (k *Component) podConfigMapLoop() loops.Loop {
 		// its init container (targetconfigcontroller.go, managePods and proxyMapToEnvVars).
 		pod, err := renderPod("kube-apiserver/pod.yaml", v, func(p *corev1.Pod) {
 			for i := range p.Spec.Containers {
-				for _, name := range sortedKeys(proxy) {
-					p.Spec.Containers[i].Env = append(p.Spec.Containers[i].Env, corev1.EnvVar{Name: name, Value: proxy[name]})
-				}
+				p.Spec.Containers[i].Env = append(p.Spec.Containers[i].Env, proxy...)
 			}
 		})
 		if err != nil {
@@ -221,7 +193,7 @@ func (k *Component) podConfigMapLoop() loops.Loop {
 			// The operator's own build version; a render has no operator binary.
 			"version": "",
 		}
-		infra, err := k.cluster.ConfigInformers.Config().V1().Infrastructures().Lister().Get("cluster")
+		infra, err := k.Cluster.ConfigInformers.Config().V1().Infrastructures().Lister().Get("cluster")
 		if err != nil {
 			return err
 		}
@@ -234,7 +206,7 @@ func (k *Component) podConfigMapLoop() loops.Loop {
 		}
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: TargetNamespace, Name: "kube-apiserver-pod",
 			Annotations: map[string]string{"openshift.io/owning-component": jira}}, Data: data}
-		_, _, err = resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, cm)
+		_, _, err = resourceapply.ApplyConfigMap(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, cm)
 		return err
 	}}, etcdEndpoints)
 }
@@ -249,13 +221,4 @@ func renderPod(name string, v PodValues, mutate func(*corev1.Pod)) (string, erro
 		mutate(pod)
 	}
 	return resourceread.WritePodV1OrDie(pod), nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -16,13 +16,13 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"path"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
-	"text/template"
 
 	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
 	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
@@ -30,22 +30,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/render-static/render-static/manifests"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // UpstreamImage is the clusterconfig image the upstream pod runs.
 const UpstreamImage = "kube-apiserver"
 
-// Where the upstream pod mounts the revision and the cert directory (the OpenShift pod's mount points).
-const (
-	ResourcesInPod = "/etc/kubernetes/static-pod-resources"
-	CertsInPod     = "/etc/kubernetes/static-pod-certs"
+// The upstream pod's files (operator.ResourceFile and CertFile: the OpenShift pod's mount points).
+var (
+	resourceFile = operator.ResourceFile
+	certFile     = operator.CertFile
 )
-
-// The upstream pod's files: <dir>/{configmaps,secrets}/<resource>/<key>.
-func resourceFile(kind, name, key string) string { return path.Join(ResourcesInPod, kind, name, key) }
-func certFile(kind, name, key string) string     { return path.Join(CertsInPod, kind, name, key) }
 
 // sniCert is a serving certificate kube-apiserver presents for the names of its cert-rotation row.
 type sniCert struct{ dir, secret string }
@@ -53,10 +49,10 @@ type sniCert struct{ dir, secret string }
 // upstreamSNICerts are served by name (--tls-sni-cert-key); the service-network certificate is the default one
 // (--tls-cert-file). The same certificates the OpenShift flavor lists in servingInfo.namedCertificates.
 var upstreamSNICerts = []sniCert{
-	{CertsInPod, "localhost-serving-cert-certkey"},
-	{ResourcesInPod, "localhost-recovery-serving-certkey"},
-	{CertsInPod, "external-loadbalancer-serving-certkey"},
-	{CertsInPod, "internal-loadbalancer-serving-certkey"},
+	{operator.CertsInPod, "localhost-serving-cert-certkey"},
+	{operator.ResourcesInPod, "localhost-recovery-serving-certkey"},
+	{operator.CertsInPod, "external-loadbalancer-serving-certkey"},
+	{operator.CertsInPod, "internal-loadbalancer-serving-certkey"},
 }
 
 // UpstreamInputs is what the upstream flags are computed from besides the observed config.
@@ -127,9 +123,8 @@ var upstreamObservedArgs = []struct {
 // UpstreamArgs returns the upstream kube-apiserver's arguments ("--name=value"), sorted by flag name (a
 // repeated flag keeps its order).
 func UpstreamArgs(observed map[string]interface{}, in UpstreamInputs) ([]string, error) {
-	type flag struct{ name, value string }
-	var flags []flag
-	add := func(name, value string) { flags = append(flags, flag{name, value}) }
+	var flags operator.Flags
+	add := flags.Add
 	for _, a := range upstreamFixedArgs {
 		add(a[0], a[1])
 	}
@@ -159,18 +154,11 @@ func UpstreamArgs(observed map[string]interface{}, in UpstreamInputs) ([]string,
 	}
 
 	// TLS profile.
-	minTLS, _, err := unstructured.NestedString(observed, "servingInfo", "minTLSVersion")
-	if err != nil || minTLS == "" {
-		return nil, fmt.Errorf("observedConfig has no servingInfo.minTLSVersion")
-	}
-	add("tls-min-version", minTLS)
-	suites, _, err := unstructured.NestedStringSlice(observed, "servingInfo", "cipherSuites")
+	tls, err := operator.UpstreamTLS(observed)
 	if err != nil {
-		return nil, fmt.Errorf("observedConfig servingInfo.cipherSuites: %w", err)
+		return nil, err
 	}
-	if len(suites) > 0 {
-		add("tls-cipher-suites", strings.Join(suites, ","))
-	}
+	tls.Flags(&flags)
 
 	// Networks.
 	services, _, err := unstructured.NestedString(observed, "servicesSubnet")
@@ -207,13 +195,7 @@ func UpstreamArgs(observed map[string]interface{}, in UpstreamInputs) ([]string,
 		}
 	}
 	add("v", strconv.Itoa(in.Verbosity))
-
-	sort.SliceStable(flags, func(i, j int) bool { return flags[i].name < flags[j].name })
-	out := make([]string, 0, len(flags))
-	for _, f := range flags {
-		out = append(out, "--"+f.name+"="+f.value)
-	}
-	return out, nil
+	return flags.Args(), nil
 }
 
 var bindAddressPath = []string{"servingInfo", "bindAddress"}
@@ -237,18 +219,15 @@ func (k *Component) upstreamPodConfigMapLoop() loops.Loop {
 		if err != nil {
 			return err
 		}
-		spec, _, _, err := k.op.GetStaticPodOperatorState()
+		spec, _, _, err := k.Op.GetStaticPodOperatorState()
 		if err != nil {
 			return err
 		}
-		in := UpstreamInputs{NodeIP: k.in.NodeIP(), SNINames: map[string][]string{}, Verbosity: 2}
-		if l, ok := verbosity[spec.LogLevel]; ok {
-			in.Verbosity = l
-		}
+		in := UpstreamInputs{NodeIP: k.In.NodeIP(), SNINames: map[string][]string{}, Verbosity: verbosity(spec.LogLevel)}
 		if in.ServiceAccountPublicKeys, err = k.serviceAccountPublicKeyFiles(); err != nil {
 			return err
 		}
-		cfg := k.cluster.ConfigInformers.Config().V1()
+		cfg := k.Cluster.ConfigInformers.Config().V1()
 		rows := Rotations(cfg.Networks().Lister(), cfg.Infrastructures().Lister())
 		for _, c := range upstreamSNICerts {
 			for _, r := range rows {
@@ -263,7 +242,7 @@ func (k *Component) upstreamPodConfigMapLoop() loops.Loop {
 		if err != nil {
 			return err
 		}
-		d := upstreamPodData{Image: k.in.Images.Image(UpstreamImage), Args: args, ProbeHost: in.NodeIP.String(), GracefulTerminationDuration: 135}
+		d := upstreamPodData{Image: k.In.Images.Image(UpstreamImage), Args: args, ProbeHost: in.NodeIP.String(), GracefulTerminationDuration: 135}
 		if s, found, _ := unstructured.NestedString(observed, gracefulTerminationPath...); found && s != "" {
 			if d.GracefulTerminationDuration, err = strconv.Atoi(s); err != nil {
 				return fmt.Errorf("observedConfig gracefulTerminationDuration %q: %w", s, err)
@@ -273,12 +252,8 @@ func (k *Component) upstreamPodConfigMapLoop() loops.Loop {
 		if _, port, err := net.SplitHostPort(bind); err == nil {
 			d.Port, _ = strconv.Atoi(port)
 		}
-		proxy, _, err := unstructured.NestedStringMap(observed, proxyPath...)
-		if err != nil {
+		if d.Env, err = operator.ProxyEnv(observed, operator.ProxyPath...); err != nil {
 			return err
-		}
-		for _, name := range sortedKeys(proxy) {
-			d.Env = append(d.Env, corev1.EnvVar{Name: name, Value: proxy[name]})
 		}
 		pod, err := renderUpstreamPod(d)
 		if err != nil {
@@ -287,7 +262,7 @@ func (k *Component) upstreamPodConfigMapLoop() loops.Loop {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: TargetNamespace, Name: "kube-apiserver-pod",
 			Annotations: map[string]string{"openshift.io/owning-component": jira}},
 			Data: map[string]string{"pod.yaml": pod, "forceRedeploymentReason": spec.ForceRedeploymentReason, "version": ""}}
-		_, _, err = resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, cm)
+		_, _, err = resourceapply.ApplyConfigMap(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, cm)
 		return err
 	}}, etcdEndpoints)
 }
@@ -297,7 +272,7 @@ func (k *Component) upstreamPodConfigMapLoop() loops.Loop {
 // fails while either configmap is missing or empty in the operand namespace (the resource sync and the signer
 // loop make them).
 func (k *Component) serviceAccountPublicKeyFiles() ([]string, error) {
-	cms := k.cluster.KubeInformers.InformersFor(TargetNamespace).Core().V1().ConfigMaps().Lister().ConfigMaps(TargetNamespace)
+	cms := k.Cluster.KubeInformers.InformersFor(TargetNamespace).Core().V1().ConfigMaps().Lister().ConfigMaps(TargetNamespace)
 	var out []string
 	for _, name := range []string{"sa-token-signing-certs", BoundSigningCertsCM} {
 		cm, err := cms.Get(name)
@@ -307,19 +282,17 @@ func (k *Component) serviceAccountPublicKeyFiles() ([]string, error) {
 		if len(cm.Data) == 0 {
 			return nil, fmt.Errorf("service-account public keys: configmap %s/%s has no key yet", TargetNamespace, name)
 		}
-		for _, key := range sortedKeys(cm.Data) {
+		for _, key := range slices.Sorted(maps.Keys(cm.Data)) {
 			out = append(out, resourceFile("configmaps", name, key))
 		}
 	}
 	return out, nil
 }
 
-var upstreamTemplateFuncs = template.FuncMap{"quote": strconv.Quote}
-
 // renderUpstreamPod renders manifests/kube-apiserver/upstream/pod.yaml and returns it as the JSON a pod
 // configmap carries.
 func renderUpstreamPod(d upstreamPodData) (string, error) {
-	pod, _, err := manifests.Pod("kube-apiserver/upstream/pod.yaml", upstreamTemplateFuncs, d)
+	pod, err := operator.RenderPod("kube-apiserver/upstream/pod.yaml", d)
 	if err != nil {
 		return "", err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/render-static/render-static/pkg/apiserver"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/components"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/loops"
@@ -79,7 +80,7 @@ func renderUpstream(t *testing.T, name, config, ips string) *rendered {
 	if err != nil {
 		t.Fatal(err)
 	}
-	images, err := clusterconfig.LoadImages("")
+	images, err := clusterconfig.LoadImages("", components.DefaultImages())
 	if err != nil {
 		t.Fatal(err)
 	}

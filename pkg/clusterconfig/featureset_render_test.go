@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/internal/rendertest"
-	"github.com/render-static/render-static/pkg/pipeline"
+	"github.com/render-static/render-static/pkg/node"
 )
 
 const (
@@ -70,7 +70,7 @@ func strList(v interface{}) []string {
 func exported(t *testing.T, r *rendertest.Render) (fg *configv1.FeatureGate, crdSets []string) {
 	t.Helper()
 	for _, f := range r.Tree.Files() {
-		if !strings.HasPrefix(f.Path, pipeline.ManifestsDir+"/") {
+		if !strings.HasPrefix(f.Path, node.ManifestsDir+"/") {
 			continue
 		}
 		var m struct {

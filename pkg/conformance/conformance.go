@@ -31,10 +31,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/manifests"
+	"github.com/render-static/render-static/pkg/components"
 )
 
-// Components are the control-plane components a render and an expected tree hold.
-var Components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+// Components are the control-plane components a render and an expected tree hold: the registry's.
+var Components = components.Names()
 
 // Options say what to compare.
 type Options struct {

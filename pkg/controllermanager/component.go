@@ -16,14 +16,13 @@
 package controllermanager
 
 import (
-	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/openshift/library-go/pkg/operator/configobserver/featuregates"
-	"github.com/openshift/library-go/pkg/operator/events"
 	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
 
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/operator"
 	"github.com/render-static/render-static/pkg/staticpod"
 )
 
@@ -44,12 +43,39 @@ const jira = "kube-controller-manager"
 // Namespaces are the namespaces whose objects kube-controller-manager's loops list.
 var Namespaces = []string{OperatorNamespace, TargetNamespace, ConfigNamespace, ManagedNamespace, "kube-system"}
 
+// Registration is kube-controller-manager's entry in the registry (pkg/components).
+var Registration = operator.Registration{
+	Name:       ComponentName,
+	Namespaces: Namespaces,
+	Images: clusterconfig.Images{
+		"hyperkube": clusterconfig.OKDImage("hyperkube"),
+		"cluster-kube-controller-manager-operator": clusterconfig.OKDImage("cluster-kube-controller-manager-operator"),
+		"cluster-policy-controller":                clusterconfig.OKDImage("cluster-policy-controller"),
+		"tools":                                    clusterconfig.OKDImage("tools"),
+		UpstreamImage:                              clusterconfig.KubernetesImage(UpstreamImage),
+	},
+	UpstreamImage: UpstreamImage,
+	Inputs:        Inputs,
+	New:           func(c *loops.Cluster, in *clusterconfig.Inputs) operator.Component { return New(c, in) },
+}
+
+// Inputs are what kube-controller-manager's loops read that others produce.
+var Inputs = []operator.Input{
+	operator.ServiceAccountCAInput,
+	operator.Secret(ManagedNamespace, "kube-controller-manager-client-cert-key", "tls.crt", "kube-apiserver"),
+	operator.ConfigMapInput(ManagedNamespace, "kube-apiserver-client-ca", "ca-bundle.crt", "kube-apiserver"),
+	operator.ConfigMapInput(ManagedNamespace, "kube-apiserver-aggregator-client-ca", "ca-bundle.crt", "kube-apiserver"),
+	operator.ConfigMapInput(ManagedNamespace, "service-ca", "ca-bundle.crt", "emulate/service-ca"),
+	operator.Secret(ConfigNamespace, "initial-service-account-private-key", "", "installer"),
+	operator.Secret(TargetNamespace, "localhost-recovery-client-token", "token", "emulate/legacy-serviceaccount-token-controller"),
+	{Kind: "Infrastructure", Name: "cluster", From: "installer"},
+	{Kind: "Network", Name: "cluster", From: "installer"},
+	{Kind: "Node", Name: "(the node)", From: "emulate/node"},
+}
+
 // Component is kube-controller-manager in one render.
 type Component struct {
-	cluster  *loops.Cluster
-	in       *clusterconfig.Inputs
-	op       *loops.OperatorClient
-	recorder events.Recorder
+	operator.Base
 	features featuregates.FeatureGateAccess
 	syncer   *resourcesynccontroller.ResourceSyncController
 }
@@ -57,45 +83,38 @@ type Component struct {
 // New registers the operator resource (operator.openshift.io/v1 KubeControllerManager "cluster", managed, log
 // level Normal, useMoreSecureServiceCA as for a new cluster) and builds the resource syncer its loops share.
 func New(c *loops.Cluster, in *clusterconfig.Inputs) *Component {
-	op := c.NewOperatorClient("KubeControllerManager", "kubecontrollermanagers",
-		operatorv1.StaticPodOperatorSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed, LogLevel: operatorv1.Normal}},
-		operatorv1.StaticPodOperatorStatus{})
+	k := &Component{Base: operator.NewBase(c, in, operator.Spec{Name: ComponentName, Kind: "KubeControllerManager",
+		Resource: "kubecontrollermanagers", StaticPod: StaticPod(), Inputs: Inputs})}
 	// Exported with the resource, so that the operator on the node keeps the pod as rendered (see
 	// UseMoreSecureServiceCA).
-	op.KindSpec = map[string]interface{}{"useMoreSecureServiceCA": UseMoreSecureServiceCA}
-	k := &Component{cluster: c, in: in, op: op, recorder: c.Recorder, features: clusterconfig.FeatureGates(c, in)}
-	k.syncer = k.newResourceSync()
+	k.Op.KindSpec = map[string]interface{}{"useMoreSecureServiceCA": UseMoreSecureServiceCA}
+	k.features = clusterconfig.FeatureGates(c, in)
+	k.syncer = k.ResourceSync(SyncRules)
 	return k
 }
-
-// Name is the component's name in traces and reports.
-func (k *Component) Name() string { return ComponentName }
-
-// Operator is the component's operator resource.
-func (k *Component) Operator() *loops.OperatorClient { return k.op }
 
 // Converge returns the loops that run to a fixpoint, in the order of the package comment.
 func (k *Component) Converge() []loops.Loop {
 	out := []loops.Loop{
-		CSRSignerRotation().Loop(k.cluster, csrSignerLifetimes(k.in.Lifetimes), k.op, k.recorder),
+		CSRSignerRotation().Loop(k.Cluster, csrSignerLifetimes(k.In.Lifetimes), k.Op, k.Recorder),
 		k.saTokenSigner(),
-		StaticResources(k.cluster, ComponentName, "KubeControllerManagerStaticResources", ComponentName+"/static", k.op, k.recorder),
-		NodeLoop(k.cluster, ComponentName, k.op, k.recorder),
+		k.StaticResourcesLoop("KubeControllerManagerStaticResources", staticFiles()),
+		k.NodeLoop(),
 		k.configObserver(),
 	}
 	out = append(out, k.targetConfig()...)
-	out = append(out, loops.ControllerLoop("resource-sync/"+ComponentName, k.syncer, k.recorder))
+	out = append(out, k.ControllerLoop(k.syncer, "resource-sync"))
 	return out
 }
 
-// Revision returns the revision controller, run once every converge loop settled.
-func (k *Component) Revision() ([]loops.Loop, error) {
-	return staticpod.RevisionLoops(k.cluster, ComponentName, k.StaticPod(), k.op, k.recorder)
+// staticFiles are the YAML files of manifests/kube-controller-manager/static, sorted.
+func staticFiles() []string {
+	files, err := operator.StaticFiles(ComponentName + "/static")
+	if err != nil {
+		panic(err) // the embedded manifests are part of the binary: a programming error
+	}
+	return files
 }
-
-// StaticPod is what the operator hands its revision controller and installer: the revisioned configmaps (the pod
-// configmap first) and secrets, and the cert directory the cert syncer keeps live.
-func (k *Component) StaticPod() staticpod.StaticPod { return StaticPod() }
 
 // StaticPod is kube-controller-manager's static pod description (see Component.StaticPod).
 func StaticPod() staticpod.StaticPod {

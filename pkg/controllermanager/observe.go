@@ -3,21 +3,17 @@ package controllermanager
 import (
 	"strings"
 
-	configlisters "github.com/openshift/client-go/config/listers/config/v1"
-	"github.com/openshift/library-go/pkg/controller/factory"
 	"github.com/openshift/library-go/pkg/operator/configobserver"
 	"github.com/openshift/library-go/pkg/operator/configobserver/apiserver"
 	"github.com/openshift/library-go/pkg/operator/configobserver/featuregates"
 	"github.com/openshift/library-go/pkg/operator/configobserver/network"
 	"github.com/openshift/library-go/pkg/operator/configobserver/proxy"
 	"github.com/openshift/library-go/pkg/operator/events"
-	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // Paths of the observed config the target config reads.
@@ -28,53 +24,35 @@ var (
 	featureGatesArg    = []string{"extendedArguments", "feature-gates"}
 	featureGatesPath   = []string{"featureGates"}
 	serviceCAPath      = []string{"serviceServingCert", "certFile"}
-	proxyPath          = []string{"targetconfigcontroller", "proxy"}
 )
 
 // serviceCAFile is where the installer lays out the service-ca configmap of a revision.
 const serviceCAFile = "/etc/kubernetes/static-pod-resources/configmaps/service-ca/ca-bundle.crt"
-
-// observerListers is what the observers read, as the operator's listers: every observer casts the generic
-// Listers to the interface it needs (library-go's TLS and proxy observers to APIServerLister and ProxyLister).
-type observerListers struct {
-	syncer     resourcesynccontroller.ResourceSyncer
-	infra      configlisters.InfrastructureLister
-	network    configlisters.NetworkLister
-	proxy      configlisters.ProxyLister
-	apiServer  configlisters.APIServerLister
-	configMaps corelisters.ConfigMapLister
-}
-
-func (l observerListers) ResourceSyncer() resourcesynccontroller.ResourceSyncer { return l.syncer }
-func (l observerListers) PreRunHasSynced() []cache.InformerSynced               { return nil }
-func (l observerListers) APIServerLister() configlisters.APIServerLister        { return l.apiServer }
-func (l observerListers) ProxyLister() configlisters.ProxyLister                { return l.proxy }
 
 // configObserver is library-go's config observer with kube-controller-manager's observers: the cluster name
 // (infrastructure name), cluster and service networks, feature gates (as the --feature-gates argument and as the
 // featureGates list cluster-policy-controller reads), the cluster-wide proxy (environment of the pod), the service
 // CA file once the service-ca configmap was synced, and the API server's TLS profile.
 func (k *Component) configObserver() loops.Loop {
-	cfg := k.cluster.ConfigInformers.Config().V1()
-	l := observerListers{
-		syncer:     k.syncer,
-		infra:      cfg.Infrastructures().Lister(),
-		network:    cfg.Networks().Lister(),
-		proxy:      cfg.Proxies().Lister(),
-		apiServer:  cfg.APIServers().Lister(),
-		configMaps: k.cluster.KubeInformers.InformersFor(TargetNamespace).Core().V1().ConfigMaps().Lister(),
+	cfg := k.Cluster.ConfigInformers.Config().V1()
+	l := operator.Listers{
+		Sync:           k.syncer,
+		Infrastructure: cfg.Infrastructures().Lister(),
+		Network:        cfg.Networks().Lister(),
+		Proxy:          cfg.Proxies().Lister(),
+		APIServer:      cfg.APIServers().Lister(),
+		ConfigMaps:     k.Cluster.KubeInformers.InformersFor(TargetNamespace).Core().V1().ConfigMaps().Lister(),
 	}
-	ctrl := configobserver.NewConfigObserver(ComponentName, k.op, k.recorder, l, []factory.Informer{},
+	return k.ConfigObserverLoop(l,
 		observeClusterName,
 		observeClusterCIDRs,
 		observeServiceClusterIPRanges,
 		featuregates.NewObserveFeatureFlagsFunc(nil, nil, featureGatesArg, k.features),
 		featuregates.NewObserveFeatureFlagsFunc(nil, nil, featureGatesPath, k.features),
-		proxy.NewProxyObserveFunc(proxyPath),
+		proxy.NewProxyObserveFunc(operator.ProxyPath),
 		observeServiceCA,
 		apiserver.ObserveTLSSecurityProfile,
 	)
-	return loops.ControllerLoop("config-observer/"+ComponentName, ctrl, k.recorder)
 }
 
 // previous returns existing's value at path as a config of its own, what an observer keeps when it cannot read
@@ -90,8 +68,8 @@ func previous(existing map[string]interface{}, path []string) map[string]interfa
 // observeClusterName: --cluster-name is the infrastructure name (which names cloud resources), read from
 // Infrastructure status.infrastructureName; it never changes for the life of a cluster.
 func observeClusterName(generic configobserver.Listers, recorder events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
-	l := generic.(observerListers)
-	infra, err := l.infra.Get("cluster")
+	l := generic.(operator.Listers)
+	infra, err := l.Infrastructure.Get("cluster")
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			recorder.Warningf("ObserveInfraID", "infrastructures.config.openshift.io/cluster not found")
@@ -112,8 +90,8 @@ func observeClusterName(generic configobserver.Listers, recorder events.Recorder
 // flag for dual stack), as cluster-kube-controller-manager-operator pkg/operator/configobservation/network/
 // observe_network.go (ObserveClusterCIDRs) does.
 func observeClusterCIDRs(generic configobserver.Listers, recorder events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
-	l := generic.(observerListers)
-	cidrs, err := network.GetClusterCIDRs(l.network, recorder)
+	l := generic.(operator.Listers)
+	cidrs, err := network.GetClusterCIDRs(l.Network, recorder)
 	if err != nil {
 		return previous(existing, clusterCIDRPath), []error{err}
 	}
@@ -127,8 +105,8 @@ func observeClusterCIDRs(generic configobserver.Listers, recorder events.Recorde
 // observeServiceClusterIPRanges: --service-cluster-ip-range, the service networks of Network status joined by
 // commas (one flag for dual stack).
 func observeServiceClusterIPRanges(generic configobserver.Listers, recorder events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
-	l := generic.(observerListers)
-	cidrs, err := network.GetServiceCIDRs(l.network, recorder)
+	l := generic.(operator.Listers)
+	cidrs, err := network.GetServiceCIDRs(l.Network, recorder)
 	if err != nil {
 		return previous(existing, serviceIPRangePath), []error{err}
 	}
@@ -141,9 +119,9 @@ func observeServiceClusterIPRanges(generic configobserver.Listers, recorder even
 // non-empty openshift-config-managed/service-ca into the operand namespace (kube-controller-manager publishes it
 // as service-ca.crt in every namespace's openshift-service-ca.crt configmap).
 func observeServiceCA(generic configobserver.Listers, recorder events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
-	l := generic.(observerListers)
+	l := generic.(operator.Listers)
 	out := map[string]interface{}{}
-	cm, err := l.configMaps.ConfigMaps(TargetNamespace).Get("service-ca")
+	cm, err := l.ConfigMaps.ConfigMaps(TargetNamespace).Get("service-ca")
 	if apierrors.IsNotFound(err) {
 		return out, nil
 	}

@@ -1,11 +1,6 @@
 package controllermanager
 
-import (
-	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
-
-	"github.com/render-static/render-static/pkg/certs"
-	"github.com/render-static/render-static/pkg/resourcesync"
-)
+import "github.com/render-static/render-static/pkg/resourcesync"
 
 // SyncRules are the operator's resource sync rules, destination from source:
 //   - the CSR CA bundle the operator builds is published for kube-apiserver (kubelet-serving-ca, client-ca);
@@ -19,18 +14,4 @@ var SyncRules = []resourcesync.Rule{
 	{Dest: loc(TargetNamespace, "service-ca"), Source: loc(ManagedNamespace, "service-ca")},
 	{Dest: loc(TargetNamespace, "client-ca"), Source: loc(ManagedNamespace, "kube-apiserver-client-ca")},
 	{Dest: loc(TargetNamespace, "aggregator-client-ca"), Source: loc(ManagedNamespace, "kube-apiserver-aggregator-client-ca")},
-}
-
-func rl(l certs.Location) resourcesynccontroller.ResourceLocation {
-	return resourcesynccontroller.ResourceLocation{Namespace: l.Namespace, Name: l.Name}
-}
-
-// newResourceSync builds library-go's resource sync controller with SyncRules; the config observer shares it as
-// its ResourceSyncer.
-func (k *Component) newResourceSync() *resourcesynccontroller.ResourceSyncController {
-	s, err := resourcesync.New(k.cluster, ComponentName, k.op, k.recorder, SyncRules)
-	if err != nil {
-		panic(err) // a rule naming a namespace missing from Namespaces: a programming error
-	}
-	return s
 }

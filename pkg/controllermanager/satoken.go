@@ -31,8 +31,8 @@ var (
 // Where the operator keeps reporting the missing endpoints as an error, this loop settles once the key is primed:
 // bootstrap mode is the final state of a render, not a failure.
 func (k *Component) saTokenSigner() loops.Loop {
-	kube := k.cluster.Kube.CoreV1()
-	secrets := k.cluster.KubeInformers.SecretLister()
+	kube := k.Cluster.Kube.CoreV1()
+	secrets := k.Cluster.KubeInformers.SecretLister()
 	return loops.Loop{Name: "sa-token-signer", Sync: func(ctx context.Context) error {
 		if _, err := kube.Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{}); err == nil {
 			return fmt.Errorf("default/kubernetes endpoints exist: rotating the service-account signing key is left to the running operator")
@@ -47,7 +47,7 @@ func (k *Component) saTokenSigner() loops.Loop {
 		if _, err := secrets.Secrets(initialSAKey.Namespace).Get(initialSAKey.Name); err != nil {
 			return fmt.Errorf("waiting for %s: %w", initialSAKey, err)
 		}
-		_, _, err := resourceapply.SyncSecret(ctx, kube, k.recorder, initialSAKey.Namespace, initialSAKey.Name,
+		_, _, err := resourceapply.SyncSecret(ctx, kube, k.Recorder, initialSAKey.Namespace, initialSAKey.Name,
 			saKey.Namespace, saKey.Name, nil)
 		return err
 	}}

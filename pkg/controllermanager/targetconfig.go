@@ -3,9 +3,7 @@ package controllermanager
 import (
 	"context"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -13,22 +11,18 @@ import (
 	openshiftcontrolplanev1 "github.com/openshift/api/openshiftcontrolplane/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/openshift/library-go/pkg/crypto"
-	"github.com/openshift/library-go/pkg/operator/certrotation"
 	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
 	"github.com/openshift/library-go/pkg/operator/resource/resourcemerge"
 	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
-	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	certutil "k8s.io/client-go/util/cert"
-	"sigs.k8s.io/yaml"
 
-	"github.com/render-static/render-static/manifests"
-	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // UseMoreSecureServiceCA is the KubeControllerManager spec.useMoreSecureServiceCA of a new cluster (the installer's
@@ -39,40 +33,25 @@ const UseMoreSecureServiceCA = true
 // targetConfig is the operator's target config controller, one loop per output, in the operator's order. Like the
 // operator, nothing is written before the observed config has the cluster name and the feature gates.
 func (k *Component) targetConfig() []loops.Loop {
-	steps := []Step{
-		{"config", k.manageConfig},
-		{"cluster-policy-controller-config", k.manageCPCConfig},
-		{"recycler-config", k.manageRecycler},
-		{"csr-signer-ca", k.manageCSRSignerCA},
-		{"csr-controller-ca", k.manageCSRControllerCA},
-		{"csr-signer", k.manageCSRSigner},
-		{"serviceaccount-ca", k.manageServiceAccountCA},
-		{"localhost-recovery-client-token", k.checkRecoveryToken},
-		{"controller-manager-kubeconfig", k.manageKubeconfig},
-		{"kube-controller-manager-pod", k.managePod},
-		{"trusted-ca-bundle", k.manageTrustedCA},
+	steps := []operator.Step{
+		{Name: "config", Sync: k.manageConfig},
+		{Name: "cluster-policy-controller-config", Sync: k.manageCPCConfig},
+		{Name: "recycler-config", Sync: k.manageRecycler},
+		{Name: "csr-signer-ca", Sync: k.manageCSRSignerCA},
+		{Name: "csr-controller-ca", Sync: k.manageCSRControllerCA},
+		{Name: "csr-signer", Sync: k.manageCSRSigner},
+		{Name: "serviceaccount-ca", Sync: k.manageServiceAccountCA},
+		{Name: "localhost-recovery-client-token", Sync: k.checkRecoveryToken},
+		{Name: "controller-manager-kubeconfig", Sync: k.manageKubeconfig},
+		{Name: "kube-controller-manager-pod", Sync: k.managePod},
+		{Name: "trusted-ca-bundle", Sync: k.manageTrustedCA},
 	}
-	return TargetConfigLoops(ComponentName, steps, k.requiredConfigPresent)
-}
-
-// observedConfig decodes the operator's observed config.
-func (k *Component) observedConfig() (map[string]interface{}, *operatorv1.StaticPodOperatorSpec, error) {
-	spec, _, _, err := k.op.GetStaticPodOperatorState()
-	if err != nil {
-		return nil, nil, err
-	}
-	out := map[string]interface{}{}
-	if len(spec.ObservedConfig.Raw) > 0 {
-		if err := json.Unmarshal(spec.ObservedConfig.Raw, &out); err != nil {
-			return nil, nil, fmt.Errorf("observedConfig: %w", err)
-		}
-	}
-	return out, spec, nil
+	return k.TargetConfigLoops(steps, k.requiredConfigPresent)
 }
 
 // requiredConfigPresent: the cluster name and both feature-gate lists are observed.
 func (k *Component) requiredConfigPresent(context.Context) error {
-	obs, _, err := k.observedConfig()
+	obs, _, err := k.ObservedConfig()
 	if err != nil {
 		return err
 	}
@@ -85,35 +64,23 @@ func (k *Component) requiredConfigPresent(context.Context) error {
 	return nil
 }
 
-func readManifest(name string) ([]byte, error) {
-	b, err := manifests.Read(name)
-	if err != nil {
-		return nil, fmt.Errorf("embedded manifest %s: %w", name, err)
-	}
-	return b, nil
-}
-
-func configMap(ns, name string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{}}
-}
-
 // manageConfig: config.yaml is the default config, then the observed config, then unsupported overrides, pruned
 // to KubeControllerManagerConfig (servingInfo and featureGates of the observed config stay out).
 func (k *Component) manageConfig(ctx context.Context) error {
-	_, spec, err := k.observedConfig()
+	_, spec, err := k.ObservedConfig()
 	if err != nil {
 		return err
 	}
-	def, err := readManifest(ComponentName + "/defaultconfig.yaml")
+	def, err := operator.ReadManifest(ComponentName + "/defaultconfig.yaml")
 	if err != nil {
 		return err
 	}
 	cm, _, err := resourcemerge.MergePrunedConfigMap(&kubecontrolplanev1.KubeControllerManagerConfig{},
-		configMap(TargetNamespace, "config"), "config.yaml", nil, def, spec.ObservedConfig.Raw, spec.UnsupportedConfigOverrides.Raw)
+		operator.ConfigMap(TargetNamespace, "config"), "config.yaml", nil, def, spec.ObservedConfig.Raw, spec.UnsupportedConfigOverrides.Raw)
 	if err != nil {
 		return err
 	}
-	_, _, err = resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, cm)
+	_, _, err = resourceapply.ApplyConfigMap(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, cm)
 	return err
 }
 
@@ -124,16 +91,16 @@ const cpcServingCertSecret = "serving-cert"
 // manageCPCConfig: cluster-policy-controller's config.yaml from its default config, the observed config (feature
 // gates, TLS profile) and unsupported overrides, pruned to OpenShiftControllerManagerConfig.
 func (k *Component) manageCPCConfig(ctx context.Context) error {
-	_, spec, err := k.observedConfig()
+	_, spec, err := k.ObservedConfig()
 	if err != nil {
 		return err
 	}
-	def, err := readManifest(ComponentName + "/cluster-policy-controller-defaultconfig.yaml")
+	def, err := operator.ReadManifest(ComponentName + "/cluster-policy-controller-defaultconfig.yaml")
 	if err != nil {
 		return err
 	}
 	layers := [][]byte{def, spec.ObservedConfig.Raw}
-	_, err = k.cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get(cpcServingCertSecret)
+	_, err = k.Cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get(cpcServingCertSecret)
 	switch {
 	case apierrors.IsNotFound(err):
 		layers = append(layers, []byte(`{"servingInfo":{"certFile":"","keyFile":""}}`))
@@ -142,28 +109,28 @@ func (k *Component) manageCPCConfig(ctx context.Context) error {
 	}
 	layers = append(layers, spec.UnsupportedConfigOverrides.Raw)
 	cm, _, err := resourcemerge.MergePrunedConfigMap(&openshiftcontrolplanev1.OpenShiftControllerManagerConfig{},
-		configMap(TargetNamespace, "cluster-policy-controller-config"), "config.yaml", nil, layers...)
+		operator.ConfigMap(TargetNamespace, "cluster-policy-controller-config"), "config.yaml", nil, layers...)
 	if err != nil {
 		return err
 	}
-	_, _, err = resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, cm)
+	_, _, err = resourceapply.ApplyConfigMap(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, cm)
 	return err
 }
 
 // manageRecycler: the persistent-volume recycler pod template, with the payload's tools image.
 func (k *Component) manageRecycler(ctx context.Context) error {
-	raw, err := readManifest(ComponentName + "/recycler-config.yaml")
+	raw, err := operator.ReadManifest(ComponentName + "/recycler-config.yaml")
 	if err != nil {
 		return err
 	}
-	cm := resourceread.ReadConfigMapV1OrDie([]byte(strings.ReplaceAll(string(raw), "${TOOLS_IMAGE}", k.in.Images.Image("tools"))))
-	_, _, err = resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, cm)
+	cm := resourceread.ReadConfigMapV1OrDie([]byte(strings.ReplaceAll(string(raw), "${TOOLS_IMAGE}", k.In.Images.Image("tools"))))
+	_, _, err = resourceapply.ApplyConfigMap(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, cm)
 	return err
 }
 
 // csrSigner returns the operator namespace's csr-signer CA, or nil while cert rotation has not made it.
 func (k *Component) csrSigner() (*crypto.CA, error) {
-	s, err := k.cluster.KubeInformers.SecretLister().Secrets(OperatorNamespace).Get("csr-signer")
+	s, err := k.Cluster.KubeInformers.SecretLister().Secrets(OperatorNamespace).Get("csr-signer")
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -183,9 +150,9 @@ func (k *Component) manageCSRSignerCA(ctx context.Context) error {
 	if ca == nil || err != nil {
 		return err
 	}
-	cm, err := k.cluster.KubeInformers.ConfigMapLister().ConfigMaps(OperatorNamespace).Get("csr-signer-ca")
+	cm, err := k.Cluster.KubeInformers.ConfigMapLister().ConfigMaps(OperatorNamespace).Get("csr-signer-ca")
 	if apierrors.IsNotFound(err) {
-		cm = configMap(OperatorNamespace, "csr-signer-ca")
+		cm = operator.ConfigMap(OperatorNamespace, "csr-signer-ca")
 		cm.Annotations = map[string]string{"openshift.io/owning-component": jira}
 	} else if err != nil {
 		return err
@@ -215,22 +182,7 @@ func (k *Component) manageCSRSignerCA(ctx context.Context) error {
 		return err
 	}
 	cm.Data["ca-bundle.crt"] = string(pem)
-	_, _, err = resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, cm)
-	return err
-}
-
-// combine applies the union of CA bundles inputs as dest (missing inputs are skipped).
-func (k *Component) combine(ctx context.Context, dest certs.Location, inputs ...certs.Location) error {
-	var in []resourcesynccontroller.ResourceLocation
-	for _, l := range inputs {
-		in = append(in, rl(l))
-	}
-	cm, err := resourcesynccontroller.CombineCABundleConfigMaps(rl(dest), k.cluster.KubeInformers.ConfigMapLister(),
-		certrotation.AdditionalAnnotations{JiraComponent: jira}, in...)
-	if err != nil {
-		return err
-	}
-	_, _, err = resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, cm)
+	_, _, err = resourceapply.ApplyConfigMap(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, cm)
 	return err
 }
 
@@ -238,7 +190,7 @@ func (k *Component) combine(ctx context.Context, dest certs.Location, inputs ...
 // intermediates (csr-signer-ca) and their signer (csr-controller-signer-ca). Resource sync publishes it in
 // openshift-config-managed, where kube-apiserver reads it for its client CA and kubelet serving CA.
 func (k *Component) manageCSRControllerCA(ctx context.Context) error {
-	return k.combine(ctx, loc(OperatorNamespace, "csr-controller-ca"),
+	return operator.CombineCABundles(ctx, k.Cluster, jira, k.Recorder, loc(OperatorNamespace, "csr-controller-ca"),
 		loc(OperatorNamespace, "csr-signer-ca"), loc(OperatorNamespace, "csr-controller-signer-ca"))
 }
 
@@ -258,12 +210,12 @@ func (k *Component) manageCSRSigner(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	src, err := k.cluster.KubeInformers.SecretLister().Secrets(OperatorNamespace).Get("csr-signer")
+	src, err := k.Cluster.KubeInformers.SecretLister().Secrets(OperatorNamespace).Get("csr-signer")
 	if err != nil {
 		return err
 	}
 	now := time.Now()
-	cur, err := k.cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get("csr-signer")
+	cur, err := k.Cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get("csr-signer")
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
@@ -279,30 +231,30 @@ func (k *Component) manageCSRSigner(ctx context.Context) error {
 		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{"tls.crt": certPEM, "tls.key": src.Data["tls.key"]},
 	}
-	_, _, err = resourceapply.ApplySecret(ctx, k.cluster.Kube.CoreV1(), k.recorder, secret)
+	_, _, err = resourceapply.ApplySecret(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, secret)
 	return err
 }
 
 func (k *Component) manageServiceAccountCA(ctx context.Context) error {
-	return ServiceAccountCA(ctx, k.cluster, TargetNamespace, jira, k.recorder)
+	return operator.ServiceAccountCA(ctx, k.Cluster, TargetNamespace, jira, k.Recorder)
 }
 
 func (k *Component) checkRecoveryToken(context.Context) error {
-	return CheckRecoveryToken(k.cluster, TargetNamespace)
+	return operator.CheckRecoveryToken(k.Cluster, TargetNamespace)
 }
 
 func (k *Component) manageKubeconfig(ctx context.Context) error {
-	return InternalKubeconfig(ctx, k.cluster, ComponentName+"/kubeconfig.yaml", k.recorder)
+	return operator.InternalKubeconfig(ctx, k.Cluster, ComponentName+"/kubeconfig.yaml", k.Recorder)
 }
 
 // manageTrustedCA: an empty trusted-ca-bundle the network operator fills with the cluster's trusted CAs (label
 // config.openshift.io/inject-trusted-cabundle); optional in the cert directory.
 func (k *Component) manageTrustedCA(ctx context.Context) error {
 	const label = "config.openshift.io/inject-trusted-cabundle"
-	cms := k.cluster.Kube.CoreV1().ConfigMaps(TargetNamespace)
+	cms := k.Cluster.Kube.CoreV1().ConfigMaps(TargetNamespace)
 	cm, err := cms.Get(ctx, "trusted-ca-bundle", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		cm = configMap(TargetNamespace, "trusted-ca-bundle")
+		cm = operator.ConfigMap(TargetNamespace, "trusted-ca-bundle")
 		cm.Data = nil
 		cm.Labels = map[string]string{label: "true"}
 		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
@@ -325,44 +277,35 @@ func (k *Component) manageTrustedCA(ctx context.Context) error {
 
 // ExtendedArgs flattens a config.yaml's extendedArguments into sorted --key=value flags.
 func ExtendedArgs(configYAML string) ([]string, error) {
-	var cfg struct {
-		ExtendedArguments map[string][]string `json:"extendedArguments"`
+	ext, err := configExtendedArguments(configYAML)
+	if err != nil {
+		return nil, err
 	}
-	if err := yaml.Unmarshal([]byte(configYAML), &cfg); err != nil {
-		return nil, fmt.Errorf("config.yaml: %w", err)
-	}
-	var args []string
-	for k, vs := range cfg.ExtendedArguments {
-		for _, v := range vs {
-			args = append(args, fmt.Sprintf("--%s=%s", k, v))
-		}
-	}
-	sort.Strings(args)
-	return args, nil
+	return operator.ListArgs(ext), nil
 }
 
 // managePod completes the pod template (see manifests/kube-controller-manager/pod.yaml) and applies the
 // kube-controller-manager-pod configmap.
 func (k *Component) managePod(ctx context.Context) error {
-	if k.in.Flavor == clusterconfig.FlavorUpstream {
+	if k.In.Flavor == clusterconfig.FlavorUpstream {
 		return k.manageUpstreamPod(ctx) // upstream.go
 	}
-	obs, spec, err := k.observedConfig()
+	obs, spec, err := k.ObservedConfig()
 	if err != nil {
 		return err
 	}
-	operatorImage := k.in.Images.Image("cluster-kube-controller-manager-operator")
-	pod, err := ReadPodTemplate(ComponentName+"/pod.yaml",
-		map[string]string{"${OPERATOR_IMAGE_VERSION}": ImageTag(operatorImage)},
+	operatorImage := k.In.Images.Image("cluster-kube-controller-manager-operator")
+	pod, err := operator.ReadPodTemplate(ComponentName+"/pod.yaml",
+		map[string]string{"${OPERATOR_IMAGE_VERSION}": operator.ImageTag(operatorImage)},
 		map[string]string{
-			"${IMAGE}":                           k.in.Images.Image("hyperkube"),
+			"${IMAGE}":                           k.In.Images.Image("hyperkube"),
 			"${OPERATOR_IMAGE}":                  operatorImage,
-			"${CLUSTER_POLICY_CONTROLLER_IMAGE}": k.in.Images.Image("cluster-policy-controller"),
+			"${CLUSTER_POLICY_CONTROLLER_IMAGE}": k.In.Images.Image("cluster-policy-controller"),
 		})
 	if err != nil {
 		return err
 	}
-	v := fmt.Sprintf(" -v=%d", LogLevel(spec.LogLevel))
+	v := fmt.Sprintf(" -v=%d", verbosity(spec.LogLevel))
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		switch c.Name {
@@ -378,14 +321,14 @@ func (k *Component) managePod(ctx context.Context) error {
 		return fmt.Errorf("pod template: the first container must exec hyperkube kube-controller-manager")
 	}
 	var extra []string
-	if _, err := k.cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get("serving-cert"); err == nil {
+	if _, err := k.Cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get("serving-cert"); err == nil {
 		extra = append(extra,
 			"--tls-cert-file=/etc/kubernetes/static-pod-resources/secrets/serving-cert/tls.crt",
 			"--tls-private-key-file=/etc/kubernetes/static-pod-resources/secrets/serving-cert/tls.key")
 	} else if !apierrors.IsNotFound(err) {
 		return err
 	}
-	if cfg, err := k.cluster.KubeInformers.ConfigMapLister().ConfigMaps(TargetNamespace).Get("config"); err == nil {
+	if cfg, err := k.Cluster.KubeInformers.ConfigMapLister().ConfigMaps(TargetNamespace).Get("config"); err == nil {
 		args, err := ExtendedArgs(cfg.Data["config.yaml"])
 		if err != nil {
 			return err
@@ -394,7 +337,7 @@ func (k *Component) managePod(ctx context.Context) error {
 	} else if !apierrors.IsNotFound(err) {
 		return err
 	}
-	tls, err := TLSArgs(obs)
+	tls, err := operator.TLSArgs(obs)
 	if err != nil {
 		return err
 	}
@@ -402,7 +345,7 @@ func (k *Component) managePod(ctx context.Context) error {
 	if len(extra) > 0 {
 		main.Args[0] += " " + strings.Join(extra, " ")
 	}
-	env, err := ProxyEnv(obs, proxyPath...)
+	env, err := operator.ProxyEnv(obs, operator.ProxyPath...)
 	if err != nil {
 		return err
 	}
@@ -412,6 +355,10 @@ func (k *Component) managePod(ctx context.Context) error {
 			pod.Spec.Containers[i].Env = append(pod.Spec.Containers[i].Env, corev1.EnvVar{Name: "OPENSHIFT_USE_VULNERABLE_LEGACY_SERVICE_CA_CRT", Value: "true"})
 		}
 	}
-	_, _, err = resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, PodConfigMap(TargetNamespace, "kube-controller-manager-pod", pod, spec))
+	_, _, err = resourceapply.ApplyConfigMap(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, operator.PodConfigMap(TargetNamespace, "kube-controller-manager-pod", pod, spec))
 	return err
 }
+
+// verbosity is the operand's -v: TraceAll is 8 (cluster-kube-controller-manager-operator
+// pkg/operator/targetconfigcontroller/targetconfigcontroller.go, managePod).
+func verbosity(l operatorv1.LogLevel) int { return operator.Verbosity(l, 8) }

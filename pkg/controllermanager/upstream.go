@@ -17,53 +17,31 @@ package controllermanager
 // directory of RHCOS's kubelet, and the recycler pod template (it names the OpenShift tools image; upstream's
 // default recycler applies).
 //
-// pkg/scheduler renders its upstream pod with the helpers here (UpstreamPodData, RenderUpstreamPod,
-// UpstreamBindAddress, the in-pod paths).
+// The in-pod paths, the pod data and the TLS and bind flags are pkg/operator's, shared with kube-scheduler.
 
 import (
 	"context"
 	"fmt"
 	"net/netip"
-	"path"
-	"sort"
 	"strconv"
 	"strings"
-	"text/template"
 
 	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/render-static/render-static/manifests"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // UpstreamImage is the clusterconfig image the upstream kube-controller-manager pod runs.
 const UpstreamImage = "kube-controller-manager"
 
-// Where the upstream pods of kube-controller-manager and kube-scheduler mount the revision and the cert directory
-// (the OpenShift pods' mount points, so that the kubeconfigs of the revision resolve unchanged), and the writable
-// directory (an emptyDir) in which they keep their self-signed serving certificate, as the OpenShift pods'
-// --cert-dir.
-const (
-	ResourcesInPod  = "/etc/kubernetes/static-pod-resources"
-	CertsInPod      = "/etc/kubernetes/static-pod-certs"
-	UpstreamCertDir = "/var/run/kubernetes"
-)
-
 // UpstreamSecurePort is kube-controller-manager's HTTPS port (healthz, metrics), as in the OpenShift pod.
 const UpstreamSecurePort = 10257
 
-// ResourceFile is a file of the revision inside an upstream pod: <ResourcesInPod>/{configmaps,secrets}/<name>/<key>.
-func ResourceFile(kind, name, key string) string { return path.Join(ResourcesInPod, kind, name, key) }
-
-// CertFile is a file of the cert directory inside an upstream pod: <CertsInPod>/{configmaps,secrets}/<name>/<key>.
-func CertFile(kind, name, key string) string { return path.Join(CertsInPod, kind, name, key) }
-
 // upstreamKubeconfig is controller-manager-kubeconfig (api-int, system:kube-controller-manager), the kubeconfig
 // of all three client connections, as in the OpenShift pod.
-var upstreamKubeconfig = ResourceFile("configmaps", "controller-manager-kubeconfig", "kubeconfig")
+var upstreamKubeconfig = operator.ResourceFile("configmaps", "controller-manager-kubeconfig", "kubeconfig")
 
 // upstreamFixedArgs are the files of the revision and the cert directory, and the settings that do not depend on
 // the cluster. Keep to flags kube-controller-manager v1.34 lists in --help (testdata/upstream).
@@ -71,21 +49,21 @@ var upstreamFixedArgs = [][2]string{
 	{"kubeconfig", upstreamKubeconfig},
 	{"authentication-kubeconfig", upstreamKubeconfig},
 	{"authorization-kubeconfig", upstreamKubeconfig},
-	{"client-ca-file", CertFile("configmaps", "client-ca", "ca-bundle.crt")},
-	{"requestheader-client-ca-file", CertFile("configmaps", "aggregator-client-ca", "ca-bundle.crt")},
+	{"client-ca-file", operator.CertFile("configmaps", "client-ca", "ca-bundle.crt")},
+	{"requestheader-client-ca-file", operator.CertFile("configmaps", "aggregator-client-ca", "ca-bundle.crt")},
 	// The token signer's key (sa-token-signer) and the CA every pod gets as the service-account ca.crt.
-	{"service-account-private-key-file", ResourceFile("secrets", "service-account-private-key", "service-account.key")},
-	{"root-ca-file", ResourceFile("configmaps", "serviceaccount-ca", "ca-bundle.crt")},
+	{"service-account-private-key-file", operator.ResourceFile("secrets", "service-account-private-key", "service-account.key")},
+	{"root-ca-file", operator.ResourceFile("configmaps", "serviceaccount-ca", "ca-bundle.crt")},
 	// The intermediate kube-csr-signer: kubelet client and serving certificates.
-	{"cluster-signing-cert-file", CertFile("secrets", "csr-signer", "tls.crt")},
-	{"cluster-signing-key-file", CertFile("secrets", "csr-signer", "tls.key")},
+	{"cluster-signing-cert-file", operator.CertFile("secrets", "csr-signer", "tls.crt")},
+	{"cluster-signing-key-file", operator.CertFile("secrets", "csr-signer", "tls.key")},
 	{"use-service-account-credentials", "true"},
 	// The lease kubeadm's kube-controller-manager holds (the flags' defaults, spelled out).
 	{"leader-elect", "true"},
 	{"leader-elect-resource-namespace", "kube-system"},
 	{"leader-elect-resource-name", "kube-controller-manager"},
 	{"secure-port", strconv.Itoa(UpstreamSecurePort)},
-	{"cert-dir", UpstreamCertDir},
+	{"cert-dir", operator.UpstreamCertDir},
 	// A restarted instance binds at once (the OpenShift pod's shell waits for the port instead).
 	{"permit-address-sharing", "true"},
 }
@@ -117,88 +95,38 @@ type UpstreamInputs struct {
 
 // UpstreamArgs returns the upstream kube-controller-manager's arguments ("--name=value"), sorted by flag name.
 func UpstreamArgs(in UpstreamInputs) ([]string, error) {
-	flags := map[string]string{}
+	var flags operator.Flags
 	for _, a := range upstreamFixedArgs {
-		flags[a[0]] = a[1]
+		flags.Add(a[0], a[1])
 	}
 	for _, name := range upstreamExtendedArgs {
 		v := in.ExtendedArguments[name]
 		if len(v) == 0 || strings.Join(v, "") == "" {
 			return nil, fmt.Errorf("config.yaml has no extendedArguments.%s", name)
 		}
-		flags[name] = strings.Join(v, ",")
+		flags.Add(name, strings.Join(v, ","))
 	}
 	controllers, err := UpstreamControllers(in.ExtendedArguments["controllers"])
 	if err != nil {
 		return nil, err
 	}
-	flags["controllers"] = strings.Join(controllers, ",")
-	bind, err := UpstreamBindAddress(in.NodeIPs)
+	flags.Add("controllers", strings.Join(controllers, ","))
+	bind, err := operator.BindAddress(in.NodeIPs)
 	if err != nil {
 		return nil, err
 	}
-	flags["bind-address"] = bind
-	tls, err := UpstreamTLSArgs(in.Observed)
+	flags.Add("bind-address", bind)
+	tls, err := operator.UpstreamTLS(in.Observed)
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range tls {
-		flags[k] = v
-	}
+	tls.Flags(&flags)
 	if in.ServingCert {
-		flags["tls-cert-file"] = ResourceFile("secrets", "serving-cert", "tls.crt")
-		flags["tls-private-key-file"] = ResourceFile("secrets", "serving-cert", "tls.key")
+		flags.Add("tls-cert-file", operator.ResourceFile("secrets", "serving-cert", "tls.crt"))
+		flags.Add("tls-private-key-file", operator.ResourceFile("secrets", "serving-cert", "tls.key"))
 	}
-	flags["v"] = strconv.Itoa(in.Verbosity)
-	return SortedArgs(flags), nil
-}
-
-// SortedArgs turns flags into "--name=value" arguments sorted by name.
-func SortedArgs(flags map[string]string) []string {
-	names := make([]string, 0, len(flags))
-	for n := range flags {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	out := make([]string, 0, len(names))
-	for _, n := range names {
-		out = append(out, "--"+n+"="+flags[n])
-	}
-	return out
-}
-
-// UpstreamBindAddress is where the upstream kube-controller-manager and kube-scheduler listen: every address of
-// the node, as in the OpenShift pods (the metrics services reach them on the node IP). Written as kube-apiserver's
-// observed bind address is: 0.0.0.0 on an IPv4 node, :: when the node has an IPv6 address.
-func UpstreamBindAddress(nodeIPs []netip.Addr) (string, error) {
-	if len(nodeIPs) == 0 {
-		return "", fmt.Errorf("no node IP")
-	}
-	for _, ip := range nodeIPs {
-		if ip.Is6() && !ip.Is4In6() {
-			return "::", nil
-		}
-	}
-	return "0.0.0.0", nil
-}
-
-// UpstreamTLSArgs are tls-min-version (required) and tls-cipher-suites (when the profile lists suites) from the
-// observed servingInfo, the API server's TLS profile.
-func UpstreamTLSArgs(observed map[string]interface{}) (map[string]string, error) {
-	out := map[string]string{}
-	min, _, err := unstructured.NestedString(observed, "servingInfo", "minTLSVersion")
-	if err != nil || min == "" {
-		return nil, fmt.Errorf("observedConfig has no servingInfo.minTLSVersion")
-	}
-	out["tls-min-version"] = min
-	suites, _, err := unstructured.NestedStringSlice(observed, "servingInfo", "cipherSuites")
-	if err != nil {
-		return nil, fmt.Errorf("observedConfig servingInfo.cipherSuites: %w", err)
-	}
-	if len(suites) > 0 {
-		out["tls-cipher-suites"] = strings.Join(suites, ",")
-	}
-	return out, nil
+	flags.Add("v", strconv.Itoa(in.Verbosity))
+	return flags.Args(), nil
 }
 
 // UpstreamControllerNames are the controllers of kube-controller-manager v1.34 (its --help lists them).
@@ -280,23 +208,6 @@ func UpstreamControllers(list []string) ([]string, error) {
 	return out, nil
 }
 
-// UpstreamPodData is what manifests/<component>/upstream/pod.yaml is rendered with.
-type UpstreamPodData struct {
-	Image     string
-	Args      []string
-	Env       []corev1.EnvVar
-	Port      int
-	ProbeHost string
-}
-
-var upstreamTemplateFuncs = template.FuncMap{"quote": strconv.Quote}
-
-// RenderUpstreamPod renders an upstream pod template (a path below manifests/) into a pod.
-func RenderUpstreamPod(name string, d UpstreamPodData) (*corev1.Pod, error) {
-	pod, _, err := manifests.Pod(name, upstreamTemplateFuncs, d)
-	return pod, err
-}
-
 // configExtendedArguments reads the extendedArguments of a KubeControllerManagerConfig config.yaml.
 func configExtendedArguments(configYAML string) (map[string][]string, error) {
 	var cfg struct {
@@ -312,11 +223,11 @@ func configExtendedArguments(configYAML string) (map[string][]string, error) {
 // configmap kube-controller-manager-pod with the upstream pod.yaml, forceRedeploymentReason and version. It waits
 // (fails, to be retried) until the config configmap is there.
 func (k *Component) manageUpstreamPod(ctx context.Context) error {
-	obs, spec, err := k.observedConfig()
+	obs, spec, err := k.ObservedConfig()
 	if err != nil {
 		return err
 	}
-	cfg, err := k.cluster.KubeInformers.ConfigMapLister().ConfigMaps(TargetNamespace).Get("config")
+	cfg, err := k.Cluster.KubeInformers.ConfigMapLister().ConfigMaps(TargetNamespace).Get("config")
 	if err != nil {
 		return fmt.Errorf("configmap %s/config: %w", TargetNamespace, err)
 	}
@@ -324,8 +235,8 @@ func (k *Component) manageUpstreamPod(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	in := UpstreamInputs{ExtendedArguments: ext, Observed: obs, NodeIPs: k.in.NodeIPs, Verbosity: LogLevel(spec.LogLevel)}
-	switch _, err := k.cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get("serving-cert"); {
+	in := UpstreamInputs{ExtendedArguments: ext, Observed: obs, NodeIPs: k.In.NodeIPs, Verbosity: verbosity(spec.LogLevel)}
+	switch _, err := k.Cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get("serving-cert"); {
 	case err == nil:
 		in.ServingCert = true
 	case !apierrors.IsNotFound(err):
@@ -335,16 +246,16 @@ func (k *Component) manageUpstreamPod(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	env, err := ProxyEnv(obs, proxyPath...)
+	env, err := operator.ProxyEnv(obs, operator.ProxyPath...)
 	if err != nil {
 		return err
 	}
-	pod, err := RenderUpstreamPod(ComponentName+"/upstream/pod.yaml", UpstreamPodData{
-		Image: k.in.Images.Image(UpstreamImage), Args: args, Env: env, Port: UpstreamSecurePort, ProbeHost: k.in.NodeIP().String(),
+	pod, err := operator.RenderPod(ComponentName+"/upstream/pod.yaml", operator.UpstreamPodData{
+		Image: k.In.Images.Image(UpstreamImage), Args: args, Env: env, Port: UpstreamSecurePort, ProbeHost: k.In.NodeIP().String(),
 	})
 	if err != nil {
 		return err
 	}
-	_, _, err = resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, PodConfigMap(TargetNamespace, "kube-controller-manager-pod", pod, spec))
+	_, _, err = resourceapply.ApplyConfigMap(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, operator.PodConfigMap(TargetNamespace, "kube-controller-manager-pod", pod, spec))
 	return err
 }

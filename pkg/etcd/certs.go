@@ -86,7 +86,7 @@ func ownedBy() map[string]string {
 // allBundlesLoop is the cert signer's etcd-all-bundles: the etcd CA bundle as server-ca-bundle.crt and the metrics
 // CA bundle as metrics-ca-bundle.crt, the trust the static pod reads from one place.
 func (k *Component) allBundlesLoop() loops.Loop {
-	lister := k.cluster.KubeInformers.InformersFor(TargetNamespace).Core().V1().ConfigMaps().Lister().ConfigMaps(TargetNamespace)
+	lister := k.Cluster.KubeInformers.InformersFor(TargetNamespace).Core().V1().ConfigMaps().Lister().ConfigMaps(TargetNamespace)
 	return loops.Loop{Name: "cert-signer/" + AllBundlesName, Sync: func(ctx context.Context) error {
 		data := map[string]string{}
 		for key, name := range map[string]string{"server-ca-bundle.crt": CABundleName, "metrics-ca-bundle.crt": MetricsBundleName} {
@@ -99,7 +99,7 @@ func (k *Component) allBundlesLoop() loops.Loop {
 			}
 			data[key] = cm.Data["ca-bundle.crt"]
 		}
-		_, _, err := resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, &corev1.ConfigMap{
+		_, _, err := resourceapply.ApplyConfigMap(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: TargetNamespace, Name: AllBundlesName, Annotations: ownedBy()},
 			Data:       data,
 		})
@@ -110,10 +110,10 @@ func (k *Component) allBundlesLoop() loops.Loop {
 // allCertsLoop is the cert signer's etcd-all-certs: every node certificate secret's tls.crt and tls.key as
 // <secret>.crt and <secret>.key, the certificates the static pod reads from one place.
 func (k *Component) allCertsLoop() loops.Loop {
-	lister := k.cluster.KubeInformers.InformersFor(TargetNamespace).Core().V1().Secrets().Lister().Secrets(TargetNamespace)
+	lister := k.Cluster.KubeInformers.InformersFor(TargetNamespace).Core().V1().Secrets().Lister().Secrets(TargetNamespace)
 	return loops.Loop{Name: "cert-signer/" + AllCertsName, Sync: func(ctx context.Context) error {
 		data := map[string][]byte{}
-		for _, name := range NodeSecrets(k.in.NodeName) {
+		for _, name := range NodeSecrets(k.In.NodeName) {
 			s, err := lister.Get(name)
 			if err != nil {
 				return fmt.Errorf("%s/%s: %w", TargetNamespace, name, err)
@@ -124,7 +124,7 @@ func (k *Component) allCertsLoop() loops.Loop {
 			}
 			data[name+".crt"], data[name+".key"] = crt, key
 		}
-		_, _, err := resourceapply.ApplySecret(ctx, k.cluster.Kube.CoreV1(), k.recorder, &corev1.Secret{
+		_, _, err := resourceapply.ApplySecret(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: TargetNamespace, Name: AllCertsName, Annotations: ownedBy()},
 			Type:       corev1.SecretTypeOpaque,
 			Data:       data,

@@ -36,11 +36,9 @@ import (
 	"fmt"
 	"sync"
 
-	operatorv1 "github.com/openshift/api/operator/v1"
-	"github.com/openshift/library-go/pkg/operator/events"
-
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/operator"
 	"github.com/render-static/render-static/pkg/staticpod"
 )
 
@@ -75,12 +73,36 @@ const (
 	ServingCAName = "etcd-serving-ca"
 )
 
+// ComponentName is the component's name in traces, loop names and reports.
+const ComponentName = "etcd"
+
+// Registration is etcd's entry in the registry (pkg/components).
+var Registration = operator.Registration{
+	Name:       ComponentName,
+	Namespaces: Namespaces,
+	Images: clusterconfig.Images{
+		"etcd":                  clusterconfig.OKDImage("etcd"),
+		"cluster-etcd-operator": clusterconfig.OKDImage("cluster-etcd-operator"),
+		// "etcd" is OpenShift's etcd image; this is upstream etcd (3.6.5, kubeadm 1.34's), whose repository's last
+		// path element names the binary, as clusterconfig.KubernetesImage's do.
+		UpstreamImage: "registry.k8s.io/etcd:3.6.5-0",
+	},
+	UpstreamImage: UpstreamImage,
+	Inputs:        Inputs,
+	New:           func(c *loops.Cluster, in *clusterconfig.Inputs) operator.Component { return New(c, in) },
+}
+
+// Inputs are what etcd's loops read that others produce: only what the installer seeds (etcd is the first
+// producer).
+var Inputs = []operator.Input{
+	operator.ConfigMapInput(KubeSystem, "cluster-config-v1", "install-config", "installer"),
+	{Kind: "APIServer", Name: "cluster", From: "installer"},
+	{Kind: "Infrastructure", Name: "cluster", From: "installer"},
+}
+
 // Component is etcd in one render.
 type Component struct {
-	cluster  *loops.Cluster
-	in       *clusterconfig.Inputs
-	op       *loops.OperatorClient
-	recorder events.Recorder
+	operator.Base
 
 	mu  sync.Mutex
 	env EnvVars // computed by the env-var loop
@@ -89,37 +111,21 @@ type Component struct {
 // New registers the operator resource: operator.openshift.io/v1 Etcd "cluster", managed, with the node in its
 // status as the operator's node controller puts it.
 func New(c *loops.Cluster, in *clusterconfig.Inputs) *Component {
-	op := c.NewOperatorClient("Etcd", "etcds",
-		operatorv1.StaticPodOperatorSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed, LogLevel: operatorv1.Normal}},
-		operatorv1.StaticPodOperatorStatus{NodeStatuses: []operatorv1.NodeStatus{{NodeName: in.NodeName}}})
-	return &Component{cluster: c, in: in, op: op, recorder: c.Recorder}
+	return &Component{Base: operator.NewBase(c, in, operator.Spec{Name: ComponentName, Kind: "Etcd", Resource: "etcds",
+		NodeStatus: true, StaticPod: StaticPod(), Inputs: Inputs})}
 }
-
-// Name is the component's name in traces and reports.
-func (k *Component) Name() string { return "etcd" }
-
-// Operator is the component's operator resource.
-func (k *Component) Operator() *loops.OperatorClient { return k.op }
 
 // Converge returns the loops that run to a fixpoint, in the operator's order.
 func (k *Component) Converge() []loops.Loop {
 	var out []loops.Loop
-	for _, r := range Rotations(k.in) {
-		out = append(out, r.Loop(k.cluster, k.in.Lifetimes, k.op, k.recorder))
+	for _, r := range Rotations(k.In) {
+		out = append(out, r.Loop(k.Cluster, k.In.Lifetimes, k.Op, k.Recorder))
 	}
 	out = append(out, k.allBundlesLoop(), k.allCertsLoop())
 	out = append(out, k.staticResourcesLoop(), k.configObserverLoop(), k.resourceSyncLoop(), k.endpointsLoop(), k.envVarLoop())
 	out = append(out, k.scriptsLoop(), k.restorePodLoop(), k.podLoop())
 	return out
 }
-
-// Revision returns library-go's revision controller for the etcd static pod.
-func (k *Component) Revision() ([]loops.Loop, error) {
-	return staticpod.RevisionLoops(k.cluster, k.Name(), StaticPod(), k.op, k.recorder)
-}
-
-// StaticPod is what the installer lays out for etcd.
-func (k *Component) StaticPod() staticpod.StaticPod { return StaticPod() }
 
 // StaticPod is the operator's declaration of the etcd static pod: the revisioned configmaps and secret, and the
 // cert directory etcd-certs that holds the live certificates, the scripts and the restore pods.

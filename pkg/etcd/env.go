@@ -85,7 +85,7 @@ func (k *Component) computeEnv() (EnvVars, error) {
 	vars["ETCD_QUOTA_BACKEND_BYTES"] = strconv.FormatInt(QuotaGiB<<30, 10)
 
 	// Endpoints: every member of etcd-endpoints.
-	kube := k.cluster.KubeInformers.InformersFor(TargetNamespace).Core().V1()
+	kube := k.Cluster.KubeInformers.InformersFor(TargetNamespace).Core().V1()
 	ep, err := kube.ConfigMaps().Lister().ConfigMaps(TargetNamespace).Get(EndpointsName)
 	if err != nil {
 		return nil, fmt.Errorf("%s/%s: %w", TargetNamespace, EndpointsName, err)
@@ -107,10 +107,10 @@ func (k *Component) computeEnv() (EnvVars, error) {
 	vars["ETCDCTL_CACERT"] = CertDirInPod + "/configmaps/" + AllBundlesName + "/server-ca-bundle.crt"
 	vars["ETCDCTL_CERT"] = CertDirInPod + "/secrets/" + AllCertsName + "/etcd-peer-NODE_NAME.crt"
 	vars["ETCDCTL_KEY"] = CertDirInPod + "/secrets/" + AllCertsName + "/etcd-peer-NODE_NAME.key"
-	vars["ETCD_IMAGE"] = k.in.Images.Image("etcd")
+	vars["ETCD_IMAGE"] = k.In.Images.Image("etcd")
 
 	// Heartbeat and election timeout: slower on the platforms whose disks are known to be slow.
-	infra, err := k.cluster.ConfigInformers.Config().V1().Infrastructures().Lister().Get("cluster")
+	infra, err := k.Cluster.ConfigInformers.Config().V1().Infrastructures().Lister().Get("cluster")
 	if err != nil {
 		return nil, fmt.Errorf("infrastructure.config.openshift.io/cluster: %w", err)
 	}
@@ -148,7 +148,7 @@ func (k *Component) computeEnv() (EnvVars, error) {
 	}
 
 	// The node: its preferred IP (the primary one), as URL host.
-	_, status, _, err := k.op.GetStaticPodOperatorState()
+	_, status, _, err := k.Op.GetStaticPodOperatorState()
 	if err != nil {
 		return nil, err
 	}
@@ -156,11 +156,11 @@ func (k *Component) computeEnv() (EnvVars, error) {
 		return nil, fmt.Errorf("etcds.operator.openshift.io/cluster has no nodeStatuses")
 	}
 	for _, ns := range status.NodeStatuses {
-		if ns.NodeName != k.in.NodeName {
+		if ns.NodeName != k.In.NodeName {
 			return nil, fmt.Errorf("node %s has no known IP", ns.NodeName)
 		}
 		safe := EnvSafe(ns.NodeName)
-		host := escapedIP(k.in.NodeIP())
+		host := escapedIP(k.In.NodeIP())
 		vars["NODE_"+safe+"_IP"] = host
 		vars["NODE_"+safe+"_ETCD_URL_HOST"] = host
 		vars["NODE_"+safe+"_ETCD_NAME"] = ns.NodeName
@@ -178,7 +178,7 @@ func (k *Component) computeEnv() (EnvVars, error) {
 // tlsutil.GetCipherSuite decides) and servingInfo.minTLSVersion (as etcd spells it) from the operator's observed
 // config.
 func (k *Component) observedTLS() ([]string, string, error) {
-	spec, _, _, err := k.op.GetOperatorState()
+	spec, _, _, err := k.Op.GetOperatorState()
 	if err != nil {
 		return nil, "", err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/render-static/render-static/internal/rendertest"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/components"
 	"github.com/render-static/render-static/pkg/etcd"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/installconfig"
@@ -98,7 +99,7 @@ func doRender(nc netCase) (*rendered, error) {
 	if err != nil {
 		return nil, err
 	}
-	images, err := clusterconfig.LoadImages("")
+	images, err := clusterconfig.LoadImages("", components.DefaultImages())
 	if err != nil {
 		return nil, err
 	}

@@ -5,23 +5,19 @@ import (
 	"encoding/base64"
 	"fmt"
 
-	configlistersv1 "github.com/openshift/client-go/config/listers/config/v1"
 	"github.com/openshift/library-go/pkg/operator/configobserver"
 	libgoapiserver "github.com/openshift/library-go/pkg/operator/configobserver/apiserver"
 	"github.com/openshift/library-go/pkg/operator/events"
 	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
-	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
-	"github.com/openshift/library-go/pkg/operator/staticresourcecontroller"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	corev1listers "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 
-	"github.com/render-static/render-static/manifests"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/operator"
 	"github.com/render-static/render-static/pkg/resourcesync"
 )
 
@@ -30,35 +26,18 @@ var StaticResources = []string{"etcd/ns.yaml", "etcd/operator-ns.yaml", "etcd/sv
 
 // staticResourcesLoop applies the namespaces and the etcd service with library-go's static resource controller.
 func (k *Component) staticResourcesLoop() loops.Loop {
-	ctrl := staticresourcecontroller.NewStaticResourceController("EtcdStaticResources", manifests.Read, StaticResources,
-		resourceapply.NewKubeClientHolder(k.cluster.Kube), k.op, k.recorder)
-	return loops.ControllerLoop("static-resources/etcd", ctrl, k.recorder)
+	return k.StaticResourcesLoop("EtcdStaticResources", StaticResources)
 }
-
-// observerListers is what etcd's config observers read.
-type observerListers struct {
-	apiServer  configlistersv1.APIServerLister
-	kubeSystem corev1listers.ConfigMapNamespaceLister
-	syncer     resourcesynccontroller.ResourceSyncer // none of etcd's observers syncs resources
-}
-
-var _ libgoapiserver.APIServerLister = observerListers{}
-
-func (l observerListers) APIServerLister() configlistersv1.APIServerLister      { return l.apiServer }
-func (l observerListers) ResourceSyncer() resourcesynccontroller.ResourceSyncer { return l.syncer }
-func (l observerListers) PreRunHasSynced() []cache.InformerSynced               { return nil }
 
 // configObserverLoop observes what the operator observes: the APIServer's TLS profile into
 // servingInfo.{minTLSVersion,cipherSuites} (library-go's observer) and the control-plane replicas of the
 // install-config into controlPlane.replicas.
 func (k *Component) configObserverLoop() loops.Loop {
-	l := observerListers{
-		apiServer:  k.cluster.ConfigInformers.Config().V1().APIServers().Lister(),
-		kubeSystem: k.cluster.KubeInformers.InformersFor(KubeSystem).Core().V1().ConfigMaps().Lister().ConfigMaps(KubeSystem),
+	l := operator.Listers{
+		APIServer:  k.Cluster.ConfigInformers.Config().V1().APIServers().Lister(),
+		ConfigMaps: k.Cluster.KubeInformers.InformersFor(KubeSystem).Core().V1().ConfigMaps().Lister(),
 	}
-	ctrl := configobserver.NewConfigObserver("etcd", k.op, k.recorder, l, nil,
-		libgoapiserver.ObserveTLSSecurityProfile, observeControlPlaneReplicas)
-	return loops.ControllerLoop("config-observer/etcd", ctrl, k.recorder)
+	return k.ConfigObserverLoop(l, libgoapiserver.ObserveTLSSecurityProfile, observeControlPlaneReplicas)
 }
 
 var controlPlaneReplicasPath = []string{"controlPlane", "replicas"}
@@ -66,8 +45,8 @@ var controlPlaneReplicasPath = []string{"controlPlane", "replicas"}
 // observeControlPlaneReplicas observes controlPlane.replicas (plus arbiter.replicas, when the install-config has
 // arbiters) of kube-system/cluster-config-v1 into the observed config's controlPlane.replicas.
 func observeControlPlaneReplicas(genericListers configobserver.Listers, _ events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
-	l := genericListers.(observerListers)
-	n, err := controlPlaneReplicas(l.kubeSystem)
+	l := genericListers.(operator.Listers)
+	n, err := controlPlaneReplicas(l.ConfigMaps.ConfigMaps(KubeSystem))
 	if err != nil {
 		return configobserver.Pruned(existing, controlPlaneReplicasPath), []error{err}
 	}
@@ -133,11 +112,7 @@ var SyncRules = []resourcesync.Rule{
 
 // resourceSyncLoop is library-go's resource sync controller with the operator's rules.
 func (k *Component) resourceSyncLoop() loops.Loop {
-	ctrl, err := resourcesync.New(k.cluster, "etcd", k.op, k.recorder, SyncRules)
-	if err != nil {
-		return loops.Loop{Name: "resource-sync/etcd", Sync: func(context.Context) error { return err }}
-	}
-	return loops.ControllerLoop("resource-sync/etcd", ctrl, k.recorder)
+	return k.ControllerLoop(k.ResourceSync(SyncRules), "resource-sync")
 }
 
 // EndpointKey is the key of an IP in openshift-etcd/etcd-endpoints: its text, base64 without padding.
@@ -148,8 +123,8 @@ func EndpointKey(ip string) string { return base64.RawStdEncoding.EncodeToString
 // and the etcd environment's ALL_ETCD_ENDPOINTS come from it.
 func (k *Component) endpointsLoop() loops.Loop {
 	return loops.Loop{Name: "endpoints/" + EndpointsName, Sync: func(ctx context.Context) error {
-		ip := k.in.NodeIP().String()
-		_, _, err := resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, &corev1.ConfigMap{
+		ip := k.In.NodeIP().String()
+		_, _, err := resourceapply.ApplyConfigMap(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: TargetNamespace, Name: EndpointsName, Annotations: ownedBy()},
 			Data:       map[string]string{EndpointKey(ip): ip},
 		})

@@ -3,9 +3,7 @@ package etcd
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
-	"text/template"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
@@ -15,6 +13,7 @@ import (
 	"github.com/render-static/render-static/manifests"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // Scripts are the etcd-scripts keys besides etcd.env, as files under manifests/etcd/scripts/. The *.sh ones are
@@ -43,13 +42,13 @@ func (k *Component) podData() (*podData, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec, _, _, err := k.op.GetOperatorState()
+	spec, _, _, err := k.Op.GetOperatorState()
 	if err != nil {
 		return nil, err
 	}
 	d := &podData{
-		Image:                    k.in.Images.Image("etcd"),
-		OperatorImage:            k.in.Images.Image("cluster-etcd-operator"),
+		Image:                    k.In.Images.Image("etcd"),
+		OperatorImage:            k.In.Images.Image("cluster-etcd-operator"),
 		Env:                      env,
 		LogLevel:                 "info",
 		ListenAddress:            "0.0.0.0",
@@ -65,21 +64,16 @@ func (k *Component) podData() (*podData, error) {
 	return d, nil
 }
 
-var templateFuncs = template.FuncMap{
-	// quote makes a YAML double-quoted scalar.
-	"quote": strconv.Quote,
-}
-
 // renderPod renders a pod template of manifests/etcd/ and checks that the result is a pod.
 func renderPod(name string, d *podData) (string, error) {
-	_, raw, err := manifests.Pod("etcd/"+name, templateFuncs, d)
+	_, raw, err := manifests.Pod("etcd/"+name, operator.TemplateFuncs, d)
 	return string(raw), err
 }
 
 // versionData is the keys every pod configmap of the operator carries besides its pods: the operator spec's
 // forceRedeploymentReason, and the operator's version (empty: no operator binary made this render).
 func (k *Component) versionData(data map[string]string) (map[string]string, error) {
-	spec, _, _, err := k.op.GetStaticPodOperatorState()
+	spec, _, _, err := k.Op.GetStaticPodOperatorState()
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +83,7 @@ func (k *Component) versionData(data map[string]string) (map[string]string, erro
 }
 
 func (k *Component) applyConfigMap(ctx context.Context, name string, data map[string]string) error {
-	_, _, err := resourceapply.ApplyConfigMap(ctx, k.cluster.Kube.CoreV1(), k.recorder, &corev1.ConfigMap{
+	_, _, err := resourceapply.ApplyConfigMap(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: TargetNamespace, Name: name, Annotations: ownedBy()},
 		Data:       data,
 	})
@@ -151,7 +145,7 @@ func (k *Component) restorePodLoop() loops.Loop {
 // podLoop is the target config of the static pod: configmap etcd-pod with pod.yaml rendered from
 // manifests/etcd/pod.yaml (the installer substitutes REVISION, NODE_NAME and NODE_ENVVAR_NAME on the node).
 func (k *Component) podLoop() loops.Loop {
-	if k.in.Flavor == clusterconfig.FlavorUpstream {
+	if k.In.Flavor == clusterconfig.FlavorUpstream {
 		return k.upstreamPodLoop() // upstream.go
 	}
 	return loops.Loop{Name: "target-config/" + PodConfigMap, Sync: func(ctx context.Context) error {

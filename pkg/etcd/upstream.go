@@ -13,13 +13,12 @@ import (
 	"fmt"
 	"net/netip"
 	"path"
-	"sort"
 	"strings"
 
 	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
 
-	"github.com/render-static/render-static/manifests"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // UpstreamImage is the clusterconfig image the upstream pod runs.
@@ -107,16 +106,7 @@ func UpstreamArgs(env EnvVars, nodeIPs []netip.Addr) ([]string, error) {
 		}
 		flags[strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(a.env, "ETCD_")), "_", "-")] = v
 	}
-	names := make([]string, 0, len(flags))
-	for n := range flags {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	out := make([]string, 0, len(names))
-	for _, n := range names {
-		out = append(out, "--"+n+"="+flags[n])
-	}
-	return out, nil
+	return operator.SortedArgs(flags), nil
 }
 
 // upstreamPodData is what manifests/etcd/upstream/pod.yaml is rendered with.
@@ -133,13 +123,13 @@ func (k *Component) upstreamPod() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	args, err := UpstreamArgs(env, k.in.NodeIPs)
+	args, err := UpstreamArgs(env, k.In.NodeIPs)
 	if err != nil {
 		return "", err
 	}
-	d := upstreamPodData{Image: k.in.Images.Image(UpstreamImage), Args: args,
-		ProbeHost: loopback(k.in.NodeIP()).String(), MetricsPort: UpstreamMetricsPort}
-	pod, _, err := manifests.Pod("etcd/upstream/pod.yaml", templateFuncs, d)
+	d := upstreamPodData{Image: k.In.Images.Image(UpstreamImage), Args: args,
+		ProbeHost: loopback(k.In.NodeIP()).String(), MetricsPort: UpstreamMetricsPort}
+	pod, err := operator.RenderPod("etcd/upstream/pod.yaml", d)
 	if err != nil {
 		return "", err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/render-static/render-static/internal/upstreamtest"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/components"
 	"github.com/render-static/render-static/pkg/etcd"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/installconfig"
@@ -80,7 +81,7 @@ func renderUpstream(t *testing.T, nc netCase) *rendered {
 	if err != nil {
 		t.Fatal(err)
 	}
-	images, err := clusterconfig.LoadImages("")
+	images, err := clusterconfig.LoadImages("", components.DefaultImages())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func testInputs(t *testing.T, config, nodeIPs string) *clusterconfig.Inputs {
 	if err != nil {
 		t.Fatal(err)
 	}
-	images, err := clusterconfig.LoadImages("")
+	images, err := clusterconfig.LoadImages("", Images)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,8 +25,20 @@ import (
 	"github.com/render-static/render-static/pkg/loops"
 )
 
+// Images are the default pull specs of the images the node side runs (pkg/components' DefaultImages adds them):
+// the pause image CRI-O runs every pod sandbox with (the CRI-O drop-in) and the tools image of aiokube.service.
+var Images = clusterconfig.Images{
+	"pod":   clusterconfig.OKDImage("pod"),
+	"tools": clusterconfig.OKDImage("tools"),
+}
+
 // Paths and units on the node. Everything the node side writes is named here.
 const (
+	// ManifestsDir holds the exported manifests the first-boot apply creates, bootkube style.
+	ManifestsDir = "/opt/openshift/manifests"
+	// AdminKubeconfigPath is the cluster-admin kubeconfig on the node.
+	AdminKubeconfigPath = "/opt/openshift/auth/kubeconfig"
+
 	KubeletUnit           = "kubelet.service"
 	KubeletConfigPath     = "/etc/kubernetes/kubelet.conf"
 	KubeletClientCAPath   = "/etc/kubernetes/kubelet-ca.crt"

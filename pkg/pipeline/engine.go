@@ -12,6 +12,7 @@ import (
 
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/components"
 	"github.com/render-static/render-static/pkg/loops"
 	"github.com/render-static/render-static/pkg/node"
 	"github.com/render-static/render-static/pkg/state"
@@ -90,17 +91,14 @@ func RunEngineFrom(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 		seeds = append(seeds, saKeys...)
 	}
 	keygen := time.Since(t)
-	c, err := loops.NewCluster(namespaces(), clusterconfig.DynamicKinds, seeds...)
+	c, err := loops.NewCluster(components.Namespaces(), clusterconfig.DynamicKinds, seeds...)
 	if err != nil {
 		return nil, err
 	}
 	if err := seedDynamic(ctx, c, dynamic); err != nil {
 		return nil, err
 	}
-	var comps []Component
-	for _, r := range registry {
-		comps = append(comps, r.build(c, in))
-	}
+	comps := components.Build(c, in)
 
 	converge := loops.Phase{Name: "converge", Loops: clusterconfig.Emulations(c, in)}
 	revision := loops.Phase{Name: "revision"}
@@ -112,13 +110,12 @@ func RunEngineFrom(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 		}
 		revision.Loops = append(revision.Loops, rev...)
 	}
-	// The node side (pkg/node) runs after every component: it signs the kubelet's first client certificate with
-	// kube-controller-manager's CSR signer.
-	nodeSide := node.New(c, in)
+	// The node side runs after every component (node.go).
+	nodeSide, err := newNodeSide(c, in, st)
+	if err != nil {
+		return nil, err
+	}
 	if st != nil {
-		if err := nodeSide.RestoreKeys(st.NodeKeys); err != nil {
-			return nil, err
-		}
 		for name, oc := range c.OperatorClients() {
 			if saved, ok := st.Operators[name]; ok {
 				if err := oc.RestoreState(saved); err != nil {

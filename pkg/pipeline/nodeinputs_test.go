@@ -38,7 +38,7 @@ func TestRenderUserInputs(t *testing.T) {
 
 	var manifests []string
 	for p, b := range r.files {
-		if strings.HasPrefix(p, ManifestsDir+"/") {
+		if strings.HasPrefix(p, node.ManifestsDir+"/") {
 			manifests = append(manifests, string(b))
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/components"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/state"
 )
@@ -76,7 +77,7 @@ func Validate(o Options) (*clusterconfig.Inputs, error) {
 	if err != nil {
 		errs = append(errs, asFieldErrors("--cert-validity", err)...)
 	}
-	images, err := clusterconfig.LoadImages(o.Images)
+	images, err := clusterconfig.LoadImages(o.Images, components.DefaultImages())
 	if err != nil {
 		errs = append(errs, asFieldErrors("--images", err)...)
 	}

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/node"
 )
 
 // repo is the repository root, for testdata.
@@ -312,7 +313,7 @@ func (r *rendered) caBundles(t *testing.T) map[string][]byte {
 		if strings.HasSuffix(p, "ca-bundle.crt") {
 			out[p] = data
 		}
-		if strings.HasPrefix(p, ManifestsDir+"/") && strings.Contains(p, "_configmap_") {
+		if strings.HasPrefix(p, node.ManifestsDir+"/") && strings.Contains(p, "_configmap_") {
 			var cm corev1.ConfigMap
 			if err := yaml.UnmarshalStrict(data, &cm); err != nil {
 				t.Fatalf("%s: %v", p, err)
@@ -353,8 +354,8 @@ func checkAdminKubeconfig(t *testing.T, r *rendered) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(raw) != string(r.files[AdminKubeconfigPath]) {
-		t.Errorf("auth/kubeconfig differs from the node's %s", AdminKubeconfigPath)
+	if string(raw) != string(r.files[node.AdminKubeconfigPath]) {
+		t.Errorf("auth/kubeconfig differs from the node's %s", node.AdminKubeconfigPath)
 	}
 	cfg, err := clientcmd.Load(raw)
 	if err != nil {

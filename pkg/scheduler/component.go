@@ -14,15 +14,13 @@
 package scheduler
 
 import (
-	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/openshift/library-go/pkg/operator/configobserver/featuregates"
-	"github.com/openshift/library-go/pkg/operator/events"
 	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
 
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
-	"github.com/render-static/render-static/pkg/controllermanager"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/operator"
 	"github.com/render-static/render-static/pkg/resourcesync"
 	"github.com/render-static/render-static/pkg/staticpod"
 )
@@ -44,53 +42,69 @@ const jira = "kube-scheduler"
 // Namespaces are the namespaces whose objects kube-scheduler's loops list.
 var Namespaces = []string{OperatorNamespace, TargetNamespace, ConfigNamespace, ManagedNamespace}
 
+// Registration is kube-scheduler's entry in the registry (pkg/components).
+var Registration = operator.Registration{
+	Name:       ComponentName,
+	Namespaces: Namespaces,
+	Images: clusterconfig.Images{
+		"hyperkube":                       clusterconfig.OKDImage("hyperkube"),
+		"cluster-kube-scheduler-operator": clusterconfig.OKDImage("cluster-kube-scheduler-operator"),
+		UpstreamImage:                     clusterconfig.KubernetesImage(UpstreamImage),
+	},
+	UpstreamImage: UpstreamImage,
+	Inputs:        Inputs,
+	New:           func(c *loops.Cluster, in *clusterconfig.Inputs) operator.Component { return New(c, in) },
+}
+
+// Inputs are what kube-scheduler's loops read that others produce.
+var Inputs = []operator.Input{
+	operator.ServiceAccountCAInput,
+	operator.Secret(ManagedNamespace, "kube-scheduler-client-cert-key", "tls.crt", "kube-apiserver"),
+	operator.Secret(TargetNamespace, "localhost-recovery-client-token", "token", "emulate/legacy-serviceaccount-token-controller"),
+	{Kind: "Scheduler", Name: "cluster", From: "installer"},
+	{Kind: "Infrastructure", Name: "cluster", From: "installer"},
+	{Kind: "Node", From: "emulate/node"},
+}
+
 // Component is kube-scheduler in one render.
 type Component struct {
-	cluster  *loops.Cluster
-	in       *clusterconfig.Inputs
-	op       *loops.OperatorClient
-	recorder events.Recorder
+	operator.Base
 	features featuregates.FeatureGateAccess
 	syncer   *resourcesynccontroller.ResourceSyncController
 }
 
 // New registers the operator resource (operator.openshift.io/v1 KubeScheduler "cluster", managed, log level
-// Normal) and builds the resource syncer its loops share.
+// Normal) and builds the resource syncer its loops share: kube-apiserver's operator mints the scheduler's client
+// certificate in openshift-config-managed, it goes into the cert directory; the config observer adds the policy
+// configmap rule through it.
 func New(c *loops.Cluster, in *clusterconfig.Inputs) *Component {
-	op := c.NewOperatorClient("KubeScheduler", "kubeschedulers",
-		operatorv1.StaticPodOperatorSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed, LogLevel: operatorv1.Normal}},
-		operatorv1.StaticPodOperatorStatus{})
-	s := &Component{cluster: c, in: in, op: op, recorder: c.Recorder, features: clusterconfig.FeatureGates(c, in)}
-	s.syncer = s.newResourceSync()
+	s := &Component{Base: operator.NewBase(c, in, operator.Spec{Name: ComponentName, Kind: "KubeScheduler",
+		Resource: "kubeschedulers", StaticPod: StaticPod(), Inputs: Inputs})}
+	s.features = clusterconfig.FeatureGates(c, in)
+	s.syncer = s.ResourceSync(SyncRules)
 	return s
 }
-
-// Name is the component's name in traces and reports.
-func (s *Component) Name() string { return ComponentName }
-
-// Operator is the component's operator resource.
-func (s *Component) Operator() *loops.OperatorClient { return s.op }
 
 // Converge returns the loops that run to a fixpoint, in the order of the package comment.
 func (s *Component) Converge() []loops.Loop {
 	out := []loops.Loop{
-		controllermanager.StaticResources(s.cluster, ComponentName, "KubeSchedulerStaticResources", ComponentName+"/static", s.op, s.recorder),
-		controllermanager.NodeLoop(s.cluster, ComponentName, s.op, s.recorder),
+		s.StaticResourcesLoop("KubeSchedulerStaticResources", staticFiles()),
+		s.NodeLoop(),
 		s.configObserver(),
 	}
 	out = append(out, s.targetConfig()...)
-	out = append(out, loops.ControllerLoop("resource-sync/"+ComponentName, s.syncer, s.recorder))
+	out = append(out, s.ControllerLoop(s.syncer, "resource-sync"))
 	return out
 }
 
-// Revision returns the revision controller, run once every converge loop settled.
-func (s *Component) Revision() ([]loops.Loop, error) {
-	return staticpod.RevisionLoops(s.cluster, ComponentName, s.StaticPod(), s.op, s.recorder)
+// staticFiles are the YAML files of manifests/kube-scheduler/static, sorted.
+func staticFiles() []string {
+	files, err := operator.StaticFiles(ComponentName + "/static")
+	if err != nil {
+		panic(err) // the embedded manifests are part of the binary: a programming error
+	}
+	return files
 }
-
-// StaticPod is what the operator hands its revision controller and installer. The pod configmap and manifest are
-// kube-scheduler-pod while the pod itself is named openshift-kube-scheduler.
-func (s *Component) StaticPod() staticpod.StaticPod { return StaticPod() }
 
 // StaticPod is kube-scheduler's static pod description (see Component.StaticPod).
 func StaticPod() staticpod.StaticPod {
@@ -107,17 +121,6 @@ func StaticPod() staticpod.StaticPod {
 		CertDir:     "kube-scheduler-certs",
 		CertSecrets: []staticpod.Resource{r("kube-scheduler-client-cert-key")},
 	}
-}
-
-// newResourceSync builds library-go's resource sync controller with the operator's rule (kube-apiserver's
-// operator mints the scheduler's client certificate in openshift-config-managed; it goes into the cert
-// directory); the config observer adds the policy configmap rule through it.
-func (s *Component) newResourceSync() *resourcesynccontroller.ResourceSyncController {
-	rs, err := resourcesync.New(s.cluster, ComponentName, s.op, s.recorder, SyncRules)
-	if err != nil {
-		panic(err) // a rule naming a namespace missing from Namespaces: a programming error
-	}
-	return rs
 }
 
 // SyncRules are the scheduler operator's resource sync rules.

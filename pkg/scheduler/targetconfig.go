@@ -9,8 +9,6 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
-	configlisters "github.com/openshift/client-go/config/listers/config/v1"
-	"github.com/openshift/library-go/pkg/controller/factory"
 	"github.com/openshift/library-go/pkg/operator/configobserver"
 	"github.com/openshift/library-go/pkg/operator/configobserver/apiserver"
 	"github.com/openshift/library-go/pkg/operator/events"
@@ -20,44 +18,30 @@ import (
 	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/manifests"
 	"github.com/render-static/render-static/pkg/clusterconfig"
-	"github.com/render-static/render-static/pkg/controllermanager"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/operator"
 )
-
-// observerListers is what kube-scheduler's observers read (library-go's TLS observer casts it to APIServerLister).
-type observerListers struct {
-	syncer    resourcesynccontroller.ResourceSyncer
-	scheduler configlisters.SchedulerLister
-	apiServer configlisters.APIServerLister
-}
-
-func (l observerListers) ResourceSyncer() resourcesynccontroller.ResourceSyncer { return l.syncer }
-func (l observerListers) PreRunHasSynced() []cache.InformerSynced               { return nil }
-func (l observerListers) APIServerLister() configlisters.APIServerLister        { return l.apiServer }
 
 // configObserver is library-go's config observer with kube-scheduler's observers: the scheduler policy configmap
 // and the API server's TLS profile (which becomes --tls-cipher-suites/--tls-min-version).
 func (s *Component) configObserver() loops.Loop {
-	cfg := s.cluster.ConfigInformers.Config().V1()
-	l := observerListers{syncer: s.syncer, scheduler: cfg.Schedulers().Lister(), apiServer: cfg.APIServers().Lister()}
-	ctrl := configobserver.NewConfigObserver(ComponentName, s.op, s.recorder, l, []factory.Informer{},
-		observeSchedulerPolicy, apiserver.ObserveTLSSecurityProfile)
-	return loops.ControllerLoop("config-observer/"+ComponentName, ctrl, s.recorder)
+	cfg := s.Cluster.ConfigInformers.Config().V1()
+	l := operator.Listers{Sync: s.syncer, Scheduler: cfg.Schedulers().Lister(), APIServer: cfg.APIServers().Lister()}
+	return s.ConfigObserverLoop(l, observeSchedulerPolicy, apiserver.ObserveTLSSecurityProfile)
 }
 
 // observeSchedulerPolicy keeps policy-configmap in the operand namespace a copy of openshift-config/<Scheduler
 // spec.policy.name>, or deletes it when no policy is named (through the resource syncer). Policies were removed
 // upstream; the target config refuses a named one.
 func observeSchedulerPolicy(generic configobserver.Listers, recorder events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
-	l := generic.(observerListers)
+	l := generic.(operator.Listers)
 	dest := resourcesynccontroller.ResourceLocation{Namespace: TargetNamespace, Name: "policy-configmap"}
 	src := resourcesynccontroller.ResourceLocation{}
-	sched, err := l.scheduler.Get("cluster")
+	sched, err := l.Scheduler.Get("cluster")
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
@@ -65,7 +49,7 @@ func observeSchedulerPolicy(generic configobserver.Listers, recorder events.Reco
 	case sched.Spec.Policy.Name != "":
 		src = resourcesynccontroller.ResourceLocation{Namespace: ConfigNamespace, Name: sched.Spec.Policy.Name}
 	}
-	if err := l.syncer.SyncConfigMap(dest, src); err != nil {
+	if err := l.Sync.SyncConfigMap(dest, src); err != nil {
 		return existing, []error{err}
 	}
 	return map[string]interface{}{}, nil
@@ -73,16 +57,16 @@ func observeSchedulerPolicy(generic configobserver.Listers, recorder events.Reco
 
 // targetConfig is the operator's target config controller, one loop per output, in the operator's order.
 func (s *Component) targetConfig() []loops.Loop {
-	return controllermanager.TargetConfigLoops(ComponentName, []controllermanager.Step{
+	return s.TargetConfigLoops([]operator.Step{
 		{Name: "config", Sync: s.manageConfig},
 		{Name: "serviceaccount-ca", Sync: func(ctx context.Context) error {
-			return controllermanager.ServiceAccountCA(ctx, s.cluster, TargetNamespace, jira, s.recorder)
+			return operator.ServiceAccountCA(ctx, s.Cluster, TargetNamespace, jira, s.Recorder)
 		}},
 		{Name: "localhost-recovery-client-token", Sync: func(context.Context) error {
-			return controllermanager.CheckRecoveryToken(s.cluster, TargetNamespace)
+			return operator.CheckRecoveryToken(s.Cluster, TargetNamespace)
 		}},
 		{Name: "scheduler-kubeconfig", Sync: func(ctx context.Context) error {
-			return controllermanager.InternalKubeconfig(ctx, s.cluster, ComponentName+"/kubeconfig.yaml", s.recorder)
+			return operator.InternalKubeconfig(ctx, s.Cluster, ComponentName+"/kubeconfig.yaml", s.Recorder)
 		}},
 		{Name: "kube-scheduler-pod", Sync: s.managePod},
 	}, nil)
@@ -90,7 +74,7 @@ func (s *Component) targetConfig() []loops.Loop {
 
 // schedulerConfig reads Scheduler "cluster" (the installer's: mastersSchedulable on a single node).
 func (s *Component) schedulerConfig() (*configv1.Scheduler, error) {
-	return s.cluster.ConfigInformers.Config().V1().Schedulers().Lister().Get("cluster")
+	return s.Cluster.ConfigInformers.Config().V1().Schedulers().Lister().Get("cluster")
 }
 
 // Config builds config.yaml: the profile's KubeSchedulerConfiguration (with the dynamic resource allocation
@@ -168,7 +152,7 @@ func (s *Component) manageConfig(ctx context.Context) error {
 		cm.Data = map[string]string{}
 	}
 	cm.Data["config.yaml"] = string(cfg)
-	_, _, err = resourceapply.ApplyConfigMap(ctx, s.cluster.Kube.CoreV1(), s.recorder, cm)
+	_, _, err = resourceapply.ApplyConfigMap(ctx, s.Cluster.Kube.CoreV1(), s.Recorder, cm)
 	return err
 }
 
@@ -188,26 +172,20 @@ func FeatureGatesArg(enabled, disabled []configv1.FeatureGateName) string {
 // managePod completes the pod template (see manifests/kube-scheduler/pod.yaml) and applies the
 // kube-scheduler-pod configmap.
 func (s *Component) managePod(ctx context.Context) error {
-	if s.in.Flavor == clusterconfig.FlavorUpstream {
+	if s.In.Flavor == clusterconfig.FlavorUpstream {
 		return s.manageUpstreamPod(ctx) // upstream.go
 	}
-	spec, _, _, err := s.op.GetStaticPodOperatorState()
+	obs, spec, err := s.ObservedConfig()
 	if err != nil {
 		return err
-	}
-	obs := map[string]interface{}{}
-	if len(spec.ObservedConfig.Raw) > 0 {
-		if err := json.Unmarshal(spec.ObservedConfig.Raw, &obs); err != nil {
-			return fmt.Errorf("observedConfig: %w", err)
-		}
 	}
 	if _, err := s.schedulerConfig(); err != nil {
 		return err
 	}
-	operatorImage := s.in.Images.Image("cluster-kube-scheduler-operator")
-	pod, err := controllermanager.ReadPodTemplate(ComponentName+"/pod.yaml",
-		map[string]string{"${OPERATOR_IMAGE_VERSION}": controllermanager.ImageTag(operatorImage)},
-		map[string]string{"${IMAGE}": s.in.Images.Image("hyperkube"), "${OPERATOR_IMAGE}": operatorImage})
+	operatorImage := s.In.Images.Image("cluster-kube-scheduler-operator")
+	pod, err := operator.ReadPodTemplate(ComponentName+"/pod.yaml",
+		map[string]string{"${OPERATOR_IMAGE_VERSION}": operator.ImageTag(operatorImage)},
+		map[string]string{"${IMAGE}": s.In.Images.Image("hyperkube"), "${OPERATOR_IMAGE}": operatorImage})
 	if err != nil {
 		return err
 	}
@@ -228,14 +206,14 @@ func (s *Component) managePod(ctx context.Context) error {
 		return fmt.Errorf("pod template: the first container must be kube-scheduler")
 	}
 	main.Args = append(main.Args, FeatureGatesArg(enabled, disabled), fmt.Sprintf("-v=%d", schedulerLogLevel(spec.LogLevel)))
-	if _, err := s.cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get("serving-cert"); err == nil {
+	if _, err := s.Cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get("serving-cert"); err == nil {
 		main.Args = append(main.Args,
 			"--tls-cert-file=/etc/kubernetes/static-pod-resources/secrets/serving-cert/tls.crt",
 			"--tls-private-key-file=/etc/kubernetes/static-pod-resources/secrets/serving-cert/tls.key")
 	} else if !apierrors.IsNotFound(err) {
 		return err
 	}
-	tls, err := controllermanager.TLSArgs(obs)
+	tls, err := operator.TLSArgs(obs)
 	if err != nil {
 		return err
 	}
@@ -245,18 +223,14 @@ func (s *Component) managePod(ctx context.Context) error {
 		return err
 	}
 	main.Args = append(main.Args, unsupported...)
-	_, _, err = resourceapply.ApplyConfigMap(ctx, s.cluster.Kube.CoreV1(), s.recorder,
-		controllermanager.PodConfigMap(TargetNamespace, "kube-scheduler-pod", pod, spec))
+	_, _, err = resourceapply.ApplyConfigMap(ctx, s.Cluster.Kube.CoreV1(), s.Recorder,
+		operator.PodConfigMap(TargetNamespace, "kube-scheduler-pod", pod, spec))
 	return err
 }
 
-// schedulerLogLevel: kube-scheduler logs node scores at level 10, so TraceAll goes that far.
-func schedulerLogLevel(l operatorv1.LogLevel) int {
-	if l == operatorv1.TraceAll {
-		return 10
-	}
-	return controllermanager.LogLevel(l)
-}
+// schedulerLogLevel is the operand's -v: kube-scheduler logs node scores at level 10, so TraceAll goes that far
+// (cluster-kube-scheduler-operator pkg/operator/targetconfigcontroller/targetconfigcontroller.go, managePod).
+func schedulerLogLevel(l operatorv1.LogLevel) int { return operator.Verbosity(l, 10) }
 
 // unsupportedArgs are the "arguments" of unsupportedConfigOverrides ({"arguments": {"flag": ["value", ...]}}),
 // as sorted --flag=value arguments.
@@ -270,12 +244,5 @@ func unsupportedArgs(raw []byte) ([]string, error) {
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return nil, fmt.Errorf("unsupportedConfigOverrides: %w", err)
 	}
-	var out []string
-	for k, vs := range cfg.Arguments {
-		for _, v := range vs {
-			out = append(out, fmt.Sprintf("--%s=%s", k, v))
-		}
-	}
-	sort.Strings(out)
-	return out, nil
+	return operator.ListArgs(cfg.Arguments), nil
 }

@@ -21,7 +21,6 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -30,7 +29,7 @@ import (
 	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/render-static/render-static/pkg/controllermanager"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // UpstreamImage is the clusterconfig image the upstream kube-scheduler pod runs.
@@ -41,7 +40,7 @@ const UpstreamSecurePort = 10259
 
 // upstreamKubeconfig is scheduler-kubeconfig (api-int, system:kube-scheduler), as config.yaml of the OpenShift pod
 // names it.
-var upstreamKubeconfig = controllermanager.ResourceFile("configmaps", "scheduler-kubeconfig", "kubeconfig")
+var upstreamKubeconfig = operator.ResourceFile("configmaps", "scheduler-kubeconfig", "kubeconfig")
 
 // upstreamFixedArgs are the files of the revision and the settings that do not depend on the cluster. Keep to
 // flags kube-scheduler v1.34 lists in --help (testdata/upstream).
@@ -54,7 +53,7 @@ var upstreamFixedArgs = [][2]string{
 	{"leader-elect-resource-namespace", "kube-system"},
 	{"leader-elect-resource-name", "kube-scheduler"},
 	{"secure-port", strconv.Itoa(UpstreamSecurePort)},
-	{"cert-dir", controllermanager.UpstreamCertDir},
+	{"cert-dir", operator.UpstreamCertDir},
 	// A restarted instance binds at once (the OpenShift pod's init container waits for the port instead).
 	{"permit-address-sharing", "true"},
 }
@@ -79,28 +78,26 @@ func UpstreamArgs(in UpstreamInputs) ([]string, error) {
 	if err := upstreamProfile(in.Scheduler); err != nil {
 		return nil, err
 	}
-	flags := map[string]string{}
+	var flags operator.Flags
 	for _, a := range upstreamFixedArgs {
-		flags[a[0]] = a[1]
+		flags.Add(a[0], a[1])
 	}
-	bind, err := controllermanager.UpstreamBindAddress(in.NodeIPs)
+	bind, err := operator.BindAddress(in.NodeIPs)
 	if err != nil {
 		return nil, err
 	}
-	flags["bind-address"] = bind
-	tls, err := controllermanager.UpstreamTLSArgs(in.Observed)
+	flags.Add("bind-address", bind)
+	tls, err := operator.UpstreamTLS(in.Observed)
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range tls {
-		flags[k] = v
-	}
+	tls.Flags(&flags)
 	if in.ServingCert {
-		flags["tls-cert-file"] = controllermanager.ResourceFile("secrets", "serving-cert", "tls.crt")
-		flags["tls-private-key-file"] = controllermanager.ResourceFile("secrets", "serving-cert", "tls.key")
+		flags.Add("tls-cert-file", operator.ResourceFile("secrets", "serving-cert", "tls.crt"))
+		flags.Add("tls-private-key-file", operator.ResourceFile("secrets", "serving-cert", "tls.key"))
 	}
-	flags["v"] = strconv.Itoa(in.Verbosity)
-	return controllermanager.SortedArgs(flags), nil
+	flags.Add("v", strconv.Itoa(in.Verbosity))
+	return flags.Args(), nil
 }
 
 // upstreamProfile refuses what the flag-only scheduler cannot run: a policy (refused by both flavors), a profile
@@ -125,11 +122,7 @@ func upstreamProfile(spec configv1.SchedulerSpec) error {
 // manageUpstreamPod is target-config/kube-scheduler/kube-scheduler-pod of the upstream flavor: configmap
 // kube-scheduler-pod with the upstream pod.yaml, forceRedeploymentReason and version.
 func (s *Component) manageUpstreamPod(ctx context.Context) error {
-	spec, _, _, err := s.op.GetStaticPodOperatorState()
-	if err != nil {
-		return err
-	}
-	obs, err := decodeObserved(spec.ObservedConfig.Raw)
+	obs, spec, err := s.ObservedConfig()
 	if err != nil {
 		return err
 	}
@@ -137,8 +130,8 @@ func (s *Component) manageUpstreamPod(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	in := UpstreamInputs{Scheduler: sched.Spec, Observed: obs, NodeIPs: s.in.NodeIPs, Verbosity: schedulerLogLevel(spec.LogLevel)}
-	switch _, err := s.cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get("serving-cert"); {
+	in := UpstreamInputs{Scheduler: sched.Spec, Observed: obs, NodeIPs: s.In.NodeIPs, Verbosity: schedulerLogLevel(spec.LogLevel)}
+	switch _, err := s.Cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get("serving-cert"); {
 	case err == nil:
 		in.ServingCert = true
 	case !apierrors.IsNotFound(err):
@@ -148,24 +141,13 @@ func (s *Component) manageUpstreamPod(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pod, err := controllermanager.RenderUpstreamPod(ComponentName+"/upstream/pod.yaml", controllermanager.UpstreamPodData{
-		Image: s.in.Images.Image(UpstreamImage), Args: args, Port: UpstreamSecurePort, ProbeHost: s.in.NodeIP().String(),
+	pod, err := operator.RenderPod(ComponentName+"/upstream/pod.yaml", operator.UpstreamPodData{
+		Image: s.In.Images.Image(UpstreamImage), Args: args, Port: UpstreamSecurePort, ProbeHost: s.In.NodeIP().String(),
 	})
 	if err != nil {
 		return err
 	}
-	_, _, err = resourceapply.ApplyConfigMap(ctx, s.cluster.Kube.CoreV1(), s.recorder,
-		controllermanager.PodConfigMap(TargetNamespace, "kube-scheduler-pod", pod, spec))
+	_, _, err = resourceapply.ApplyConfigMap(ctx, s.Cluster.Kube.CoreV1(), s.Recorder,
+		operator.PodConfigMap(TargetNamespace, "kube-scheduler-pod", pod, spec))
 	return err
-}
-
-// decodeObserved decodes the operator's observed config.
-func decodeObserved(raw []byte) (map[string]interface{}, error) {
-	out := map[string]interface{}{}
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &out); err != nil {
-			return nil, fmt.Errorf("observedConfig: %w", err)
-		}
-	}
-	return out, nil
 }

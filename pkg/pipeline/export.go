@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"path/filepath"
@@ -15,17 +14,8 @@ import (
 	"github.com/render-static/render-static/pkg/apiserver"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/export"
-	"github.com/render-static/render-static/pkg/inventory"
 	"github.com/render-static/render-static/pkg/node"
 	"github.com/render-static/render-static/pkg/state"
-)
-
-// Node paths aio.ign writes besides the static-pod layout.
-const (
-	// ManifestsDir holds the exported manifests the first-boot apply creates, bootkube style.
-	ManifestsDir = "/opt/openshift/manifests"
-	// AdminKubeconfigPath is the cluster-admin kubeconfig on the node.
-	AdminKubeconfigPath = "/opt/openshift/auth/kubeconfig"
 )
 
 // Output is everything a render writes.
@@ -38,27 +28,6 @@ type Output struct {
 	Summary         Summary
 	// State is what a later run needs to continue this cluster (DIR/state, secret; pkg/state).
 	State *state.State
-}
-
-// Summary is what the CLI prints.
-type Summary struct {
-	Loops, Passes, Objects, Files int
-	IgnitionBytes                 int
-	EarliestExpiry                time.Time
-	EarliestExpirySubject         string // the certificate's name in `render-static certs`
-	Elapsed                       time.Duration
-	// Timing of the render's parts, for benchmarks.
-	KeygenTime, LoopsTime, ExportTime, IgnitionTime time.Duration
-}
-
-func (s Summary) Print(w io.Writer, dir string) {
-	fmt.Fprintf(w, "rendered %s\n", filepath.Join(dir, "aio.ign"))
-	fmt.Fprintf(w, "  loops:            %d, fixpoint after %d passes\n", s.Loops, s.Passes)
-	fmt.Fprintf(w, "  objects:          %d manifests\n", s.Objects)
-	fmt.Fprintf(w, "  files:            %d on the node\n", s.Files)
-	fmt.Fprintf(w, "  aio.ign:          %d bytes\n", s.IgnitionBytes)
-	fmt.Fprintf(w, "  earliest expiry:  %s (%s)\n", s.EarliestExpiry.UTC().Format(time.RFC3339), s.EarliestExpirySubject)
-	fmt.Fprintf(w, "  elapsed:          %s\n", s.Elapsed.Round(time.Millisecond))
 }
 
 // Export builds the node's files, the manifests and the Ignition config from a settled engine.
@@ -89,7 +58,7 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 		if m.Secret() {
 			mode = 0600
 		}
-		if err := tree.AddFile(path.Join(ManifestsDir, m.File), mode, m.YAML); err != nil {
+		if err := tree.AddFile(path.Join(node.ManifestsDir, m.File), mode, m.YAML); err != nil {
 			return nil, err
 		}
 	}
@@ -109,19 +78,19 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := tree.AddFile(AdminKubeconfigPath, 0600, kubeconfig); err != nil {
+	if err := tree.AddFile(node.AdminKubeconfigPath, 0600, kubeconfig); err != nil {
 		return nil, err
 	}
 	if err := tree.AddFile("/etc/hostname", 0644, []byte(in.NodeName+"\n")); err != nil {
 		return nil, err
 	}
 
-	// The node side: kubelet, CRI-O, /etc/hosts, the CSR approver and the first-boot apply (pkg/node).
-	nodeTree, err := e.Node.Tree(ctx, node.Options{ManifestsDir: ManifestsDir, AdminKubeconfig: AdminKubeconfigPath, Manifests: manifests})
+	// The node side (node.go).
+	nodeFiles, err := nodeTree(ctx, e.Node, manifests)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	if err := tree.Merge(nodeTree); err != nil {
+	if err := tree.Merge(nodeFiles); err != nil {
 		return nil, err
 	}
 	exportTime := time.Since(t)
@@ -161,23 +130,6 @@ func adminKubeconfig(ctx context.Context, e *Engine) ([]byte, error) {
 	}
 	ic := e.Inputs.InstallConfig
 	return certs.Kubeconfig(ic.Metadata.Name, ic.APIServerURL(), []byte(cm.Data["ca-bundle.crt"]), e.Admin.CertPEM, e.Admin.KeyPEM, "admin")
-}
-
-// earliestExpiry is the certificate that expires first among the node's files (CA bundles and kubeconfigs
-// included), named as `render-static certs` names it (pkg/inventory): by what it is, not by its CN.
-func earliestExpiry(t *export.Tree) (time.Time, string) {
-	files := map[string][]byte{}
-	for _, f := range t.Files() {
-		files[f.Path] = f.Contents
-	}
-	inv, err := inventory.FromFiles(files, time.Now())
-	if err != nil {
-		return time.Time{}, "unknown: " + err.Error()
-	}
-	if c := inv.Earliest(); c != nil {
-		return c.NotAfter, c.Name
-	}
-	return time.Time{}, "none"
 }
 
 // Write writes the output directory atomically: aio.ign (0600), auth/kubeconfig (0600), manifests/, rootfs/

@@ -1,0 +1,99 @@
+// Package components is the registry: the one list of the control-plane components a render runs, in the order
+// their loops run within a pass. Everything that needs the list derives from it: the pipeline's engine (which
+// components, which namespaces), the default images (--images), conformance (--component), the CLI's flag help
+// and the e2e tests. Adding a component is one package (pkg/operator's Base, a Registration) and one line here.
+package components
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/render-static/render-static/pkg/apiserver"
+	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/controllermanager"
+	"github.com/render-static/render-static/pkg/etcd"
+	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/node"
+	"github.com/render-static/render-static/pkg/operator"
+	"github.com/render-static/render-static/pkg/scheduler"
+)
+
+// Registry lists the components in the order their loops run within a pass: producers before consumers (etcd's
+// certificates before kube-apiserver's revision inputs; kube-apiserver's client certificates before
+// kube-controller-manager's and kube-scheduler's). The node side (pkg/node) is not a component: it runs after
+// every component in one explicit step of the pipeline.
+var Registry = []operator.Registration{
+	etcd.Registration,
+	apiserver.Registration,
+	controllermanager.Registration,
+	scheduler.Registration,
+}
+
+// Names are the components' names, in registry order.
+func Names() []string {
+	out := make([]string, 0, len(Registry))
+	for _, r := range Registry {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+// Namespaces is every namespace any component's loops list, with the installer's (clusterconfig.Namespaces).
+func Namespaces() []string {
+	set := map[string]bool{}
+	var out []string
+	for _, r := range Registry {
+		for _, ns := range append(append([]string(nil), r.Namespaces...), clusterconfig.Namespaces...) {
+			if !set[ns] {
+				set[ns] = true
+				out = append(out, ns)
+			}
+		}
+	}
+	return out
+}
+
+// DefaultImages are the default pull specs of every image a render's pods run: each component's and the node
+// side's (node.Images). Two declarations of one image must agree.
+func DefaultImages() clusterconfig.Images {
+	out := clusterconfig.Images{}
+	decl := map[string]string{}
+	add := func(who string, images clusterconfig.Images) {
+		for name, spec := range images {
+			if prev, ok := out[name]; ok && prev != spec {
+				panic(fmt.Sprintf("image %s: %s declares %s, %s declares %s", name, decl[name], prev, who, spec))
+			}
+			out[name], decl[name] = spec, who
+		}
+	}
+	for _, r := range Registry {
+		add(r.Name, r.Images)
+	}
+	add("node", node.Images)
+	return out
+}
+
+// ImageNames are the names of DefaultImages, sorted.
+func ImageNames() []string {
+	names := DefaultImages().Names()
+	sort.Strings(names)
+	return names
+}
+
+// UpstreamImages are the images the --flavor upstream pods run, in registry order.
+func UpstreamImages() []string {
+	out := make([]string, 0, len(Registry))
+	for _, r := range Registry {
+		out = append(out, r.UpstreamImage)
+	}
+	return out
+}
+
+// Build constructs every registered component on the cluster, in registry order.
+func Build(c *loops.Cluster, in *clusterconfig.Inputs) []operator.Component {
+	out := make([]operator.Component, 0, len(Registry))
+	for _, r := range Registry {
+		out = append(out, r.New(c, in))
+	}
+	return out
+}

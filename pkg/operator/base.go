@@ -1,0 +1,154 @@
+package operator
+
+import (
+	"context"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	"github.com/openshift/library-go/pkg/operator/configobserver"
+	"github.com/openshift/library-go/pkg/operator/events"
+	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
+
+	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/resourcesync"
+	"github.com/render-static/render-static/pkg/staticpod"
+)
+
+// Component is one control-plane component of a render, as the pipeline runs it. Its package declares its loops
+// in order, as data, its static pod (the revisioned and cert-dir resources its installer lays out) and its inputs.
+type Component interface {
+	Name() string
+	// Converge returns the loops that run to a fixpoint together with every other component's loops.
+	Converge() []loops.Loop
+	// Revision returns the loops of the revision phase (library-go's revision controller), run once every
+	// converge loop settled, so that exactly revision 1 is made.
+	Revision() ([]loops.Loop, error)
+	// StaticPod is what the installer lays out on the node.
+	StaticPod() staticpod.StaticPod
+	// Operator is the component's operator resource.
+	Operator() *loops.OperatorClient
+	// Inputs are the objects the component reads that others produce.
+	Inputs() []Input
+}
+
+// Registration is a component package's entry in the registry (pkg/components): its name, the namespaces its
+// loops list (known before the cluster is built), the default pull specs of the images its pods run (both
+// flavors), its inputs and its constructor.
+type Registration struct {
+	Name       string
+	Namespaces []string
+	Images     clusterconfig.Images
+	// UpstreamImage is the image (a key of Images) the --flavor upstream pod runs.
+	UpstreamImage string
+	Inputs        []Input
+	New           func(c *loops.Cluster, in *clusterconfig.Inputs) Component
+}
+
+// Spec is what a component's constructor hands NewBase.
+type Spec struct {
+	// Name is the component's name in traces, loop names and reports.
+	Name string
+	// Kind and Resource name the operator resource (operator.openshift.io/v1 <Kind> "cluster", <resource>).
+	Kind, Resource string
+	// NodeStatus puts the node in status.nodeStatuses, as the operator's node controller would (for components
+	// that run no node controller of their own).
+	NodeStatus bool
+	StaticPod  staticpod.StaticPod
+	Inputs     []Input
+}
+
+// Base is what every component embeds: the render's cluster and inputs, its operator resource (registered by
+// NewBase: managed, log level Normal) and recorder, and the default methods of Component.
+type Base struct {
+	Cluster  *loops.Cluster
+	In       *clusterconfig.Inputs
+	Op       *loops.OperatorClient
+	Recorder events.Recorder
+	spec     Spec
+}
+
+// NewBase registers the component's operator resource.
+func NewBase(c *loops.Cluster, in *clusterconfig.Inputs, s Spec) Base {
+	var status operatorv1.StaticPodOperatorStatus
+	if s.NodeStatus {
+		status.NodeStatuses = []operatorv1.NodeStatus{{NodeName: in.NodeName}}
+	}
+	op := c.NewOperatorClient(s.Kind, s.Resource,
+		operatorv1.StaticPodOperatorSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed, LogLevel: operatorv1.Normal}},
+		status)
+	return Base{Cluster: c, In: in, Op: op, Recorder: c.Recorder, spec: s}
+}
+
+// Name is the component's name in traces and reports.
+func (b *Base) Name() string { return b.spec.Name }
+
+// Operator is the component's operator resource.
+func (b *Base) Operator() *loops.OperatorClient { return b.Op }
+
+// StaticPod is what the operator hands its revision controller and installer.
+func (b *Base) StaticPod() staticpod.StaticPod { return b.spec.StaticPod }
+
+// Inputs are the objects the component reads that others produce.
+func (b *Base) Inputs() []Input { return b.spec.Inputs }
+
+// Revision is library-go's revision controller over StaticPod, run once every converge loop settled.
+func (b *Base) Revision() ([]loops.Loop, error) {
+	return staticpod.RevisionLoops(b.Cluster, b.spec.Name, b.spec.StaticPod, b.Op, b.Recorder)
+}
+
+// LoopName names one of the component's loops: <kind>/<component>[/<what>].
+func (b *Base) LoopName(kind string, what ...string) string {
+	return loops.LoopName(kind, b.spec.Name, what...)
+}
+
+// ControllerLoop runs a library-go controller as the loop <kind>/<component>[/<what>].
+func (b *Base) ControllerLoop(ctrl loops.Syncer, kind string, what ...string) loops.Loop {
+	return loops.ControllerLoop(b.LoopName(kind, what...), ctrl, b.Recorder)
+}
+
+// StaticResourcesLoop is library-go's static resource controller over files, as "static-resources/<component>".
+func (b *Base) StaticResourcesLoop(instanceName string, files []string) loops.Loop {
+	return b.ControllerLoop(StaticResourceController(b.Cluster, instanceName, files, b.Op, b.Recorder), "static-resources")
+}
+
+// NodeLoop is library-go's node controller, as "node/<component>".
+func (b *Base) NodeLoop() loops.Loop {
+	return b.ControllerLoop(NodeController(b.Cluster, b.spec.Name, b.Op, b.Recorder), "node")
+}
+
+// ConfigObserverLoop is library-go's config observer with the operator's observers, as
+// "config-observer/<component>".
+func (b *Base) ConfigObserverLoop(l Listers, observers ...configobserver.ObserveConfigFunc) loops.Loop {
+	ctrl := configobserver.NewConfigObserver(b.spec.Name, b.Op, b.Recorder, l, nil, observers...)
+	return b.ControllerLoop(ctrl, "config-observer")
+}
+
+// ResourceSync builds library-go's resource sync controller with the operator's rules (run it with
+// ControllerLoop(..., "resource-sync")). A rule naming a namespace missing from the component's namespaces is a
+// programming error and panics.
+func (b *Base) ResourceSync(rules []resourcesync.Rule) *resourcesynccontroller.ResourceSyncController {
+	rs, err := resourcesync.New(b.Cluster, b.spec.Name, b.Op, b.Recorder, rules)
+	if err != nil {
+		panic(err)
+	}
+	return rs
+}
+
+// TargetConfigLoops are the target-config steps as loops "target-config/<component>/<step>", skipped while ready
+// fails (nil: never).
+func (b *Base) TargetConfigLoops(steps []Step, ready func(context.Context) error) []loops.Loop {
+	return TargetConfigLoops(b.spec.Name, steps, ready)
+}
+
+// ObservedConfig decodes the operator's observed config and returns it with the spec.
+func (b *Base) ObservedConfig() (map[string]interface{}, *operatorv1.StaticPodOperatorSpec, error) {
+	spec, _, _, err := b.Op.GetStaticPodOperatorState()
+	if err != nil {
+		return nil, nil, err
+	}
+	obs, err := DecodeObserved(spec.ObservedConfig.Raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	return obs, spec, nil
+}

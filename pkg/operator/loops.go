@@ -1,0 +1,194 @@
+// Package operator is what the control-plane operators build the same way, as one toolkit every component package
+// uses (no component package imports another): static resources, the node controller, target-config steps, the
+// service-account CA, the localhost-recovery token check, the api-int kubeconfig, pod templates and pod
+// configmaps, TLS and proxy settings of the observed config, image tags, --flag=value arguments, the config
+// observers' listers, the inputs a component reads from others, and the embeddable component Base.
+package operator
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/openshift/library-go/pkg/controller/factory"
+	"github.com/openshift/library-go/pkg/operator/certrotation"
+	"github.com/openshift/library-go/pkg/operator/events"
+	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
+	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
+	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
+	"github.com/openshift/library-go/pkg/operator/staticpod/controller/node"
+	"github.com/openshift/library-go/pkg/operator/staticresourcecontroller"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/render-static/render-static/manifests"
+	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/loops"
+)
+
+// This file holds the loops and target-config steps the operators build the same way.
+
+// StaticResourceController is library-go's static resource controller over files (paths below manifests/), applied
+// in the order given, with the kube and dynamic clients (custom resources such as a ServiceMonitor). instanceName
+// names its <instanceName>Degraded condition, as in the operator.
+func StaticResourceController(c *loops.Cluster, instanceName string, files []string, op loops.StaticPodOperator, recorder events.Recorder) *staticresourcecontroller.StaticResourceController {
+	clients := resourceapply.NewKubeClientHolder(c.Kube).WithDynamicClient(c.Dynamic)
+	return staticresourcecontroller.NewStaticResourceController(instanceName, manifests.Read, files, clients, op, recorder)
+}
+
+// StaticFiles lists the YAML files of an embedded manifests directory as paths below manifests/: the files named
+// in first (in that order), then the others sorted.
+func StaticFiles(dir string, first ...string) ([]string, error) {
+	entries, err := fs.ReadDir(manifests.FS, dir)
+	if err != nil {
+		return nil, fmt.Errorf("static resources %s: %w", dir, err)
+	}
+	isFirst := map[string]bool{}
+	var head, files []string
+	for _, f := range first {
+		isFirst[f] = true
+		head = append(head, path.Join(dir, f))
+	}
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".yaml") && !isFirst[e.Name()] {
+			files = append(files, path.Join(dir, e.Name()))
+		}
+	}
+	if len(files)+len(head) == 0 {
+		return nil, fmt.Errorf("static resources %s: no YAML files", dir)
+	}
+	sort.Strings(files)
+	return append(head, files...), nil
+}
+
+// NodeController is library-go's node controller (the loop "node/<component>"): it lists the master nodes (the
+// emulated Node, see clusterconfig.NodeEmulation) and keeps status.nodeStatuses in step, as every static-pod
+// operator does.
+func NodeController(c *loops.Cluster, component string, op loops.StaticPodOperator, recorder events.Recorder) factory.Controller {
+	return node.NewNodeController(component, op, c.KubeInformers.InformersFor(""), recorder, nil)
+}
+
+// Step is one output of a target-config controller, run as a loop of its own named
+// "target-config/<component>/<Name>".
+type Step struct {
+	Name string
+	Sync func(ctx context.Context) error
+}
+
+// TargetConfigLoops turns steps into loops named "target-config/<component>/<step>", each skipped while ready
+// fails (nil: never skipped).
+func TargetConfigLoops(component string, steps []Step, ready func(context.Context) error) []loops.Loop {
+	out := make([]loops.Loop, 0, len(steps))
+	for _, s := range steps {
+		l := loops.Loop{Name: loops.LoopName("target-config", component, s.Name), Sync: s.Sync}
+		if ready != nil {
+			l = l.Before(ready)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// serviceAccountCAInputs are the bundles serviceaccount-ca is the union of: what verifies kube-apiserver's
+// serving certificates (published by kube-apiserver's operator) and the default ingress certificate (published by
+// the ingress operator, absent in a render). The controller manager hands it to every pod as the service-account
+// ca.crt, and the kubeconfigs use it to verify api-int.
+var serviceAccountCAInputs = []certs.Location{
+	{Namespace: ManagedNamespace, Name: "kube-apiserver-server-ca"},
+	{Namespace: ManagedNamespace, Name: "default-ingress-cert"},
+}
+
+// ManagedNamespace is where the operators publish what other components read.
+const ManagedNamespace = "openshift-config-managed"
+
+// ServiceAccountCAInput is kube-apiserver's serving CA bundle ServiceAccountCA waits for.
+var ServiceAccountCAInput = Input{Namespace: ManagedNamespace, Name: "kube-apiserver-server-ca", Key: "ca-bundle.crt", From: "kube-apiserver"}
+
+// ServiceAccountCA builds <namespace>/serviceaccount-ca from serviceAccountCAInputs; kube-apiserver's serving CA
+// bundle must be there first (an empty bundle would verify nothing).
+func ServiceAccountCA(ctx context.Context, c *loops.Cluster, namespace, owner string, recorder events.Recorder) error {
+	first := serviceAccountCAInputs[0]
+	if cm, err := c.KubeInformers.ConfigMapLister().ConfigMaps(first.Namespace).Get(first.Name); err != nil {
+		return fmt.Errorf("waiting for %s: %w", first, err)
+	} else if cm.Data["ca-bundle.crt"] == "" {
+		return fmt.Errorf("waiting for %s: no ca-bundle.crt yet", first)
+	}
+	return CombineCABundles(ctx, c, owner, recorder, certs.Location{Namespace: namespace, Name: "serviceaccount-ca"}, serviceAccountCAInputs...)
+}
+
+// CheckRecoveryToken is the operators' check that the token controller filled the localhost-recovery-client-token
+// secret for the current localhost-recovery-client service account (it is a revisioned input: without it there is
+// no revision).
+func CheckRecoveryToken(c *loops.Cluster, namespace string) error {
+	sa, err := c.KubeInformers.InformersFor(namespace).Core().V1().ServiceAccounts().Lister().ServiceAccounts(namespace).Get("localhost-recovery-client")
+	if err != nil {
+		return fmt.Errorf("serviceaccount %s/localhost-recovery-client: %w", namespace, err)
+	}
+	token, err := c.KubeInformers.SecretLister().Secrets(namespace).Get("localhost-recovery-client-token")
+	if err != nil {
+		return fmt.Errorf("secret %s/localhost-recovery-client-token: %w", namespace, err)
+	}
+	switch uid := token.Annotations[corev1.ServiceAccountUIDKey]; {
+	case uid == "":
+		return fmt.Errorf("secret %s/localhost-recovery-client-token hasn't been populated with SA token yet: missing SA UID", namespace)
+	case uid != string(sa.UID):
+		return fmt.Errorf("secret %s/localhost-recovery-client-token hasn't been populated with current SA token yet: SA UID mismatch", namespace)
+	}
+	for _, key := range []string{"token", "ca.crt"} {
+		if len(token.Data[key]) == 0 {
+			return fmt.Errorf("secret %s/localhost-recovery-client-token has no %s yet", namespace, key)
+		}
+	}
+	return nil
+}
+
+// InternalKubeconfig applies the kubeconfig configmap template (manifests/<template>) with $LB_INT_URL replaced by
+// Infrastructure status.apiServerInternalURL.
+func InternalKubeconfig(ctx context.Context, c *loops.Cluster, template string, recorder events.Recorder) error {
+	infra, err := c.ConfigInformers.Config().V1().Infrastructures().Lister().Get("cluster")
+	if err != nil {
+		return err
+	}
+	if infra.Status.APIServerInternalURL == "" {
+		return fmt.Errorf("infrastructures.config.openshift.io/cluster: missing status.apiServerInternalURL")
+	}
+	raw, err := ReadManifest(template)
+	if err != nil {
+		return err
+	}
+	cm := resourceread.ReadConfigMapV1OrDie([]byte(strings.ReplaceAll(string(raw), "$LB_INT_URL", infra.Status.APIServerInternalURL)))
+	_, _, err = resourceapply.ApplyConfigMap(ctx, c.Kube.CoreV1(), recorder, cm)
+	return err
+}
+
+// RL is a certs.Location as library-go's resource location.
+func RL(l certs.Location) resourcesynccontroller.ResourceLocation {
+	return resourcesynccontroller.ResourceLocation{Namespace: l.Namespace, Name: l.Name}
+}
+
+// ReadManifest reads an embedded manifest (a path below manifests/), naming it in the error.
+func ReadManifest(name string) ([]byte, error) {
+	b, err := manifests.Read(name)
+	if err != nil {
+		return nil, fmt.Errorf("embedded manifest %s: %w", name, err)
+	}
+	return b, nil
+}
+
+// CombineCABundles applies the union of the CA bundles inputs as dest (missing inputs are skipped), stamped with
+// the owning component.
+func CombineCABundles(ctx context.Context, c *loops.Cluster, owner string, recorder events.Recorder, dest certs.Location, inputs ...certs.Location) error {
+	var in []resourcesynccontroller.ResourceLocation
+	for _, l := range inputs {
+		in = append(in, RL(l))
+	}
+	cm, err := resourcesynccontroller.CombineCABundleConfigMaps(RL(dest), c.KubeInformers.ConfigMapLister(),
+		certrotation.AdditionalAnnotations{JiraComponent: owner}, in...)
+	if err != nil {
+		return err
+	}
+	_, _, err = resourceapply.ApplyConfigMap(ctx, c.Kube.CoreV1(), recorder, cm)
+	return err
+}
