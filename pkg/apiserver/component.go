@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/openshift/library-go/pkg/operator/apiserver/controller/auditpolicy"
-	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
 
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
@@ -25,35 +24,17 @@ const EtcdNamespace = "openshift-etcd"
 // ComponentName is the component's name in traces, loop names and reports.
 const ComponentName = "kube-apiserver"
 
-// Registration is kube-apiserver's entry in the registry (pkg/components).
-var Registration = operator.Registration{
-	Name:       ComponentName,
-	Namespaces: Namespaces,
-	Images: clusterconfig.Images{
-		"hyperkube":                       clusterconfig.OKDImage("hyperkube"),
-		"cluster-kube-apiserver-operator": clusterconfig.OKDImage("cluster-kube-apiserver-operator"),
-		UpstreamImage:                     clusterconfig.KubernetesImage(UpstreamImage),
-	},
-	UpstreamImage: UpstreamImage,
-	Inputs:        Inputs,
-	New:           func(c *loops.Cluster, in *clusterconfig.Inputs) operator.Component { return New(c, in) },
-}
-
-// Component is kube-apiserver in one render.
+// Component is kube-apiserver in one render. Its resource sync controller (Base.Syncer) runs as the
+// "resource-sync" loop; the encryption controllers and the config observers register rules on it.
 type Component struct {
 	operator.Base
-	// sync is the operator's resource sync controller: built first, because the encryption controllers and the
-	// config observers register rules on it, and run as the "resource-sync" loop.
-	sync *resourcesynccontroller.ResourceSyncController
 }
 
 // New registers the operator resource (operator.openshift.io/v1 KubeAPIServer "cluster", managed, with the
 // node in its status as the operator's node controller would put it).
 func New(c *loops.Cluster, in *clusterconfig.Inputs) *Component {
-	k := &Component{Base: operator.NewBase(c, in, operator.Spec{Name: ComponentName, Kind: "KubeAPIServer",
-		Resource: "kubeapiservers", NodeStatus: true, StaticPod: StaticPod(), Inputs: Inputs})}
-	k.sync = k.ResourceSync(SyncRules)
-	return k
+	return &Component{Base: operator.NewBase(c, in, operator.Spec{Name: ComponentName, Kind: "KubeAPIServer",
+		Resource: "kubeapiservers", NodeStatus: true, StaticPod: StaticPod(), Inputs: Inputs, SyncRules: SyncRules})}
 }
 
 // Converge returns the loops that run to a fixpoint, in the operator's order (seed 001):
@@ -76,7 +57,7 @@ func (k *Component) Converge() []loops.Loop {
 		{k.configObserverLoop()},
 		k.bundleLoops(),
 		{k.targetConfigLoop(), k.podConfigMapLoop()},
-		{loops.ControllerLoop("resource-sync", k.sync, k.Recorder)},
+		{loops.ControllerLoop("resource-sync", k.Syncer, k.Recorder)},
 		{k.nodeKubeconfigsLoop(), k.auditPolicyLoop()},
 	}
 	for _, s := range stages {

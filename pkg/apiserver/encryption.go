@@ -40,7 +40,7 @@ func (k *Component) encryptionLoops() []loops.Loop {
 	dep := &offlineDeployer{lister: secrets.Lister(), informer: secrets.Informer()}
 	ctrls, err := encryption.NewControllers(TargetNamespace, nil, EncryptedResources, dep, instantMigrator{},
 		k.Op, k.Cluster.Config.ConfigV1().APIServers(), k.Cluster.ConfigInformers.Config().V1().APIServers(),
-		k.Cluster.KubeInformers, k.Cluster.Kube.CoreV1(), k.Recorder, k.sync)
+		k.Cluster.KubeInformers, k.Cluster.Kube.CoreV1(), k.Recorder, k.Syncer)
 	if err != nil {
 		return []loops.Loop{{Name: "encryption", Sync: func(context.Context) error { return err }}}
 	}

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
 	"github.com/render-static/render-static/pkg/operator"
 )
@@ -14,7 +15,7 @@ var (
 		operator.Secret(ConfigNamespace, "etcd-client", "tls.crt", "etcd"),
 		operator.ConfigMapInput(ManagedNamespace, "csr-controller-ca", "ca-bundle.crt", "kube-controller-manager"),
 		operator.ConfigMapInput(ManagedNamespace, "sa-token-signing-certs", "", "installer"),
-		operator.Secret(TargetNamespace, "localhost-recovery-client-token", "token", "emulate/legacy-serviceaccount-token-controller"),
+		operator.RecoveryTokenInput(TargetNamespace),
 	}
 )
 
@@ -26,8 +27,8 @@ var Inputs = append(append([]operator.Input(nil), revisionInputs...),
 	operator.Input{Kind: "APIServer", Name: "cluster", From: "installer"},
 	operator.Input{Kind: "Authentication", Name: "cluster", From: "installer"},
 	operator.Input{Kind: "Infrastructure", Name: "cluster", From: "installer"},
-	operator.Input{Kind: "Network", Name: "cluster", From: "emulate/network-status"},
-	operator.Input{Kind: "Proxy", Name: "cluster", From: "emulate/proxy-status"},
+	operator.Input{Kind: "Network", Name: "cluster", From: "emulate/cluster-network-operator"},
+	operator.Input{Kind: "Proxy", Name: "cluster", From: "emulate/cluster-network-operator-proxy"},
 )
 
 // Waiting lists the inputs from other components that kube-apiserver still waits for: while any is missing,
@@ -47,3 +48,8 @@ func (k *Component) Waiting() []string {
 func (k *Component) whenInputs(l loops.Loop, in ...operator.Input) loops.Loop {
 	return operator.WhenInputs(k.Cluster, l, in...)
 }
+
+// Images are the default pull specs of the images kube-apiserver's pods run, both flavors
+// (UpstreamImage: the upstream flavor's); the registry (pkg/components) collects them.
+var Images = clusterconfig.OKDImages("hyperkube", "cluster-kube-apiserver-operator").
+	With(UpstreamImage, clusterconfig.KubernetesImage(UpstreamImage))

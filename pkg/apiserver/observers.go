@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/manifests"
-	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
 	"github.com/render-static/render-static/pkg/operator"
 )
@@ -57,19 +56,9 @@ func Observers(gates featuregates.FeatureGateAccess) []configobserver.ObserveCon
 // configObserverLoop is library-go's config observer with kube-apiserver's observers. It waits for etcd's
 // endpoints (the etcd component publishes them): without them the observed config would have no etcd-servers.
 func (k *Component) configObserverLoop() loops.Loop {
-	cfg := k.Cluster.ConfigInformers.Config().V1()
 	all := k.Cluster.KubeFactory().Core().V1()
-	listers := operator.Listers{
-		Sync:           k.sync,
-		APIServer:      cfg.APIServers().Lister(),
-		Authentication: cfg.Authentications().Lister(),
-		Infrastructure: cfg.Infrastructures().Lister(),
-		Network:        cfg.Networks().Lister(),
-		Proxy:          cfg.Proxies().Lister(),
-		ConfigMaps:     all.ConfigMaps().Lister(),
-		Secrets:        all.Secrets().Lister(),
-		FeatureGates:   clusterconfig.FeatureGates(k.Cluster, k.In),
-	}
+	listers := k.Listers()
+	listers.ConfigMaps, listers.Secrets = all.ConfigMaps().Lister(), all.Secrets().Lister()
 	ctrl := configobserver.NewConfigObserver(ComponentName, k.Op, k.Recorder, listers, []factory.Informer{},
 		Observers(listers.FeatureGates)...)
 	return k.whenInputs(loops.ControllerLoop("config-observer", ctrl, k.Recorder), etcdEndpoints)

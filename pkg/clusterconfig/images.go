@@ -16,6 +16,24 @@ type Images map[string]string
 // deployment pins the payload's digests with --images.
 func OKDImage(name string) string { return "quay.io/openshift/origin-" + name + ":4.20" }
 
+// OKDImages are the default pull specs (OKDImage) of payload images.
+func OKDImages(names ...string) Images {
+	out := Images{}
+	for _, n := range names {
+		out[n] = OKDImage(n)
+	}
+	return out
+}
+
+// With returns the images with name's pull spec set.
+func (i Images) With(name, pullSpec string) Images {
+	out := Images{name: pullSpec}
+	for k, v := range i {
+		out[k] = v
+	}
+	return out
+}
+
 // KubernetesImage is the default pull spec of an upstream control-plane image of --flavor upstream (Kubernetes
 // v1.34.3). The repository's last path element names the binary (registry.k8s.io/kube-apiserver:v1.34.3 runs
 // kube-apiserver), which the e2e harness relies on.

@@ -1,7 +1,8 @@
 // Package components is the registry: the one list of the control-plane components a render runs, in the order
 // their loops run within a pass. Everything that needs the list derives from it: the pipeline's engine (which
 // components, which namespaces), the default images (--images), conformance (--component), the CLI's flag help
-// and the e2e tests. Adding a component is one package (pkg/operator's Base, a Registration) and one line here.
+// and the e2e tests. Adding a component is one package (embedding pkg/operator's Base, declaring its name,
+// namespaces, images, inputs and constructor) and one line here.
 package components
 
 import (
@@ -23,10 +24,10 @@ import (
 // kube-controller-manager's and kube-scheduler's). The node side (pkg/node) is not a component: it runs after
 // every component in one explicit step of the pipeline.
 var Registry = []operator.Registration{
-	etcd.Registration,
-	apiserver.Registration,
-	controllermanager.Registration,
-	scheduler.Registration,
+	operator.Register(etcd.ComponentName, etcd.Namespaces, etcd.Images, etcd.UpstreamImage, etcd.Inputs, etcd.New),
+	operator.Register(apiserver.ComponentName, apiserver.Namespaces, apiserver.Images, apiserver.UpstreamImage, apiserver.Inputs, apiserver.New),
+	operator.Register(controllermanager.ComponentName, controllermanager.Namespaces, controllermanager.Images, controllermanager.UpstreamImage, controllermanager.Inputs, controllermanager.New),
+	operator.Register(scheduler.ComponentName, scheduler.Namespaces, scheduler.Images, scheduler.UpstreamImage, scheduler.Inputs, scheduler.New),
 }
 
 // Names are the components' names, in registry order.

@@ -16,9 +16,6 @@
 package controllermanager
 
 import (
-	"github.com/openshift/library-go/pkg/operator/configobserver/featuregates"
-	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
-
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
@@ -43,95 +40,41 @@ const jira = "kube-controller-manager"
 // Namespaces are the namespaces whose objects kube-controller-manager's loops list.
 var Namespaces = []string{OperatorNamespace, TargetNamespace, ConfigNamespace, ManagedNamespace, "kube-system"}
 
-// Registration is kube-controller-manager's entry in the registry (pkg/components).
-var Registration = operator.Registration{
-	Name:       ComponentName,
-	Namespaces: Namespaces,
-	Images: clusterconfig.Images{
-		"hyperkube": clusterconfig.OKDImage("hyperkube"),
-		"cluster-kube-controller-manager-operator": clusterconfig.OKDImage("cluster-kube-controller-manager-operator"),
-		"cluster-policy-controller":                clusterconfig.OKDImage("cluster-policy-controller"),
-		"tools":                                    clusterconfig.OKDImage("tools"),
-		UpstreamImage:                              clusterconfig.KubernetesImage(UpstreamImage),
-	},
-	UpstreamImage: UpstreamImage,
-	Inputs:        Inputs,
-	New:           func(c *loops.Cluster, in *clusterconfig.Inputs) operator.Component { return New(c, in) },
-}
-
-// Inputs are what kube-controller-manager's loops read that others produce.
-var Inputs = []operator.Input{
-	operator.ServiceAccountCAInput,
-	operator.Secret(ManagedNamespace, "kube-controller-manager-client-cert-key", "tls.crt", "kube-apiserver"),
-	operator.ConfigMapInput(ManagedNamespace, "kube-apiserver-client-ca", "ca-bundle.crt", "kube-apiserver"),
-	operator.ConfigMapInput(ManagedNamespace, "kube-apiserver-aggregator-client-ca", "ca-bundle.crt", "kube-apiserver"),
-	operator.ConfigMapInput(ManagedNamespace, "service-ca", "ca-bundle.crt", "emulate/service-ca"),
-	operator.Secret(ConfigNamespace, "initial-service-account-private-key", "", "installer"),
-	operator.Secret(TargetNamespace, "localhost-recovery-client-token", "token", "emulate/legacy-serviceaccount-token-controller"),
-	{Kind: "Infrastructure", Name: "cluster", From: "installer"},
-	{Kind: "Network", Name: "cluster", From: "installer"},
-	{Kind: "Node", Name: "(the node)", From: "emulate/node"},
-}
-
 // Component is kube-controller-manager in one render.
 type Component struct {
 	operator.Base
-	features featuregates.FeatureGateAccess
-	syncer   *resourcesynccontroller.ResourceSyncController
 }
 
 // New registers the operator resource (operator.openshift.io/v1 KubeControllerManager "cluster", managed, log
-// level Normal, useMoreSecureServiceCA as for a new cluster) and builds the resource syncer its loops share.
+// level Normal, useMoreSecureServiceCA as for a new cluster) with its resource sync rules.
 func New(c *loops.Cluster, in *clusterconfig.Inputs) *Component {
 	k := &Component{Base: operator.NewBase(c, in, operator.Spec{Name: ComponentName, Kind: "KubeControllerManager",
-		Resource: "kubecontrollermanagers", StaticPod: StaticPod(), Inputs: Inputs})}
+		Resource: "kubecontrollermanagers", StaticPod: StaticPod(), Inputs: Inputs, SyncRules: SyncRules})}
 	// Exported with the resource, so that the operator on the node keeps the pod as rendered (see
 	// UseMoreSecureServiceCA).
 	k.Op.KindSpec = map[string]interface{}{"useMoreSecureServiceCA": UseMoreSecureServiceCA}
-	k.features = clusterconfig.FeatureGates(c, in)
-	k.syncer = k.ResourceSync(SyncRules)
 	return k
 }
 
 // Converge returns the loops that run to a fixpoint, in the order of the package comment.
 func (k *Component) Converge() []loops.Loop {
-	out := []loops.Loop{
+	own := []loops.Loop{
 		CSRSignerRotation().Loop(k.Cluster, csrSignerLifetimes(k.In.Lifetimes), k.Op, k.Recorder),
 		k.saTokenSigner(),
-		k.StaticResourcesLoop("KubeControllerManagerStaticResources", staticFiles()),
-		k.NodeLoop(),
-		k.configObserver(),
 	}
-	out = append(out, k.targetConfig()...)
-	out = append(out, k.ControllerLoop(k.syncer, "resource-sync"))
-	return out
-}
-
-// staticFiles are the YAML files of manifests/kube-controller-manager/static, sorted.
-func staticFiles() []string {
-	files, err := operator.StaticFiles(ComponentName + "/static")
-	if err != nil {
-		panic(err) // the embedded manifests are part of the binary: a programming error
-	}
-	return files
+	return append(own, k.OperatorLoops("KubeControllerManagerStaticResources", k.configObserver(), k.targetConfig())...)
 }
 
 // StaticPod is kube-controller-manager's static pod description (see Component.StaticPod).
 func StaticPod() staticpod.StaticPod {
-	r := func(name string) staticpod.Resource { return staticpod.Resource{Name: name} }
-	opt := func(name string) staticpod.Resource { return staticpod.Resource{Name: name, Optional: true} }
 	return staticpod.StaticPod{
-		Namespace:    TargetNamespace,
-		PodConfigMap: "kube-controller-manager-pod",
-		ConfigMaps: []staticpod.Resource{
-			r("kube-controller-manager-pod"), r("config"), r("cluster-policy-controller-config"),
-			r("controller-manager-kubeconfig"), opt("cloud-config"), r("kube-controller-cert-syncer-kubeconfig"),
-			r("serviceaccount-ca"), r("service-ca"), r("recycler-config"),
-		},
-		Secrets:        []staticpod.Resource{r("service-account-private-key"), opt("serving-cert"), r("localhost-recovery-client-token")},
-		CertDir:        "kube-controller-manager-certs",
-		CertConfigMaps: []staticpod.Resource{r("aggregator-client-ca"), r("client-ca"), opt("trusted-ca-bundle")},
-		CertSecrets:    []staticpod.Resource{r("kube-controller-manager-client-cert-key"), r("csr-signer")},
+		Namespace: TargetNamespace, PodConfigMap: "kube-controller-manager-pod", CertDir: "kube-controller-manager-certs",
+		ConfigMaps: staticpod.Names("kube-controller-manager-pod", "config", "cluster-policy-controller-config",
+			"controller-manager-kubeconfig", "cloud-config?", "kube-controller-cert-syncer-kubeconfig", "serviceaccount-ca",
+			"service-ca", "recycler-config"),
+		Secrets:        staticpod.Names("service-account-private-key", "serving-cert?", "localhost-recovery-client-token"),
+		CertConfigMaps: staticpod.Names("aggregator-client-ca", "client-ca", "trusted-ca-bundle?"),
+		CertSecrets:    staticpod.Names("kube-controller-manager-client-cert-key", "csr-signer"),
 	}
 }
 

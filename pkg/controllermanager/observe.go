@@ -34,21 +34,14 @@ const serviceCAFile = "/etc/kubernetes/static-pod-resources/configmaps/service-c
 // featureGates list cluster-policy-controller reads), the cluster-wide proxy (environment of the pod), the service
 // CA file once the service-ca configmap was synced, and the API server's TLS profile.
 func (k *Component) configObserver() loops.Loop {
-	cfg := k.Cluster.ConfigInformers.Config().V1()
-	l := operator.Listers{
-		Sync:           k.syncer,
-		Infrastructure: cfg.Infrastructures().Lister(),
-		Network:        cfg.Networks().Lister(),
-		Proxy:          cfg.Proxies().Lister(),
-		APIServer:      cfg.APIServers().Lister(),
-		ConfigMaps:     k.Cluster.KubeInformers.InformersFor(TargetNamespace).Core().V1().ConfigMaps().Lister(),
-	}
+	l := k.Listers()
+	l.ConfigMaps = k.Cluster.KubeInformers.InformersFor(TargetNamespace).Core().V1().ConfigMaps().Lister()
 	return k.ConfigObserverLoop(l,
 		observeClusterName,
 		observeClusterCIDRs,
 		observeServiceClusterIPRanges,
-		featuregates.NewObserveFeatureFlagsFunc(nil, nil, featureGatesArg, k.features),
-		featuregates.NewObserveFeatureFlagsFunc(nil, nil, featureGatesPath, k.features),
+		featuregates.NewObserveFeatureFlagsFunc(nil, nil, featureGatesArg, k.Features),
+		featuregates.NewObserveFeatureFlagsFunc(nil, nil, featureGatesPath, k.Features),
 		proxy.NewProxyObserveFunc(operator.ProxyPath),
 		observeServiceCA,
 		apiserver.ObserveTLSSecurityProfile,

@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	certutil "k8s.io/client-go/util/cert"
 
-	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
 	"github.com/render-static/render-static/pkg/operator"
 )
@@ -43,7 +42,7 @@ func (k *Component) targetConfig() []loops.Loop {
 		{Name: "serviceaccount-ca", Sync: k.manageServiceAccountCA},
 		{Name: "localhost-recovery-client-token", Sync: k.checkRecoveryToken},
 		{Name: "controller-manager-kubeconfig", Sync: k.manageKubeconfig},
-		{Name: "kube-controller-manager-pod", Sync: k.managePod},
+		{Name: "kube-controller-manager-pod", Sync: operator.ByFlavor(k.In, k.managePod, k.manageUpstreamPod)},
 		{Name: "trusted-ca-bundle", Sync: k.manageTrustedCA},
 	}
 	return k.TargetConfigLoops(steps, k.requiredConfigPresent)
@@ -287,9 +286,6 @@ func ExtendedArgs(configYAML string) ([]string, error) {
 // managePod completes the pod template (see manifests/kube-controller-manager/pod.yaml) and applies the
 // kube-controller-manager-pod configmap.
 func (k *Component) managePod(ctx context.Context) error {
-	if k.In.Flavor == clusterconfig.FlavorUpstream {
-		return k.manageUpstreamPod(ctx) // upstream.go
-	}
 	obs, spec, err := k.ObservedConfig()
 	if err != nil {
 		return err
@@ -321,12 +317,10 @@ func (k *Component) managePod(ctx context.Context) error {
 		return fmt.Errorf("pod template: the first container must exec hyperkube kube-controller-manager")
 	}
 	var extra []string
-	if _, err := k.Cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get("serving-cert"); err == nil {
-		extra = append(extra,
-			"--tls-cert-file=/etc/kubernetes/static-pod-resources/secrets/serving-cert/tls.crt",
-			"--tls-private-key-file=/etc/kubernetes/static-pod-resources/secrets/serving-cert/tls.key")
-	} else if !apierrors.IsNotFound(err) {
+	if ok, err := operator.HasServingCert(k.Cluster, TargetNamespace); err != nil {
 		return err
+	} else if ok {
+		extra = append(extra, "--tls-cert-file="+operator.ServingCertFile, "--tls-private-key-file="+operator.ServingKeyFile)
 	}
 	if cfg, err := k.Cluster.KubeInformers.ConfigMapLister().ConfigMaps(TargetNamespace).Get("config"); err == nil {
 		args, err := ExtendedArgs(cfg.Data["config.yaml"])
@@ -355,8 +349,7 @@ func (k *Component) managePod(ctx context.Context) error {
 			pod.Spec.Containers[i].Env = append(pod.Spec.Containers[i].Env, corev1.EnvVar{Name: "OPENSHIFT_USE_VULNERABLE_LEGACY_SERVICE_CA_CRT", Value: "true"})
 		}
 	}
-	_, _, err = resourceapply.ApplyConfigMap(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, operator.PodConfigMap(TargetNamespace, "kube-controller-manager-pod", pod, spec))
-	return err
+	return k.ApplyPodConfigMap(ctx, TargetNamespace, "kube-controller-manager-pod", pod, spec)
 }
 
 // verbosity is the operand's -v: TraceAll is 8 (cluster-kube-controller-manager-operator

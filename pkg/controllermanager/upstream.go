@@ -23,11 +23,8 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"strings"
 
-	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/pkg/operator"
@@ -44,11 +41,9 @@ const UpstreamSecurePort = 10257
 var upstreamKubeconfig = operator.ResourceFile("configmaps", "controller-manager-kubeconfig", "kubeconfig")
 
 // upstreamFixedArgs are the files of the revision and the cert directory, and the settings that do not depend on
-// the cluster. Keep to flags kube-controller-manager v1.34 lists in --help (testdata/upstream).
+// the cluster, besides operator.UpstreamServer's. Keep to flags kube-controller-manager v1.34 lists in --help
+// (testdata/upstream).
 var upstreamFixedArgs = [][2]string{
-	{"kubeconfig", upstreamKubeconfig},
-	{"authentication-kubeconfig", upstreamKubeconfig},
-	{"authorization-kubeconfig", upstreamKubeconfig},
 	{"client-ca-file", operator.CertFile("configmaps", "client-ca", "ca-bundle.crt")},
 	{"requestheader-client-ca-file", operator.CertFile("configmaps", "aggregator-client-ca", "ca-bundle.crt")},
 	// The token signer's key (sa-token-signer) and the CA every pod gets as the service-account ca.crt.
@@ -58,14 +53,6 @@ var upstreamFixedArgs = [][2]string{
 	{"cluster-signing-cert-file", operator.CertFile("secrets", "csr-signer", "tls.crt")},
 	{"cluster-signing-key-file", operator.CertFile("secrets", "csr-signer", "tls.key")},
 	{"use-service-account-credentials", "true"},
-	// The lease kubeadm's kube-controller-manager holds (the flags' defaults, spelled out).
-	{"leader-elect", "true"},
-	{"leader-elect-resource-namespace", "kube-system"},
-	{"leader-elect-resource-name", "kube-controller-manager"},
-	{"secure-port", strconv.Itoa(UpstreamSecurePort)},
-	{"cert-dir", operator.UpstreamCertDir},
-	// A restarted instance binds at once (the OpenShift pod's shell waits for the port instead).
-	{"permit-address-sharing", "true"},
 }
 
 // upstreamExtendedArgs are the extendedArguments of config.yaml carried over as they are (several values joined
@@ -78,19 +65,15 @@ var upstreamExtendedArgs = []string{
 	"cluster-signing-duration",
 }
 
-// UpstreamInputs is what the upstream kube-controller-manager's flags are computed from.
+// UpstreamInputs is what the upstream kube-controller-manager's flags are computed from: the extendedArguments
+// of the revision's config.yaml (configmap config), and operator.UpstreamServer's inputs (the observed config's TLS
+// profile, the node's IPs, whether the revision has serving-cert, the klog level).
 type UpstreamInputs struct {
-	// ExtendedArguments are those of the revision's config.yaml (configmap config).
 	ExtendedArguments map[string][]string
-	// Observed is the operator's observed config (servingInfo: the TLS profile).
-	Observed map[string]interface{}
-	// NodeIPs are the node's IPs, primary first.
-	NodeIPs []netip.Addr
-	// ServingCert says the revision holds secret serving-cert (service-ca-operator's certificate for the
-	// kube-controller-manager service); without it kube-controller-manager serves a self-signed certificate.
-	ServingCert bool
-	// Verbosity is the klog level.
-	Verbosity int
+	Observed          map[string]interface{}
+	NodeIPs           []netip.Addr
+	ServingCert       bool
+	Verbosity         int
 }
 
 // UpstreamArgs returns the upstream kube-controller-manager's arguments ("--name=value"), sorted by flag name.
@@ -111,21 +94,11 @@ func UpstreamArgs(in UpstreamInputs) ([]string, error) {
 		return nil, err
 	}
 	flags.Add("controllers", strings.Join(controllers, ","))
-	bind, err := operator.BindAddress(in.NodeIPs)
-	if err != nil {
+	server := operator.UpstreamServer{Kubeconfig: upstreamKubeconfig, Lease: ComponentName, SecurePort: UpstreamSecurePort,
+		NodeIPs: in.NodeIPs, Observed: in.Observed, ServingCert: in.ServingCert, Verbosity: in.Verbosity}
+	if err := server.Flags(&flags); err != nil {
 		return nil, err
 	}
-	flags.Add("bind-address", bind)
-	tls, err := operator.UpstreamTLS(in.Observed)
-	if err != nil {
-		return nil, err
-	}
-	tls.Flags(&flags)
-	if in.ServingCert {
-		flags.Add("tls-cert-file", operator.ResourceFile("secrets", "serving-cert", "tls.crt"))
-		flags.Add("tls-private-key-file", operator.ResourceFile("secrets", "serving-cert", "tls.key"))
-	}
-	flags.Add("v", strconv.Itoa(in.Verbosity))
 	return flags.Args(), nil
 }
 
@@ -236,10 +209,7 @@ func (k *Component) manageUpstreamPod(ctx context.Context) error {
 		return err
 	}
 	in := UpstreamInputs{ExtendedArguments: ext, Observed: obs, NodeIPs: k.In.NodeIPs, Verbosity: verbosity(spec.LogLevel)}
-	switch _, err := k.Cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get("serving-cert"); {
-	case err == nil:
-		in.ServingCert = true
-	case !apierrors.IsNotFound(err):
+	if in.ServingCert, err = operator.HasServingCert(k.Cluster, TargetNamespace); err != nil {
 		return err
 	}
 	args, err := UpstreamArgs(in)
@@ -256,6 +226,5 @@ func (k *Component) manageUpstreamPod(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, _, err = resourceapply.ApplyConfigMap(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, operator.PodConfigMap(TargetNamespace, "kube-controller-manager-pod", pod, spec))
-	return err
+	return k.ApplyPodConfigMap(ctx, TargetNamespace, "kube-controller-manager-pod", pod, spec)
 }

@@ -76,30 +76,6 @@ const (
 // ComponentName is the component's name in traces, loop names and reports.
 const ComponentName = "etcd"
 
-// Registration is etcd's entry in the registry (pkg/components).
-var Registration = operator.Registration{
-	Name:       ComponentName,
-	Namespaces: Namespaces,
-	Images: clusterconfig.Images{
-		"etcd":                  clusterconfig.OKDImage("etcd"),
-		"cluster-etcd-operator": clusterconfig.OKDImage("cluster-etcd-operator"),
-		// "etcd" is OpenShift's etcd image; this is upstream etcd (3.6.5, kubeadm 1.34's), whose repository's last
-		// path element names the binary, as clusterconfig.KubernetesImage's do.
-		UpstreamImage: "registry.k8s.io/etcd:3.6.5-0",
-	},
-	UpstreamImage: UpstreamImage,
-	Inputs:        Inputs,
-	New:           func(c *loops.Cluster, in *clusterconfig.Inputs) operator.Component { return New(c, in) },
-}
-
-// Inputs are what etcd's loops read that others produce: only what the installer seeds (etcd is the first
-// producer).
-var Inputs = []operator.Input{
-	operator.ConfigMapInput(KubeSystem, "cluster-config-v1", "install-config", "installer"),
-	{Kind: "APIServer", Name: "cluster", From: "installer"},
-	{Kind: "Infrastructure", Name: "cluster", From: "installer"},
-}
-
 // Component is etcd in one render.
 type Component struct {
 	operator.Base
@@ -112,7 +88,7 @@ type Component struct {
 // status as the operator's node controller puts it.
 func New(c *loops.Cluster, in *clusterconfig.Inputs) *Component {
 	return &Component{Base: operator.NewBase(c, in, operator.Spec{Name: ComponentName, Kind: "Etcd", Resource: "etcds",
-		NodeStatus: true, StaticPod: StaticPod(), Inputs: Inputs})}
+		NodeStatus: true, StaticPod: StaticPod(), Inputs: Inputs, SyncRules: SyncRules})}
 }
 
 // Converge returns the loops that run to a fixpoint, in the operator's order.
@@ -122,7 +98,7 @@ func (k *Component) Converge() []loops.Loop {
 		out = append(out, r.Loop(k.Cluster, k.In.Lifetimes, k.Op, k.Recorder))
 	}
 	out = append(out, k.allBundlesLoop(), k.allCertsLoop())
-	out = append(out, k.staticResourcesLoop(), k.configObserverLoop(), k.resourceSyncLoop(), k.endpointsLoop(), k.envVarLoop())
+	out = append(out, k.staticResourcesLoop(), k.configObserverLoop(), k.ResourceSyncLoop(), k.endpointsLoop(), k.envVarLoop())
 	out = append(out, k.scriptsLoop(), k.restorePodLoop(), k.podLoop())
 	return out
 }

@@ -33,10 +33,8 @@ func (k *Component) staticResourcesLoop() loops.Loop {
 // servingInfo.{minTLSVersion,cipherSuites} (library-go's observer) and the control-plane replicas of the
 // install-config into controlPlane.replicas.
 func (k *Component) configObserverLoop() loops.Loop {
-	l := operator.Listers{
-		APIServer:  k.Cluster.ConfigInformers.Config().V1().APIServers().Lister(),
-		ConfigMaps: k.Cluster.KubeInformers.InformersFor(KubeSystem).Core().V1().ConfigMaps().Lister(),
-	}
+	l := k.Listers()
+	l.ConfigMaps = k.Cluster.KubeInformers.InformersFor(KubeSystem).Core().V1().ConfigMaps().Lister()
 	return k.ConfigObserverLoop(l, libgoapiserver.ObserveTLSSecurityProfile, observeControlPlaneReplicas)
 }
 
@@ -108,11 +106,6 @@ var SyncRules = []resourcesync.Rule{
 	rl(true, at(OperatorNamespace, MetricClientName), at(TargetNamespace, MetricClientName)),
 	rl(true, at(OperatorNamespace, ClientName), at(TargetNamespace, ClientName)),
 	rl(true, at(ConfigNamespace, ClientName), at(TargetNamespace, ClientName)),
-}
-
-// resourceSyncLoop is library-go's resource sync controller with the operator's rules.
-func (k *Component) resourceSyncLoop() loops.Loop {
-	return k.ControllerLoop(k.ResourceSync(SyncRules), "resource-sync")
 }
 
 // EndpointKey is the key of an IP in openshift-etcd/etcd-endpoints: its text, base64 without padding.

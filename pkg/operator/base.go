@@ -5,8 +5,11 @@ import (
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/openshift/library-go/pkg/operator/configobserver"
+	"github.com/openshift/library-go/pkg/operator/configobserver/featuregates"
 	"github.com/openshift/library-go/pkg/operator/events"
+	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
 	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
@@ -44,6 +47,13 @@ type Registration struct {
 	New           func(c *loops.Cluster, in *clusterconfig.Inputs) Component
 }
 
+// Register is a component package's Registration: its name, namespaces, default images, the image of its
+// upstream-flavor pod (a key of images), inputs and constructor.
+func Register[C Component](name string, namespaces []string, images clusterconfig.Images, upstreamImage string, inputs []Input, build func(*loops.Cluster, *clusterconfig.Inputs) C) Registration {
+	return Registration{Name: name, Namespaces: namespaces, Images: images, UpstreamImage: upstreamImage, Inputs: inputs,
+		New: func(c *loops.Cluster, in *clusterconfig.Inputs) Component { return build(c, in) }}
+}
+
 // Spec is what a component's constructor hands NewBase.
 type Spec struct {
 	// Name is the component's name in traces, loop names and reports.
@@ -55,15 +65,24 @@ type Spec struct {
 	NodeStatus bool
 	StaticPod  staticpod.StaticPod
 	Inputs     []Input
+	// SyncRules are the operator's resource sync rules (Base.Syncer). A rule naming a namespace missing from the
+	// component's namespaces is a programming error and panics.
+	SyncRules []resourcesync.Rule
 }
 
 // Base is what every component embeds: the render's cluster and inputs, its operator resource (registered by
-// NewBase: managed, log level Normal) and recorder, and the default methods of Component.
+// NewBase: managed, log level Normal), recorder and resource sync controller, and the default methods of
+// Component.
 type Base struct {
 	Cluster  *loops.Cluster
 	In       *clusterconfig.Inputs
 	Op       *loops.OperatorClient
 	Recorder events.Recorder
+	// Syncer is the operator's resource sync controller with Spec.SyncRules: built first, because config
+	// observers (and kube-apiserver's encryption controllers) register rules on it.
+	Syncer *resourcesynccontroller.ResourceSyncController
+	// Features are the cluster's feature gates (clusterconfig.FeatureGates).
+	Features featuregates.FeatureGateAccess
 	spec     Spec
 }
 
@@ -76,7 +95,11 @@ func NewBase(c *loops.Cluster, in *clusterconfig.Inputs, s Spec) Base {
 	op := c.NewOperatorClient(s.Kind, s.Resource,
 		operatorv1.StaticPodOperatorSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed, LogLevel: operatorv1.Normal}},
 		status)
-	return Base{Cluster: c, In: in, Op: op, Recorder: c.Recorder, spec: s}
+	syncer, err := resourcesync.New(c, s.Name, op, c.Recorder, s.SyncRules)
+	if err != nil {
+		panic(err)
+	}
+	return Base{Cluster: c, In: in, Op: op, Recorder: c.Recorder, Syncer: syncer, Features: clusterconfig.FeatureGates(c, in), spec: s}
 }
 
 // Name is the component's name in traces and reports.
@@ -123,15 +146,16 @@ func (b *Base) ConfigObserverLoop(l Listers, observers ...configobserver.Observe
 	return b.ControllerLoop(ctrl, "config-observer")
 }
 
-// ResourceSync builds library-go's resource sync controller with the operator's rules (run it with
-// ControllerLoop(..., "resource-sync")). A rule naming a namespace missing from the component's namespaces is a
-// programming error and panics.
-func (b *Base) ResourceSync(rules []resourcesync.Rule) *resourcesynccontroller.ResourceSyncController {
-	rs, err := resourcesync.New(b.Cluster, b.spec.Name, b.Op, b.Recorder, rules)
-	if err != nil {
-		panic(err)
-	}
-	return rs
+// ResourceSyncLoop is the resource sync controller, as "resource-sync/<component>".
+func (b *Base) ResourceSyncLoop() loops.Loop { return b.ControllerLoop(b.Syncer, "resource-sync") }
+
+// OperatorLoops are the loops a library-go static-pod operator runs after its own ones, in the operators' order
+// (kube-controller-manager's and kube-scheduler's): static resources over manifests/<component>/static, the node
+// controller, the config observer, the target-config steps and the resource sync.
+func (b *Base) OperatorLoops(staticResources string, observer loops.Loop, targetConfig []loops.Loop) []loops.Loop {
+	out := []loops.Loop{b.StaticResourcesLoop(staticResources, MustStaticFiles(b.spec.Name+"/static")), b.NodeLoop(), observer}
+	out = append(out, targetConfig...)
+	return append(out, b.ResourceSyncLoop())
 }
 
 // TargetConfigLoops are the target-config steps as loops "target-config/<component>/<step>", skipped while ready
@@ -151,4 +175,35 @@ func (b *Base) ObservedConfig() (map[string]interface{}, *operatorv1.StaticPodOp
 		return nil, nil, err
 	}
 	return obs, spec, nil
+}
+
+// ApplyPodConfigMap applies the pod configmap <name> of the operand namespace with pod (see PodConfigMap).
+func (b *Base) ApplyPodConfigMap(ctx context.Context, namespace, name string, pod *corev1.Pod, spec *operatorv1.StaticPodOperatorSpec) error {
+	_, _, err := resourceapply.ApplyConfigMap(ctx, b.Cluster.Kube.CoreV1(), b.Recorder, PodConfigMap(namespace, name, pod, spec))
+	return err
+}
+
+// Listers are the config observers' listers with every cluster configuration lister, the resource syncer and the
+// feature gates filled; a component adds the configmap and secret listers its observers read.
+func (b *Base) Listers() Listers {
+	cfg := b.Cluster.ConfigInformers.Config().V1()
+	return Listers{
+		Sync:           b.Syncer,
+		APIServer:      cfg.APIServers().Lister(),
+		Authentication: cfg.Authentications().Lister(),
+		Infrastructure: cfg.Infrastructures().Lister(),
+		Network:        cfg.Networks().Lister(),
+		Proxy:          cfg.Proxies().Lister(),
+		Scheduler:      cfg.Schedulers().Lister(),
+		FeatureGates:   b.Features,
+	}
+}
+
+// ByFlavor is openshift or upstream, by the render's flavor (--flavor): the target-config step that writes the
+// pod configmap is the only one that differs.
+func ByFlavor[T any](in *clusterconfig.Inputs, openshift, upstream T) T {
+	if in.Flavor == clusterconfig.FlavorUpstream {
+		return upstream
+	}
+	return openshift
 }

@@ -34,6 +34,12 @@ func ConfigMapInput(namespace, name, key, from string) Input {
 	return Input{Kind: "configmap", Namespace: namespace, Name: name, Key: key, From: from}
 }
 
+// RecoveryTokenInput is the namespace's localhost-recovery-client-token secret, filled by the legacy
+// service-account token controller (emulated) for the static pod's recovery clients.
+func RecoveryTokenInput(namespace string) Input {
+	return Secret(namespace, "localhost-recovery-client-token", "token", "emulate/legacy-serviceaccount-token-controller")
+}
+
 func (i Input) kind() string {
 	if i.Kind == "" {
 		return "configmap"
@@ -45,11 +51,13 @@ func (i Input) kind() string {
 func (i Input) Checkable() bool { return i.kind() == "configmap" || i.kind() == "secret" }
 
 func (i Input) String() string {
-	s := i.kind() + " "
-	if i.Namespace != "" {
-		s += i.Namespace + "/"
+	s := i.kind()
+	switch {
+	case i.Namespace != "":
+		s += " " + i.Namespace + "/" + i.Name
+	case i.Name != "":
+		s += " " + i.Name
 	}
-	s += i.Name
 	if i.Key != "" {
 		s += " key " + i.Key
 	}

@@ -192,3 +192,13 @@ func CombineCABundles(ctx context.Context, c *loops.Cluster, owner string, recor
 	_, _, err = resourceapply.ApplyConfigMap(ctx, c.Kube.CoreV1(), recorder, cm)
 	return err
 }
+
+// MustStaticFiles is StaticFiles for a directory of the embedded manifests, which are part of the binary: an
+// error is a programming error and panics.
+func MustStaticFiles(dir string, first ...string) []string {
+	files, err := StaticFiles(dir, first...)
+	if err != nil {
+		panic(err)
+	}
+	return files
+}

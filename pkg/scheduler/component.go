@@ -14,8 +14,7 @@
 package scheduler
 
 import (
-	"github.com/openshift/library-go/pkg/operator/configobserver/featuregates"
-	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
+	"context"
 
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
@@ -42,85 +41,52 @@ const jira = "kube-scheduler"
 // Namespaces are the namespaces whose objects kube-scheduler's loops list.
 var Namespaces = []string{OperatorNamespace, TargetNamespace, ConfigNamespace, ManagedNamespace}
 
-// Registration is kube-scheduler's entry in the registry (pkg/components).
-var Registration = operator.Registration{
-	Name:       ComponentName,
-	Namespaces: Namespaces,
-	Images: clusterconfig.Images{
-		"hyperkube":                       clusterconfig.OKDImage("hyperkube"),
-		"cluster-kube-scheduler-operator": clusterconfig.OKDImage("cluster-kube-scheduler-operator"),
-		UpstreamImage:                     clusterconfig.KubernetesImage(UpstreamImage),
-	},
-	UpstreamImage: UpstreamImage,
-	Inputs:        Inputs,
-	New:           func(c *loops.Cluster, in *clusterconfig.Inputs) operator.Component { return New(c, in) },
-}
-
-// Inputs are what kube-scheduler's loops read that others produce.
-var Inputs = []operator.Input{
-	operator.ServiceAccountCAInput,
-	operator.Secret(ManagedNamespace, "kube-scheduler-client-cert-key", "tls.crt", "kube-apiserver"),
-	operator.Secret(TargetNamespace, "localhost-recovery-client-token", "token", "emulate/legacy-serviceaccount-token-controller"),
-	{Kind: "Scheduler", Name: "cluster", From: "installer"},
-	{Kind: "Infrastructure", Name: "cluster", From: "installer"},
-	{Kind: "Node", From: "emulate/node"},
-}
-
 // Component is kube-scheduler in one render.
 type Component struct {
 	operator.Base
-	features featuregates.FeatureGateAccess
-	syncer   *resourcesynccontroller.ResourceSyncController
 }
 
 // New registers the operator resource (operator.openshift.io/v1 KubeScheduler "cluster", managed, log level
-// Normal) and builds the resource syncer its loops share: kube-apiserver's operator mints the scheduler's client
-// certificate in openshift-config-managed, it goes into the cert directory; the config observer adds the policy
-// configmap rule through it.
+// Normal) with its resource sync rule: kube-apiserver's operator mints the scheduler's client certificate in
+// openshift-config-managed, it goes into the cert directory; the config observer adds the policy configmap rule
+// through the syncer.
 func New(c *loops.Cluster, in *clusterconfig.Inputs) *Component {
-	s := &Component{Base: operator.NewBase(c, in, operator.Spec{Name: ComponentName, Kind: "KubeScheduler",
-		Resource: "kubeschedulers", StaticPod: StaticPod(), Inputs: Inputs})}
-	s.features = clusterconfig.FeatureGates(c, in)
-	s.syncer = s.ResourceSync(SyncRules)
-	return s
+	return &Component{Base: operator.NewBase(c, in, operator.Spec{Name: ComponentName, Kind: "KubeScheduler",
+		Resource: "kubeschedulers", StaticPod: StaticPod(), Inputs: Inputs, SyncRules: SyncRules})}
 }
 
 // Converge returns the loops that run to a fixpoint, in the order of the package comment.
 func (s *Component) Converge() []loops.Loop {
-	out := []loops.Loop{
-		s.StaticResourcesLoop("KubeSchedulerStaticResources", staticFiles()),
-		s.NodeLoop(),
-		s.configObserver(),
-	}
-	out = append(out, s.targetConfig()...)
-	out = append(out, s.ControllerLoop(s.syncer, "resource-sync"))
-	return out
+	return s.OperatorLoops("KubeSchedulerStaticResources", s.configObserver(), s.targetConfig())
 }
 
-// staticFiles are the YAML files of manifests/kube-scheduler/static, sorted.
-func staticFiles() []string {
-	files, err := operator.StaticFiles(ComponentName + "/static")
-	if err != nil {
-		panic(err) // the embedded manifests are part of the binary: a programming error
-	}
-	return files
+// targetConfig is the operator's target config controller, one loop per output, in the operator's order.
+func (s *Component) targetConfig() []loops.Loop {
+	return s.TargetConfigLoops([]operator.Step{
+		{Name: "config", Sync: s.manageConfig},
+		{Name: "serviceaccount-ca", Sync: func(ctx context.Context) error {
+			return operator.ServiceAccountCA(ctx, s.Cluster, TargetNamespace, jira, s.Recorder)
+		}},
+		{Name: "localhost-recovery-client-token", Sync: func(context.Context) error {
+			return operator.CheckRecoveryToken(s.Cluster, TargetNamespace)
+		}},
+		{Name: "scheduler-kubeconfig", Sync: func(ctx context.Context) error {
+			return operator.InternalKubeconfig(ctx, s.Cluster, ComponentName+"/kubeconfig.yaml", s.Recorder)
+		}},
+		{Name: "kube-scheduler-pod", Sync: operator.ByFlavor(s.In, s.managePod, s.manageUpstreamPod)},
+	}, nil)
 }
 
 // StaticPod is kube-scheduler's static pod description (see Component.StaticPod).
 func StaticPod() staticpod.StaticPod {
-	r := func(name string) staticpod.Resource { return staticpod.Resource{Name: name} }
-	opt := func(name string) staticpod.Resource { return staticpod.Resource{Name: name, Optional: true} }
 	return staticpod.StaticPod{
-		Namespace:    TargetNamespace,
-		PodConfigMap: "kube-scheduler-pod",
-		ConfigMaps: []staticpod.Resource{
-			r("kube-scheduler-pod"), r("config"), r("serviceaccount-ca"), opt("policy-configmap"),
-			r("scheduler-kubeconfig"), r("kube-scheduler-cert-syncer-kubeconfig"),
-		},
-		Secrets:     []staticpod.Resource{opt("serving-cert"), r("localhost-recovery-client-token")},
-		CertDir:     "kube-scheduler-certs",
-		CertSecrets: []staticpod.Resource{r("kube-scheduler-client-cert-key")},
+		Namespace: TargetNamespace, PodConfigMap: "kube-scheduler-pod", CertDir: "kube-scheduler-certs",
+		ConfigMaps: staticpod.Names("kube-scheduler-pod", "config", "serviceaccount-ca", "policy-configmap?",
+			"scheduler-kubeconfig", "kube-scheduler-cert-syncer-kubeconfig"),
+		Secrets:     staticpod.Names("serving-cert?", "localhost-recovery-client-token"),
+		CertSecrets: staticpod.Names("kube-scheduler-client-cert-key"),
 	}
+
 }
 
 // SyncRules are the scheduler operator's resource sync rules.

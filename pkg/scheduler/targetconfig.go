@@ -9,68 +9,15 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
-	"github.com/openshift/library-go/pkg/operator/configobserver"
-	"github.com/openshift/library-go/pkg/operator/configobserver/apiserver"
-	"github.com/openshift/library-go/pkg/operator/events"
 	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
 	"github.com/openshift/library-go/pkg/operator/resource/resourcemerge"
 	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
-	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/manifests"
-	"github.com/render-static/render-static/pkg/clusterconfig"
-	"github.com/render-static/render-static/pkg/loops"
 	"github.com/render-static/render-static/pkg/operator"
 )
-
-// configObserver is library-go's config observer with kube-scheduler's observers: the scheduler policy configmap
-// and the API server's TLS profile (which becomes --tls-cipher-suites/--tls-min-version).
-func (s *Component) configObserver() loops.Loop {
-	cfg := s.Cluster.ConfigInformers.Config().V1()
-	l := operator.Listers{Sync: s.syncer, Scheduler: cfg.Schedulers().Lister(), APIServer: cfg.APIServers().Lister()}
-	return s.ConfigObserverLoop(l, observeSchedulerPolicy, apiserver.ObserveTLSSecurityProfile)
-}
-
-// observeSchedulerPolicy keeps policy-configmap in the operand namespace a copy of openshift-config/<Scheduler
-// spec.policy.name>, or deletes it when no policy is named (through the resource syncer). Policies were removed
-// upstream; the target config refuses a named one.
-func observeSchedulerPolicy(generic configobserver.Listers, recorder events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
-	l := generic.(operator.Listers)
-	dest := resourcesynccontroller.ResourceLocation{Namespace: TargetNamespace, Name: "policy-configmap"}
-	src := resourcesynccontroller.ResourceLocation{}
-	sched, err := l.Scheduler.Get("cluster")
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return existing, []error{err}
-	case sched.Spec.Policy.Name != "":
-		src = resourcesynccontroller.ResourceLocation{Namespace: ConfigNamespace, Name: sched.Spec.Policy.Name}
-	}
-	if err := l.Sync.SyncConfigMap(dest, src); err != nil {
-		return existing, []error{err}
-	}
-	return map[string]interface{}{}, nil
-}
-
-// targetConfig is the operator's target config controller, one loop per output, in the operator's order.
-func (s *Component) targetConfig() []loops.Loop {
-	return s.TargetConfigLoops([]operator.Step{
-		{Name: "config", Sync: s.manageConfig},
-		{Name: "serviceaccount-ca", Sync: func(ctx context.Context) error {
-			return operator.ServiceAccountCA(ctx, s.Cluster, TargetNamespace, jira, s.Recorder)
-		}},
-		{Name: "localhost-recovery-client-token", Sync: func(context.Context) error {
-			return operator.CheckRecoveryToken(s.Cluster, TargetNamespace)
-		}},
-		{Name: "scheduler-kubeconfig", Sync: func(ctx context.Context) error {
-			return operator.InternalKubeconfig(ctx, s.Cluster, ComponentName+"/kubeconfig.yaml", s.Recorder)
-		}},
-		{Name: "kube-scheduler-pod", Sync: s.managePod},
-	}, nil)
-}
 
 // schedulerConfig reads Scheduler "cluster" (the installer's: mastersSchedulable on a single node).
 func (s *Component) schedulerConfig() (*configv1.Scheduler, error) {
@@ -172,9 +119,6 @@ func FeatureGatesArg(enabled, disabled []configv1.FeatureGateName) string {
 // managePod completes the pod template (see manifests/kube-scheduler/pod.yaml) and applies the
 // kube-scheduler-pod configmap.
 func (s *Component) managePod(ctx context.Context) error {
-	if s.In.Flavor == clusterconfig.FlavorUpstream {
-		return s.manageUpstreamPod(ctx) // upstream.go
-	}
 	obs, spec, err := s.ObservedConfig()
 	if err != nil {
 		return err
@@ -189,7 +133,7 @@ func (s *Component) managePod(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	gates, err := s.features.CurrentFeatureGates()
+	gates, err := s.Features.CurrentFeatureGates()
 	if err != nil {
 		return err
 	}
@@ -206,12 +150,10 @@ func (s *Component) managePod(ctx context.Context) error {
 		return fmt.Errorf("pod template: the first container must be kube-scheduler")
 	}
 	main.Args = append(main.Args, FeatureGatesArg(enabled, disabled), fmt.Sprintf("-v=%d", schedulerLogLevel(spec.LogLevel)))
-	if _, err := s.Cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get("serving-cert"); err == nil {
-		main.Args = append(main.Args,
-			"--tls-cert-file=/etc/kubernetes/static-pod-resources/secrets/serving-cert/tls.crt",
-			"--tls-private-key-file=/etc/kubernetes/static-pod-resources/secrets/serving-cert/tls.key")
-	} else if !apierrors.IsNotFound(err) {
+	if ok, err := operator.HasServingCert(s.Cluster, TargetNamespace); err != nil {
 		return err
+	} else if ok {
+		main.Args = append(main.Args, "--tls-cert-file="+operator.ServingCertFile, "--tls-private-key-file="+operator.ServingKeyFile)
 	}
 	tls, err := operator.TLSArgs(obs)
 	if err != nil {
@@ -223,9 +165,7 @@ func (s *Component) managePod(ctx context.Context) error {
 		return err
 	}
 	main.Args = append(main.Args, unsupported...)
-	_, _, err = resourceapply.ApplyConfigMap(ctx, s.Cluster.Kube.CoreV1(), s.Recorder,
-		operator.PodConfigMap(TargetNamespace, "kube-scheduler-pod", pod, spec))
-	return err
+	return s.ApplyPodConfigMap(ctx, TargetNamespace, "kube-scheduler-pod", pod, spec)
 }
 
 // schedulerLogLevel is the operand's -v: kube-scheduler logs node scores at level 10, so TraceAll goes that far

@@ -23,11 +23,8 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"strconv"
 
 	configv1 "github.com/openshift/api/config/v1"
-	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/render-static/render-static/pkg/operator"
 )
@@ -42,35 +39,15 @@ const UpstreamSecurePort = 10259
 // names it.
 var upstreamKubeconfig = operator.ResourceFile("configmaps", "scheduler-kubeconfig", "kubeconfig")
 
-// upstreamFixedArgs are the files of the revision and the settings that do not depend on the cluster. Keep to
-// flags kube-scheduler v1.34 lists in --help (testdata/upstream).
-var upstreamFixedArgs = [][2]string{
-	{"kubeconfig", upstreamKubeconfig},
-	{"authentication-kubeconfig", upstreamKubeconfig},
-	{"authorization-kubeconfig", upstreamKubeconfig},
-	// The lease kubeadm's kube-scheduler holds (the flags' defaults, spelled out).
-	{"leader-elect", "true"},
-	{"leader-elect-resource-namespace", "kube-system"},
-	{"leader-elect-resource-name", "kube-scheduler"},
-	{"secure-port", strconv.Itoa(UpstreamSecurePort)},
-	{"cert-dir", operator.UpstreamCertDir},
-	// A restarted instance binds at once (the OpenShift pod's init container waits for the port instead).
-	{"permit-address-sharing", "true"},
-}
-
-// UpstreamInputs is what the upstream kube-scheduler's flags are computed from.
+// UpstreamInputs is what the upstream kube-scheduler's flags are computed from: the Scheduler "cluster" spec (the
+// flags select no plugins, so only the default profile goes) and operator.UpstreamServer's inputs (the observed
+// config's TLS profile, the node's IPs, whether the revision has serving-cert, the klog level).
 type UpstreamInputs struct {
-	// Scheduler is the Scheduler "cluster" spec: the flags select no plugins, so only the default profile goes.
-	Scheduler configv1.SchedulerSpec
-	// Observed is the operator's observed config (servingInfo: the TLS profile).
-	Observed map[string]interface{}
-	// NodeIPs are the node's IPs, primary first.
-	NodeIPs []netip.Addr
-	// ServingCert says the revision holds secret serving-cert (service-ca-operator's certificate for the scheduler
-	// service); without it kube-scheduler serves a self-signed certificate.
+	Scheduler   configv1.SchedulerSpec
+	Observed    map[string]interface{}
+	NodeIPs     []netip.Addr
 	ServingCert bool
-	// Verbosity is the klog level.
-	Verbosity int
+	Verbosity   int
 }
 
 // UpstreamArgs returns the upstream kube-scheduler's arguments ("--name=value"), sorted by flag name.
@@ -78,25 +55,13 @@ func UpstreamArgs(in UpstreamInputs) ([]string, error) {
 	if err := upstreamProfile(in.Scheduler); err != nil {
 		return nil, err
 	}
+	// Only operator.UpstreamServer's flags: kube-scheduler v1.34 lists them in --help (testdata/upstream).
 	var flags operator.Flags
-	for _, a := range upstreamFixedArgs {
-		flags.Add(a[0], a[1])
-	}
-	bind, err := operator.BindAddress(in.NodeIPs)
-	if err != nil {
+	server := operator.UpstreamServer{Kubeconfig: upstreamKubeconfig, Lease: ComponentName, SecurePort: UpstreamSecurePort,
+		NodeIPs: in.NodeIPs, Observed: in.Observed, ServingCert: in.ServingCert, Verbosity: in.Verbosity}
+	if err := server.Flags(&flags); err != nil {
 		return nil, err
 	}
-	flags.Add("bind-address", bind)
-	tls, err := operator.UpstreamTLS(in.Observed)
-	if err != nil {
-		return nil, err
-	}
-	tls.Flags(&flags)
-	if in.ServingCert {
-		flags.Add("tls-cert-file", operator.ResourceFile("secrets", "serving-cert", "tls.crt"))
-		flags.Add("tls-private-key-file", operator.ResourceFile("secrets", "serving-cert", "tls.key"))
-	}
-	flags.Add("v", strconv.Itoa(in.Verbosity))
 	return flags.Args(), nil
 }
 
@@ -131,10 +96,7 @@ func (s *Component) manageUpstreamPod(ctx context.Context) error {
 		return err
 	}
 	in := UpstreamInputs{Scheduler: sched.Spec, Observed: obs, NodeIPs: s.In.NodeIPs, Verbosity: schedulerLogLevel(spec.LogLevel)}
-	switch _, err := s.Cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get("serving-cert"); {
-	case err == nil:
-		in.ServingCert = true
-	case !apierrors.IsNotFound(err):
+	if in.ServingCert, err = operator.HasServingCert(s.Cluster, TargetNamespace); err != nil {
 		return err
 	}
 	args, err := UpstreamArgs(in)
@@ -147,7 +109,5 @@ func (s *Component) manageUpstreamPod(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, _, err = resourceapply.ApplyConfigMap(ctx, s.Cluster.Kube.CoreV1(), s.Recorder,
-		operator.PodConfigMap(TargetNamespace, "kube-scheduler-pod", pod, spec))
-	return err
+	return s.ApplyPodConfigMap(ctx, TargetNamespace, "kube-scheduler-pod", pod, spec)
 }

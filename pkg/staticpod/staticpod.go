@@ -4,6 +4,7 @@ package staticpod
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/openshift/library-go/pkg/operator/events"
 	"github.com/openshift/library-go/pkg/operator/revisioncontroller"
@@ -15,6 +16,16 @@ import (
 type Resource struct {
 	Name     string
 	Optional bool
+}
+
+// Names declares resources by name, in order; a name ending in "?" is optional ("cloud-config?").
+func Names(names ...string) []Resource {
+	out := make([]Resource, 0, len(names))
+	for _, n := range names {
+		name, optional := strings.CutSuffix(n, "?")
+		out = append(out, Resource{Name: name, Optional: optional})
+	}
+	return out
 }
 
 // StaticPod is what a static-pod operator hands its revision controller and installer: the operand namespace,

@@ -20,6 +20,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/render-static/render-static/pkg/components"
 )
 
 // The inner side of the e2e: one boot of the real node per run (first boot, reboot, the broken-flag boot, the
@@ -436,7 +438,8 @@ func checkNoCrashLoops(t *testing.T, n *Node) {
 
 // logPeakRSS prints the peak resident memory of the node's components.
 func logPeakRSS(t *testing.T, n *Node) {
-	rss := PeakRSS("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "containerd")
+	// The registry's components (each static pod's process is named after its component), the kubelet, containerd.
+	rss := PeakRSS(append(components.Names(), "kubelet", "containerd")...)
 	var parts []string
 	for _, k := range sortedKeys(rss) {
 		parts = append(parts, fmt.Sprintf("%s=%.0fMiB", k, rss[k]))
