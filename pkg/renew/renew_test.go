@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/openshift/library-go/pkg/operator/certrotation"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/render-static/render-static/pkg/certs"
@@ -97,6 +98,31 @@ func managedTargets(t *testing.T, dir string) map[string]time.Time {
 	return out
 }
 
+// nodeCSRs are the node's render-time credentials (pkg/node's emulated CSR approval) as the state holds them: by
+// "certificatesigningrequest <name>", their not-after and fingerprint.
+func nodeCSRs(t *testing.T, dir string) (map[string]time.Time, map[string]bool) {
+	t.Helper()
+	st, err := state.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, fps := map[string]time.Time{}, map[string]bool{}
+	for _, o := range st.Objects {
+		csr, ok := o.(*certificatesv1.CertificateSigningRequest)
+		if !ok || len(csr.Status.Certificate) == 0 {
+			continue
+		}
+		c, err := firstCert(csr.Status.Certificate)
+		if err != nil {
+			t.Fatalf("csr %s: %v", csr.Name, err)
+		}
+		out["certificatesigningrequest "+csr.Name] = c.NotAfter
+		h := sha256.Sum256(c.Raw)
+		fps[hex.EncodeToString(h[:])] = true
+	}
+	return out, fps
+}
+
 func signerSecrets(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
 	st, err := state.Load(dir)
@@ -112,11 +138,14 @@ func signerSecrets(t *testing.T, dir string) map[string][]byte {
 	return out
 }
 
+// renewedNames are the names of the renewed certificates of a kind; a CSR's is without the " (<CN>)" the report
+// adds.
 func renewedNames(r *Report, kind string) []string {
 	var out []string
 	for _, c := range r.Renewed {
 		if c.Kind == kind {
-			out = append(out, c.Name)
+			n, _, _ := strings.Cut(c.Name, " (")
+			out = append(out, n)
 		}
 	}
 	sort.Strings(out)
@@ -192,6 +221,13 @@ func TestRenew(t *testing.T) {
 	// --within: a new node IP first reissues etcd's three node certificates, so they expire later than the rest.
 	render(t, dir, "192.168.126.11")
 	targets := managedTargets(t, dir)
+	csrs, _ := nodeCSRs(t, dir)
+	if len(csrs) != 2 {
+		t.Fatalf("the state holds %d node CSRs with a certificate, want the kubelet's and the approver's", len(csrs))
+	}
+	for n, na := range csrs {
+		targets[n] = na
+	}
 	etcdNode := map[string]bool{"secret openshift-etcd/etcd-peer-master-0": true, "secret openshift-etcd/etcd-serving-master-0": true,
 		"secret openshift-etcd/etcd-serving-metrics-master-0": true}
 	var oldest, youngest time.Time // latest not-after of the others, earliest of etcd's node certificates
@@ -249,6 +285,10 @@ func TestRenew(t *testing.T) {
 	old := readTree(t, dir)
 	oldCerts := certsByName(t, dir)
 	targets = managedTargets(t, dir)
+	csrs, csrFPs := nodeCSRs(t, dir)
+	for n, na := range csrs {
+		targets[n] = na
+	}
 	signers = signerSecrets(t, dir)
 	rep, err = Run(ctx, Options{Dir: dir, Force: true})
 	if err != nil {
@@ -260,6 +300,9 @@ func TestRenew(t *testing.T) {
 	newCerts := certsByName(t, dir)
 	for n, c := range oldCerts {
 		nc, ok := newCerts[n]
+		if csrFPs[c.fp] {
+			targets[n] = c.notAfter // a node credential in a kubeconfig: signed again
+		}
 		switch {
 		case c.ca:
 			if ok && nc.fp != c.fp {
