@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -495,5 +497,71 @@ func TestRenewBadInput(t *testing.T) {
 	}
 	if files := readTree(t, dir); len(files) != 1 {
 		t.Errorf("a failed renew wrote into the directory: %v", keys(files))
+	}
+}
+
+// TestRenewDueSigner: a signer that library-go finds due (its not-after annotation says it expired, as it will
+// once the wall clock gets there: the controllers read time.Now() and the annotation, no injectable clock) is
+// renewed by library-go's own rule, without --force; its CA bundle then holds the old and the new signer, so every
+// certificate the old one signed stays valid, and those leaves are not reissued (their issuer is still in the
+// bundle). No other signer changes.
+func TestRenewDueSigner(t *testing.T) {
+	if testing.Short() {
+		t.Skip("renders and renews")
+	}
+	dir := filepath.Join(t.TempDir(), "aio")
+	render(t, dir, "192.168.126.10")
+	const signer = "openshift-kube-apiserver-operator/localhost-serving-signer"
+	const bundle = "openshift-kube-apiserver-operator/localhost-serving-ca"
+	p := filepath.Join(dir, state.Dir, "objects", "core_secret_openshift-kube-apiserver-operator_localhost-serving-signer.yaml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(auth\.openshift\.io/certificate-not-after: )"[^"]+"`)
+	if !re.Match(b) {
+		t.Fatalf("%s has no not-after annotation", p)
+	}
+	if err := os.WriteFile(p, re.ReplaceAll(b, []byte(`${1}"2020-01-01T00:00:00Z"`)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	oldSigners := signerSecrets(t, dir)
+	rep, err := Run(context.Background(), Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := renewedNames(rep, "signer"); strings.Join(got, ",") != "secret "+signer {
+		t.Errorf("renewed signers %v, want exactly %s", got, signer)
+	}
+	if got := renewedNames(rep, "leaf"); len(got) > 0 {
+		t.Errorf("leaves %v reissued, but their issuer is still in the bundle", got)
+	}
+	newSigners := signerSecrets(t, dir)
+	for k, crt := range oldSigners {
+		if k != signer && !bytes.Equal(newSigners[k], crt) {
+			t.Errorf("signer %s changed", k)
+		}
+	}
+	st, err := state.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var caBundle string
+	for _, o := range st.Objects {
+		if cm, ok := o.(*corev1.ConfigMap); ok && cm.Namespace+"/"+cm.Name == bundle {
+			caBundle = cm.Data["ca-bundle.crt"]
+		}
+	}
+	for _, which := range []string{"old", "new"} {
+		crt := oldSigners[signer]
+		if which == "new" {
+			crt = newSigners[signer]
+		}
+		if bytes.Equal(oldSigners[signer], newSigners[signer]) || !strings.Contains(caBundle, strings.TrimSpace(string(crt))) {
+			t.Errorf("%s does not hold the %s signer", bundle, which)
+		}
+	}
+	if !slices.Contains(rep.Bundles, "configmap "+bundle) || rep.Update == nil {
+		t.Errorf("the report names bundles %v (update %v); want %s and an update", rep.Bundles, rep.Update != nil, bundle)
 	}
 }
