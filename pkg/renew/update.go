@@ -116,9 +116,12 @@ type Report struct {
 
 // Print writes the report.
 func (r *Report) Print(w io.Writer) {
-	if len(r.Renewed) == 0 {
+	switch {
+	case len(r.Renewed) == 0 && r.Update == nil:
 		fmt.Fprintf(w, "renew %s: nothing was due; no new revision, no update\n", r.Dir)
-	} else {
+	case len(r.Renewed) == 0:
+		fmt.Fprintf(w, "renew %s: no certificate renewed, but the render changed (see the update)\n", r.Dir)
+	default:
 		fmt.Fprintf(w, "renew %s: %d certificates renewed\n", r.Dir, len(r.Renewed))
 	}
 	for _, c := range r.Renewed {
