@@ -59,8 +59,13 @@ pick_client() {
 	elif command -v kubectl >/dev/null 2>&1; then
 		client=(kubectl)
 	elif [[ -n ${AIO_UPDATE_CLIENT_IMAGE:-} ]] && command -v podman >/dev/null 2>&1; then
+		# The client reads the kubeconfig and, for apply, the update: mount both at the same paths.
 		client=(podman run --rm --network=host --user=0:0 --authfile="$root/var/lib/kubelet/config.json"
-			--volume="${kubeconfig%/*}:${kubeconfig%/*}:ro,z" --volume="$update:$update:ro,z" --entrypoint=oc "$AIO_UPDATE_CLIENT_IMAGE")
+			--volume="${kubeconfig%/*}:${kubeconfig%/*}:ro,z")
+		if [[ -n $update ]]; then
+			client+=(--volume="$update:$update:ro,z")
+		fi
+		client+=(--entrypoint=oc "$AIO_UPDATE_CLIENT_IMAGE")
 	else
 		die "no oc or kubectl on this host, and no podman to run ${AIO_UPDATE_CLIENT_IMAGE:-a client image}"
 	fi
