@@ -215,14 +215,14 @@ func compare(ctx context.Context, o Options, st *state.State, m *marker, eng *pi
 	upd := &Update{ID: o.Now.UTC().Format("20060102T150405Z"), Created: o.Now.UTC(), NodeName: eng.Inputs.NodeName,
 		Components: rep.Components, Renewed: renewed, Bundles: bundles,
 		EarliestExpiry: rep.EarliestExpiry, EarliestExpirySubject: rep.EarliestExpirySubject}
-	bootstrapOnly := node.Options{ManifestsDir: pipeline.ManifestsDir, AdminKubeconfig: pipeline.AdminKubeconfigPath}.BootstrapOnly()
+	bootstrapOnly := node.Options{ManifestsDir: node.ManifestsDir, AdminKubeconfig: node.AdminKubeconfigPath}.BootstrapOnly()
 	var pods []File
 	paths := make([]string, 0, len(newFiles))
 	for p := range newFiles {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	manifestPrefix := pipeline.ManifestsDir + "/"
+	manifestPrefix := node.ManifestsDir + "/"
 	for _, p := range paths {
 		f := newFiles[p]
 		if old, ok := oldFiles[p]; ok && bytes.Equal(old, f.Contents) {
