@@ -5,7 +5,6 @@ import (
 	"crypto"
 	"crypto/tls"
 	"crypto/x509"
-	"flag"
 	"fmt"
 	"path"
 	"regexp"
@@ -31,9 +30,6 @@ import (
 // Tests of --flavor upstream: the kube-apiserver pod is a flag-only pod for the upstream image whose every flag is a
 // flag of kube-apiserver v1.34.3 and whose every file is one the render lays down; the rest of the render is the
 // OpenShift flavor's.
-
-var updateUpstreamFlags = flag.Bool("update-upstream-flags", false,
-	"rewrite testdata/upstream/kube-apiserver-flags.txt from the e2e-built kube-apiserver's --help")
 
 const (
 	upstreamFlagList   = "testdata/upstream/kube-apiserver-flags.txt"
@@ -575,7 +571,7 @@ func TestUpstreamLayoutIsTheOpenShiftFlavors(t *testing.T) {
 // parses every case's arguments (with --help last, it exits 0 after parsing; an unknown flag or a malformed value
 // fails), and the committed flag list is the binary's --help. Skipped without the binary.
 func TestUpstreamFlagsParseWithTheBinary(t *testing.T) {
-	bin := upstreamtest.RequireBinary(t, "kube-apiserver", upstreamKASVersion, *updateUpstreamFlags)
+	bin := upstreamtest.RequireBinary(t, "kube-apiserver", upstreamKASVersion, *upstreamtest.Update)
 	help, err := upstreamtest.Help(bin)
 	if err != nil {
 		t.Fatal(err)
@@ -591,7 +587,7 @@ cipher-suite (preferred), insecure-cipher-suite, tls-version. Regenerate with
 	if err != nil {
 		t.Fatal(err)
 	}
-	upstreamtest.CheckFlagList(t, upstreamFlagList, bin, got, *updateUpstreamFlags, "go test ./pkg/apiserver -run TestUpstreamFlagsParseWithTheBinary -update-upstream-flags")
+	upstreamtest.CheckFlagList(t, upstreamFlagList, bin, got, *upstreamtest.Update, "go test ./pkg/apiserver -run TestUpstreamFlagsParseWithTheBinary -update-upstream-flags")
 	for _, tc := range upstreamCases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := renderUpstream(t, tc.name, tc.config, tc.ips)

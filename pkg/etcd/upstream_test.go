@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"flag"
 	"fmt"
 	"net"
 	"net/url"
@@ -32,9 +31,6 @@ import (
 // Tests of --flavor upstream: the etcd pod is a flag-only pod for the upstream etcd image whose every flag is one
 // of etcd 3.6.5 (none deprecated or experimental) and whose every file is one the render lays down; the rest of the
 // render is the OpenShift flavor's.
-
-var updateUpstreamFlags = flag.Bool("update-upstream-flags", false,
-	"rewrite testdata/upstream/etcd-flags.txt from the e2e-built etcd's --help")
 
 const (
 	upstreamFlagList    = "testdata/upstream/etcd-flags.txt"
@@ -411,13 +407,13 @@ func TestUpstreamLayoutIsTheOpenShiftFlavors(t *testing.T) {
 // case's arguments (with --help last, it exits 0 after parsing; an unknown flag, a malformed value or an unknown
 // feature gate fails), and the committed flag list is the binary's --help. Skipped without the binary.
 func TestUpstreamFlagsParseWithTheBinary(t *testing.T) {
-	bin := upstreamtest.RequireBinary(t, "etcd", upstreamEtcdVersion, *updateUpstreamFlags)
+	bin := upstreamtest.RequireBinary(t, "etcd", upstreamEtcdVersion, *upstreamtest.Update)
 	help, err := exec.Command(bin, "--help").CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s --help: %v", bin, err)
 	}
 	got := etcdFlagList(string(help))
-	upstreamtest.CheckFlagList(t, upstreamFlagList, bin, got, *updateUpstreamFlags, "go test ./pkg/etcd -run TestUpstreamFlagsParseWithTheBinary -update-upstream-flags")
+	upstreamtest.CheckFlagList(t, upstreamFlagList, bin, got, *upstreamtest.Update, "go test ./pkg/etcd -run TestUpstreamFlagsParseWithTheBinary -update-upstream-flags")
 	for _, nc := range upstreamCases {
 		t.Run(nc.name, func(t *testing.T) {
 			c := renderUpstream(t, nc).pod(t).Spec.Containers[0]
