@@ -17,7 +17,7 @@ import (
 
 // The tests every flag-only upstream pod of a component whose operator renders a config.yaml (kube-controller-
 // manager, kube-scheduler) must pass. A component's upstream_test.go is one Pod table and the tests only it has;
-// its Test functions call these with the table.
+// its TestUpstream calls Run and its TestUpstreamFlagsParseWithTheBinary TestFlagsParseWithTheBinary.
 
 // KubernetesVersion is the upstream Kubernetes release of the upstream flavor's images and of the binaries test/e2e
 // builds (k8s.io/kubernetes).
@@ -84,6 +84,15 @@ type Pod struct {
 // image is the upstream image; binary names the binary and its version in messages.
 func (s *Pod) image() string  { return "registry.k8s.io/" + s.Component + ":" + KubernetesVersion }
 func (s *Pod) binary() string { return s.Component + " " + KubernetesVersion }
+
+// Run runs the tests of the pod (Pod), the files it shares with the OpenShift pod (SameFilesAsOpenShift), the
+// layout (LayoutIsTheOpenShiftFlavors) and the OpenShift flavor (OpenShiftFlavorUnchanged) as subtests.
+func (s *Pod) Run(t *testing.T) {
+	t.Run("Pod", s.TestPod)
+	t.Run("SameFilesAsOpenShift", s.TestSameFilesAsOpenShift)
+	t.Run("LayoutIsTheOpenShiftFlavors", s.TestLayoutIsTheOpenShiftFlavors)
+	t.Run("OpenShiftFlavorUnchanged", s.TestOpenShiftFlavorUnchanged)
+}
 
 // FlagListFile is the committed flag list, relative to the component's package directory.
 func (s *Pod) FlagListFile() string { return "testdata/upstream/" + s.Component + "-flags.txt" }

@@ -4,7 +4,6 @@ package conformance
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -18,23 +17,11 @@ func (c *comparison) diff(path string, want, got interface{}) {
 			c.add(strings.TrimSuffix(path, "."), want, got)
 			return
 		}
-		keys := map[string]bool{}
-		for k := range w {
-			keys[k] = true
-		}
-		for k := range g {
-			keys[k] = true
-		}
-		names := make([]string, 0, len(keys))
-		for k := range keys {
-			names = append(names, k)
-		}
-		sort.Strings(names)
 		sep := "."
 		if strings.HasSuffix(path, ":") {
 			sep = ""
 		}
-		for _, k := range names {
+		for _, k := range sortedKeys(w, g) {
 			c.diff(strings.TrimSuffix(path, ".")+sep+k, w[k], g[k])
 		}
 	case []interface{}:

@@ -47,9 +47,9 @@ func (c *comparison) pods() error {
 	return nil
 }
 
-// configFiles compares every file of the expected rootfs/ that belongs to the components.
-func (c *comparison) configFiles() error {
-	root := filepath.Join(c.opts.ExpectedDir, "rootfs")
+// walkOwned calls fn for every file below root that belongs to the compared components, with its slash-separated
+// path relative to root.
+func (c *comparison) walkOwned(root string, fn func(rel string, d fs.DirEntry) error) error {
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -59,9 +59,17 @@ func (c *comparison) configFiles() error {
 		if !c.owned(rel) {
 			return nil
 		}
+		return fn(rel, d)
+	})
+}
+
+// configFiles compares every file of the expected rootfs/ that belongs to the components.
+func (c *comparison) configFiles() error {
+	root := filepath.Join(c.opts.ExpectedDir, "rootfs")
+	return c.walkOwned(root, func(rel string, _ fs.DirEntry) error {
 		c.compared++
 		label := "rootfs/" + rel
-		want, err := os.ReadFile(p)
+		want, err := os.ReadFile(filepath.Join(root, rel))
 		if err != nil {
 			return err
 		}
@@ -147,15 +155,7 @@ func (c *comparison) fileList() error {
 	}
 	got := map[string]string{}
 	root := filepath.Join(c.opts.RenderDir, "rootfs")
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(rel)
-		if !c.owned(rel) {
-			return nil
-		}
+	err = c.walkOwned(root, func(rel string, d fs.DirEntry) error {
 		info, err := d.Info()
 		if err != nil {
 			return err

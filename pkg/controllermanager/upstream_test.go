@@ -100,13 +100,10 @@ var upstreamNetworks = map[string][3]string{
 	"proxy":     {"0.0.0.0", "10.128.0.0/14", "172.30.0.0/16"},
 }
 
-func TestUpstreamPod(t *testing.T)                  { upstreamPod.TestPod(t) }
-func TestUpstreamSameFilesAsOpenShift(t *testing.T) { upstreamPod.TestSameFilesAsOpenShift(t) }
-func TestUpstreamLayoutIsTheOpenShiftFlavors(t *testing.T) {
-	upstreamPod.TestLayoutIsTheOpenShiftFlavors(t)
-}
-func TestUpstreamFlagsParseWithTheBinary(t *testing.T)  { upstreamPod.TestFlagsParseWithTheBinary(t) }
-func TestUpstreamOpenShiftFlavorUnchanged(t *testing.T) { upstreamPod.TestOpenShiftFlavorUnchanged(t) }
+// TestUpstream runs upstreamtest.Pod's tests of the pod, the files it shares with the OpenShift pod, the layout and
+// the OpenShift flavor; TestUpstreamFlagsParseWithTheBinary its flag-list test.
+func TestUpstream(t *testing.T)                        { upstreamPod.Run(t) }
+func TestUpstreamFlagsParseWithTheBinary(t *testing.T) { upstreamPod.TestFlagsParseWithTheBinary(t) }
 
 // checkUpstreamPod: kube-controller-manager authenticates the clients kube-apiserver does; pods get a CA that
 // verifies kube-apiserver on the service network; the CSR signer is a CA and its key; tokens it signs verify at

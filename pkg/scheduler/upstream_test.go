@@ -76,13 +76,10 @@ Regenerate with
 	Rejected:   [][]string{{"--config=/x.yaml", "--policy-config-file=/p"}, {"--bind-address=not-an-ip"}, {"--secure-port=x"}},
 }
 
-func TestUpstreamPod(t *testing.T)                  { upstreamPod.TestPod(t) }
-func TestUpstreamSameFilesAsOpenShift(t *testing.T) { upstreamPod.TestSameFilesAsOpenShift(t) }
-func TestUpstreamLayoutIsTheOpenShiftFlavors(t *testing.T) {
-	upstreamPod.TestLayoutIsTheOpenShiftFlavors(t)
-}
-func TestUpstreamFlagsParseWithTheBinary(t *testing.T)  { upstreamPod.TestFlagsParseWithTheBinary(t) }
-func TestUpstreamOpenShiftFlavorUnchanged(t *testing.T) { upstreamPod.TestOpenShiftFlavorUnchanged(t) }
+// TestUpstream runs upstreamtest.Pod's tests of the pod, the files it shares with the OpenShift pod, the layout and
+// the OpenShift flavor; TestUpstreamFlagsParseWithTheBinary its flag-list test.
+func TestUpstream(t *testing.T)                        { upstreamPod.Run(t) }
+func TestUpstreamFlagsParseWithTheBinary(t *testing.T) { upstreamPod.TestFlagsParseWithTheBinary(t) }
 
 // TestUpstreamArgs: the flags of the rendered inputs are the pod's; what the flag-only scheduler cannot run is
 // refused (a profile other than upstream's default plugins, a profile customization, a policy), and so is an input
