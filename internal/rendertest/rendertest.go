@@ -10,14 +10,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"github.com/render-static/render-static/internal/testtools"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/render-static/render-static/internal/testtools"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/conformance"
@@ -115,30 +114,13 @@ func Pipeline(o pipeline.Options) (*clusterconfig.Inputs, *pipeline.Engine, *pip
 	return in, eng, out, nil
 }
 
-type cached struct {
-	once sync.Once
-	r    *Render
-	err  error
-}
-
-var (
-	mu      sync.Mutex
-	renders = map[string]*cached{}
-)
+var renders Once[string, *Render]
 
 // Get renders an install-config for node sno-0 with the given node IPs and infrastructure name sno-x7k2p, once
 // per process (later calls return the same render, or the same error). Its output directory lives until the
 // process ends.
 func Get(config, nodeIPs string) (*Render, error) {
-	mu.Lock()
-	c, ok := renders[config+" "+nodeIPs]
-	if !ok {
-		c = &cached{}
-		renders[config+" "+nodeIPs] = c
-	}
-	mu.Unlock()
-	c.once.Do(func() { c.r, c.err = render(config, nodeIPs) })
-	return c.r, c.err
+	return renders.Get(config+" "+nodeIPs, func() (*Render, error) { return render(config, nodeIPs) })
 }
 
 // SNO renders the conformance install-config (node sno-0, 192.168.126.10, infrastructure name sno-x7k2p).

@@ -12,7 +12,6 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
-	"github.com/render-static/render-static/internal/testtools"
 	"net"
 	"os"
 	"os/exec"
@@ -21,13 +20,13 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/render-static/render-static/internal/rendertest"
+	"github.com/render-static/render-static/internal/testtools"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/controllermanager"
@@ -62,28 +61,11 @@ type Render struct {
 	files  rendertest.Files
 }
 
-type cached struct {
-	once sync.Once
-	r    *Render
-	err  error
-}
-
-var (
-	mu      sync.Mutex
-	renders = map[Case]*cached{}
-)
+var renders rendertest.Once[Case, *Render]
 
 // Get renders a case once per process (later calls return the same render, or the same error).
 func Get(c Case) (*Render, error) {
-	mu.Lock()
-	e, ok := renders[c]
-	if !ok {
-		e = &cached{}
-		renders[c] = e
-	}
-	mu.Unlock()
-	e.once.Do(func() { e.r, e.err = render(c) })
-	return e.r, e.err
+	return renders.Get(c, func() (*Render, error) { return render(c) })
 }
 
 func render(c Case) (*Render, error) {

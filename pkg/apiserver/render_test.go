@@ -18,11 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/user"
 
+	"github.com/render-static/render-static/internal/rendertest"
 	"github.com/render-static/render-static/pkg/apiserver"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/export"
-	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/loops"
 )
 
@@ -43,15 +43,6 @@ type rendered struct {
 	tree    *export.Tree
 	files   map[string]export.File // node path without the leading slash
 	took    time.Duration
-}
-
-func nodeIPs(t *testing.T, s string) []netip.Addr {
-	t.Helper()
-	ips, err := installconfig.ParseNodeIPs(s)
-	if err != nil {
-		t.Fatalf("node IPs %q: %v", s, err)
-	}
-	return ips
 }
 
 // standIns are what other components publish and kube-apiserver consumes: etcd's endpoints, serving CA and client
@@ -87,30 +78,21 @@ func standIns(t *testing.T, ip netip.Addr) []runtime.Object {
 	}
 }
 
-// render runs kube-apiserver's loops like the engine does (converge phase: the emulations and the component's
-// loops; revision phase: its revision controller), then lays out the revision like the installer.
+// render runs kube-apiserver's loops like the engine does (rendertest.Standalone: converge phase, the emulations and
+// the component's loops; revision phase, its revision controller), then lays out the revision like the installer.
 func render(t *testing.T, config, ips string, withStandIns bool) *rendered {
 	t.Helper()
+	return renderFlavor(t, config, ips, clusterconfig.FlavorOpenShift, withStandIns)
+}
+
+func renderFlavor(t *testing.T, config, ips string, flavor clusterconfig.Flavor, withStandIns bool) *rendered {
+	t.Helper()
 	start := time.Now()
-	addrs := nodeIPs(t, ips)
-	ic, err := installconfig.Load(config, addrs)
-	if err != nil {
-		t.Fatalf("install-config %s: %v", config, err)
-	}
-	lt, err := certs.NewLifetimes(certs.DefaultLeafValidity)
+	in, seeds, err := rendertest.StandaloneInputs(config, ips, flavor)
 	if err != nil {
 		t.Fatal(err)
 	}
-	images, err := clusterconfig.LoadImages("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := &clusterconfig.Inputs{InstallConfig: ic, NodeName: node, NodeIPs: addrs, InfraID: "sno-x7k2p", Lifetimes: lt, Images: images}
-	seeds, err := clusterconfig.Objects(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := certs.NewAdmin(lt)
+	admin, err := certs.NewAdmin(in.Lifetimes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,42 +102,18 @@ func render(t *testing.T, config, ips string, withStandIns bool) *rendered {
 	}
 	seeds = append(append(seeds, admin.ClientCAConfigMap()), saKeys...)
 	if withStandIns {
-		seeds = append(seeds, standIns(t, addrs[0])...)
+		seeds = append(seeds, standIns(t, in.NodeIPs[0])...)
 	}
 	c, err := loops.NewCluster(append(append([]string(nil), apiserver.Namespaces...), clusterconfig.Namespaces...), clusterconfig.DynamicKinds, seeds...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	comp := apiserver.New(c, in)
-	converge := loops.Phase{Name: "converge", Loops: append(clusterconfig.Emulations(c, in), comp.Converge()...)}
-	revLoops, err := comp.Revision()
+	runner, rev, tree, err := rendertest.Standalone(context.Background(), c, comp, clusterconfig.Emulations(c, in))
 	if err != nil {
-		t.Fatal(err)
-	}
-	revision := loops.Phase{Name: "revision", Loops: revLoops}
-	t.Cleanup(func() {
-		for _, l := range append(converge.Loops, revision.Loops...) {
-			l.Close()
-		}
-	})
-	r := &loops.Runner{Cluster: c, MaxPasses: 10}
-	for _, p := range []loops.Phase{converge, revision} {
-		if err := r.Run(context.Background(), p); err != nil {
-			t.Fatalf("%s: %v\n%s", config, err, r.Result().Trace())
-		}
-	}
-	if err := r.CheckDegraded(); err != nil {
 		t.Fatalf("%s: %v", config, err)
 	}
-	rev, err := staticpodRevision(comp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree, err := export.Install(context.Background(), c.Kube, comp.StaticPod(), rev, node)
-	if err != nil {
-		t.Fatalf("install: %v", err)
-	}
-	out := &rendered{in: in, cluster: c, comp: comp, runner: r, rev: rev, tree: tree, files: map[string]export.File{}, took: time.Since(start)}
+	out := &rendered{in: in, cluster: c, comp: comp, runner: runner, rev: rev, tree: tree, files: map[string]export.File{}, took: time.Since(start)}
 	for _, f := range tree.Files() {
 		out.files[strings.TrimPrefix(f.Path, "/")] = f
 	}

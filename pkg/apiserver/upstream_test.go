@@ -1,7 +1,6 @@
 package apiserver_test
 
 import (
-	"context"
 	"crypto"
 	"crypto/tls"
 	"crypto/x509"
@@ -12,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/keyutil"
@@ -22,9 +20,6 @@ import (
 	"github.com/render-static/render-static/pkg/apiserver"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
-	"github.com/render-static/render-static/pkg/export"
-	"github.com/render-static/render-static/pkg/installconfig"
-	"github.com/render-static/render-static/pkg/loops"
 )
 
 // Tests of --flavor upstream: the kube-apiserver pod is a flag-only pod for the upstream image whose every flag is a
@@ -62,79 +57,7 @@ func renderUpstream(t *testing.T, name, config, ips string) *rendered {
 		return r
 	}
 	upstreamRenders[name] = nil
-	if ips == "" {
-		ips = nodeIPComment(t, config)
-	}
-	start := time.Now()
-	addrs := nodeIPs(t, ips)
-	ic, err := installconfig.Load(config, addrs)
-	if err != nil {
-		t.Fatalf("install-config %s: %v", config, err)
-	}
-	lt, err := certs.NewLifetimes(certs.DefaultLeafValidity)
-	if err != nil {
-		t.Fatal(err)
-	}
-	images, err := clusterconfig.LoadImages("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := &clusterconfig.Inputs{InstallConfig: ic, NodeName: node, NodeIPs: addrs, InfraID: "sno-x7k2p", Lifetimes: lt,
-		Images: images, Flavor: clusterconfig.FlavorUpstream}
-	seeds, err := clusterconfig.Objects(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := certs.NewAdmin(lt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	saKeys, err := clusterconfig.ServiceAccountKeySeeds()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seeds = append(append(append(seeds, admin.ClientCAConfigMap()), saKeys...), standIns(t, addrs[0])...)
-	c, err := loops.NewCluster(append(append([]string(nil), apiserver.Namespaces...), clusterconfig.Namespaces...), clusterconfig.DynamicKinds, seeds...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	comp := apiserver.New(c, in)
-	revLoops, err := comp.Revision()
-	if err != nil {
-		t.Fatal(err)
-	}
-	phases := []loops.Phase{
-		{Name: "converge", Loops: append(clusterconfig.Emulations(c, in), comp.Converge()...)},
-		{Name: "revision", Loops: revLoops},
-	}
-	defer func() {
-		for _, p := range phases {
-			for _, l := range p.Loops {
-				l.Close()
-			}
-		}
-	}()
-	runner := &loops.Runner{Cluster: c, MaxPasses: 10}
-	for _, p := range phases {
-		if err := runner.Run(context.Background(), p); err != nil {
-			t.Fatalf("%s: %v\n%s", config, err, runner.Result().Trace())
-		}
-	}
-	if err := runner.CheckDegraded(); err != nil {
-		t.Fatal(err)
-	}
-	rev, err := staticpodRevision(comp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree, err := export.Install(context.Background(), c.Kube, comp.StaticPod(), rev, node)
-	if err != nil {
-		t.Fatalf("install: %v", err)
-	}
-	r := &rendered{in: in, cluster: c, comp: comp, runner: runner, rev: rev, tree: tree, files: map[string]export.File{}, took: time.Since(start)}
-	for _, f := range tree.Files() {
-		r.files[strings.TrimPrefix(f.Path, "/")] = f
-	}
+	r := renderFlavor(t, config, ips, clusterconfig.FlavorUpstream, true)
 	upstreamRenders[name] = r
 	return r
 }
