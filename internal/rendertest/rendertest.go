@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/internal/testtools"
 	"github.com/render-static/render-static/pkg/certs"
@@ -41,6 +42,9 @@ const (
 	NodeIP   = "192.168.126.10"
 	InfraID  = "sno-x7k2p"
 )
+
+// Repo is the path of a repository file from a package directory two levels below the repository root.
+func Repo(p string) string { return filepath.Join("..", "..", p) }
 
 // Shared is the path of ../shared from a package directory two levels below the repository root.
 func Shared(p string) string { return filepath.Join("..", "..", "..", "shared", p) }
@@ -156,6 +160,24 @@ func render(config, nodeIPs string) (*Render, error) {
 
 // Pod decodes the static pod manifest /etc/kubernetes/manifests/<file> of the render.
 func (r *Render) Pod(file string) (*corev1.Pod, error) { return r.files.Pod(file) }
+
+// PodAndExpected returns the render's static pod /etc/kubernetes/manifests/<file> and decodes the reference's
+// pods/<file> (what the operator renders) into want.
+func (r *Render) PodAndExpected(t testing.TB, file string, want any) *corev1.Pod {
+	t.Helper()
+	pod, err := r.Pod(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path.Join(ExpectedDir(), "pods", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(raw, want); err != nil {
+		t.Fatalf("pods/%s of the reference: %v", file, err)
+	}
+	return pod
+}
 
 // HostPath resolves a path inside a container of pod to the node path the installer wrote it to, through the
 // container's volume mounts and the pod's hostPath volumes (MountedPath).

@@ -3,9 +3,11 @@ package upstreamtest
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -46,18 +48,20 @@ type Pod struct {
 	MinValues map[string]int
 	// AllowedDeprecated are the deprecated flags the pod may pass (each must be deprecated in the list).
 	AllowedDeprecated map[string]bool
-	// FileFlags are the flags whose values name files the binary reads; Once the flags given exactly once beyond
-	// those Want names.
+	// FileFlags are the flags whose values name files the binary reads, beyond the kubeconfigs and the serving
+	// certificate; Once the flags given exactly once beyond those Want names.
 	FileFlags map[string]bool
 	Once      []string
-	// Forbidden are words no part of the command line may contain (OpenShift's flags, shells, config files).
+	// Forbidden are words no part of the command line may contain, beyond OpenShift's, shells, config.yaml and
+	// feature gates.
 	Forbidden []string
 	// User is the kubeconfig's user; Port the secure port of the probes.
 	User string
 	Port int
 	// ProxyEnv is the environment the pod must have (the cluster-wide proxy); nil: no environment at all.
 	ProxyEnv func(r *Render) ([]string, error)
-	// Want are the values of flags given once, for a case.
+	// Want are the values of flags given once, for a case, beyond the bind address, the secure port, kubeadm's
+	// lease, -v=2 and the minimum TLS version.
 	Want func(r *Render, c Case) map[string]string
 	// Check is what only this component's pod must pass.
 	Check func(t *testing.T, p *PodUnderTest)
@@ -203,9 +207,12 @@ func (s *Pod) TestPod(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := &PodUnderTest{R: r, Case: tc, Pod: pod, C: c, Args: args, List: list}
-			CheckCommandLine(t, c, s.Forbidden)
+			CheckCommandLine(t, c, append([]string{"openshift", "/bin/sh", "/bin/bash", "hyperkube", "config.yaml", "feature-gates"}, s.Forbidden...))
 			CheckFlags(t, args, list, s.binary(), s.AllowedDeprecated)
-			CheckFileFlags(t, r, pod, c, args, s.FileFlags)
+			fileFlags := map[string]bool{"kubeconfig": true, "authentication-kubeconfig": true, "authorization-kubeconfig": true,
+				"tls-cert-file": true, "tls-private-key-file": true}
+			maps.Copy(fileFlags, s.FileFlags)
+			CheckFileFlags(t, r, pod, c, args, fileFlags)
 			for _, name := range s.Once {
 				p.One(t, name)
 			}
@@ -226,7 +233,15 @@ func (s *Pod) TestPod(t *testing.T) {
 				t.Error(err)
 			}
 
-			for name, v := range s.Want(r, tc) {
+			want := map[string]string{
+				"bind-address": tc.BindAddress, "secure-port": strconv.Itoa(s.Port), "permit-address-sharing": "true",
+				"leader-elect": "true", "leader-elect-resource-namespace": "kube-system", "leader-elect-resource-name": s.Component,
+				"v": "2", "tls-min-version": "VersionTLS12",
+			}
+			if s.Want != nil {
+				maps.Copy(want, s.Want(r, tc))
+			}
+			for name, v := range want {
 				if got := p.One(t, name); got != v {
 					t.Errorf("--%s=%s, want %s", name, got, v)
 				}

@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net/netip"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -25,10 +24,6 @@ import (
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/loops"
 )
-
-// repo is the repository root; shared is ../shared next to it.
-func repo(p string) string   { return filepath.Join("..", "..", p) }
-func shared(p string) string { return filepath.Join("..", "..", "..", "shared", p) }
 
 const node = "sno-0"
 
@@ -136,7 +131,9 @@ var (
 // sno renders the conformance install-config once for every test that compares with the expected tree.
 func sno(t *testing.T) *rendered {
 	t.Helper()
-	snoOnce.Do(func() { snoRes = render(t, shared("conformance/sno/install-config.yaml"), "192.168.126.10", true) })
+	snoOnce.Do(func() {
+		snoRes = render(t, rendertest.Shared("conformance/sno/install-config.yaml"), "192.168.126.10", true)
+	})
 	if snoRes == nil {
 		t.Fatal("the conformance render failed (see the first test that ran it)")
 	}
@@ -276,7 +273,7 @@ func TestBoundServiceAccountSigner(t *testing.T) {
 // TestWaitsForOtherComponents: without etcd's and kube-controller-manager's outputs the loops still settle, make
 // no revision and say what they wait for.
 func TestWaitsForOtherComponents(t *testing.T) {
-	r := render(t, shared("conformance/sno/install-config.yaml"), "192.168.126.10", false)
+	r := render(t, rendertest.Shared("conformance/sno/install-config.yaml"), "192.168.126.10", false)
 	if r.rev != 0 {
 		t.Errorf("revision %d without etcd, want 0", r.rev)
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/render-static/render-static/internal/rendertest"
 )
 
 // TestNetworkVariants: IPv6, dual-stack and proxy install-configs render kube-apiserver with the values their
@@ -43,7 +45,7 @@ func TestNetworkVariants(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			config := repo(tc.config)
+			config := rendertest.Repo(tc.config)
 			r := render(t, config, "", true)
 			if r.rev != 1 {
 				t.Fatalf("revision %d, want 1", r.rev)

