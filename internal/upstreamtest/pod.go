@@ -55,8 +55,7 @@ type Pod struct {
 	// Forbidden are words no part of the command line may contain, beyond OpenShift's, shells, config.yaml and
 	// feature gates.
 	Forbidden []string
-	// User is the kubeconfig's user; Port the secure port of the probes.
-	User string
+	// Port is the secure port of the probes (the kubeconfig's user is system:<Component>).
 	Port int
 	// ProxyEnv is the environment the pod must have (the cluster-wide proxy); nil: no environment at all.
 	ProxyEnv func(r *Render) ([]string, error)
@@ -226,7 +225,7 @@ func (s *Pod) TestPod(t *testing.T) {
 				t.Errorf("--authentication-kubeconfig=%s --authorization-kubeconfig=%s, want --kubeconfig's %s", a, z, kubeconfig)
 			}
 			if err := r.CheckKubeconfig(pod, c.Name, Kubeconfig{
-				Path: kubeconfig, Server: "https://api-int." + domain + ":6443", User: s.User,
+				Path: kubeconfig, Server: "https://api-int." + domain + ":6443", User: "system:" + s.Component,
 				ServerName: "api-int." + domain, ServingCertFile: KubeAPIServerCerts + "/secrets/internal-loadbalancer-serving-certkey/tls.crt",
 				ClientCAFile: KubeAPIServerCerts + "/configmaps/client-ca/ca-bundle.crt",
 			}); err != nil {

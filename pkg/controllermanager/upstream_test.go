@@ -18,14 +18,12 @@ import (
 	"github.com/render-static/render-static/pkg/controllermanager"
 )
 
-// Tests of --flavor upstream: the kube-controller-manager pod is a flag-only pod for the upstream image whose every
-// flag is a flag of kube-controller-manager v1.34.3 and whose every file is one the render lays down (the files the
-// OpenShift pod names); the rest of the render is the OpenShift flavor's.
-
-// upstreamPod is what the upstream kube-controller-manager pod must be (upstreamtest.Pod's tests), beyond what
-// every upstream pod must be: a token key kube-apiserver verifies, a CSR signer that is a CA with its key, clients
-// authenticated as kube-apiserver does, a root CA for pods; the cluster's networks, name and signing duration; the
-// controllers, all of kube-controller-manager v1.34.3; kubeadm's lease; the proxy as for the OpenShift pod.
+// upstreamPod is what --flavor upstream's kube-controller-manager pod must be: a flag-only pod for the upstream
+// image, every flag one of kube-controller-manager v1.34.3's, every file one the render lays down (the files the
+// OpenShift pod names; the rest of the render is the OpenShift flavor's), and what every upstream pod must be
+// (upstreamtest.Pod's tests); beyond that a token key kube-apiserver verifies, a CSR signer that is a CA with its
+// key, clients authenticated as kube-apiserver does, a root CA for pods; the cluster's networks, name and signing
+// duration; the controllers, all of v1.34.3's; the proxy as for the OpenShift pod.
 var upstreamPod = &upstreamtest.Pod{
 	Component: component,
 	PodName:   "kube-controller-manager", Namespace: controllermanager.TargetNamespace, PodFile: podFile,
@@ -38,7 +36,7 @@ var upstreamPod = &upstreamtest.Pod{
 	Once: []string{"kubeconfig", "client-ca-file", "requestheader-client-ca-file", "service-account-private-key-file",
 		"root-ca-file", "cluster-signing-cert-file", "cluster-signing-key-file"},
 	Forbidden: []string{"cluster-policy"},
-	User:      "system:kube-controller-manager", Port: 10257,
+	Port:      10257,
 	ProxyEnv: func(r *upstreamtest.Render) ([]string, error) {
 		proxy, err := r.Engine.Cluster.ConfigInformers.Config().V1().Proxies().Lister().Get("cluster")
 		if err != nil {

@@ -13,13 +13,10 @@ import (
 	"github.com/render-static/render-static/pkg/scheduler"
 )
 
-// Tests of --flavor upstream: the kube-scheduler pod is a flag-only pod for the upstream image whose every flag is a
-// flag of kube-scheduler v1.34.3 (--kubeconfig the only deprecated one) and whose every file is one the render lays
-// down (the files the OpenShift pod names); the rest of the render is the OpenShift flavor's.
-
-// upstreamPod is what the upstream kube-scheduler pod must be (upstreamtest.Pod's tests): no config file, no
-// environment; --kubeconfig the only deprecated flag (kube-scheduler v1.34 has no other for its client connection:
-// its replacement is --config; kubeadm v1.34 passes it too); kubeadm's lease; HTTPS probes on 10259.
+// upstreamPod is what --flavor upstream's kube-scheduler pod must be (upstreamtest.Pod's tests): a flag-only pod
+// for the upstream image, no config file, no environment, every file one the render lays down (the rest of the
+// render is the OpenShift flavor's); --kubeconfig its only deprecated flag (kube-scheduler v1.34 has no other for
+// its client connection: its replacement is --config; kubeadm v1.34 passes it too); HTTPS probes on 10259.
 var upstreamPod = &upstreamtest.Pod{
 	Component: component,
 	PodName:   "openshift-kube-scheduler", Namespace: scheduler.TargetNamespace, PodFile: podFile,
@@ -27,7 +24,7 @@ var upstreamPod = &upstreamtest.Pod{
 	MinFlags:  50, MinValues: map[string]int{"cipher-suite": 10, "tls-version": 4},
 	AllowedDeprecated: map[string]bool{"kubeconfig": true},
 	Forbidden:         []string{"--config"},
-	User:              "system:kube-scheduler", Port: 10259,
+	Port:              10259,
 	Want: func(*upstreamtest.Render, upstreamtest.Case) map[string]string {
 		return map[string]string{"cert-dir": "/var/run/kubernetes"}
 	},
