@@ -12,12 +12,14 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -243,12 +245,7 @@ func FlagListFromHelp(help, header string, lists []ValueList) (string, error) {
 	for _, l := range strings.Split(strings.TrimSpace(header), "\n") {
 		b.WriteString("# " + l + "\n")
 	}
-	names := make([]string, 0, len(flags))
-	for n := range flags {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(flags)) {
 		e := flags[n]
 		fmt.Fprintf(&b, "flag %s %s", n, e.typ)
 		if e.deprecated || strings.Contains(e.desc, "DEPRECATED:") {
