@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -96,6 +97,16 @@ func Standalone(ctx context.Context, c *loops.Cluster, comp StandaloneComponent,
 		return runner, n, nil, fmt.Errorf("install: %v", err)
 	}
 	return runner, n, tree, nil
+}
+
+// Contents is the contents of the file p of files (keyed as the caller keys them), or fails the test.
+func Contents(t testing.TB, files map[string]export.File, p string) []byte {
+	t.Helper()
+	f, ok := files[p]
+	if !ok {
+		t.Fatalf("the render has no %s", p)
+	}
+	return f.Contents
 }
 
 // Once computes a value once per key and process: later calls return the same value, or the same error.

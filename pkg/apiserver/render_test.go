@@ -142,11 +142,7 @@ func sno(t *testing.T) *rendered {
 
 func (r *rendered) file(t *testing.T, p string) []byte {
 	t.Helper()
-	f, ok := r.files[p]
-	if !ok {
-		t.Fatalf("the render has no %s", p)
-	}
-	return f.Contents
+	return rendertest.Contents(t, r.files, p)
 }
 
 const (

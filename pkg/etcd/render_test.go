@@ -109,11 +109,7 @@ func TestMain(m *testing.M) {
 
 func (r *rendered) file(t *testing.T, p string) []byte {
 	t.Helper()
-	f, ok := r.files[p]
-	if !ok {
-		t.Fatalf("the render has no %s", p)
-	}
-	return f.Contents
+	return rendertest.Contents(t, r.files, p)
 }
 
 func (r *rendered) pod(t *testing.T) *corev1.Pod {
