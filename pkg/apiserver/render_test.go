@@ -115,14 +115,6 @@ func renderFlavor(t *testing.T, config, ips string, flavor clusterconfig.Flavor,
 	return out
 }
 
-func staticpodRevision(comp *apiserver.Component) (int, error) {
-	_, status, _, err := comp.Operator().GetStaticPodOperatorState()
-	if err != nil {
-		return 0, err
-	}
-	return int(status.LatestAvailableRevision), nil
-}
-
 var (
 	snoOnce sync.Once
 	snoRes  *rendered
