@@ -10,14 +10,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"github.com/render-static/render-static/internal/testtools"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,7 +25,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
+	"github.com/render-static/render-static/internal/testtools"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/conformance"
@@ -42,6 +42,9 @@ const (
 	NodeIP   = "192.168.126.10"
 	InfraID  = "sno-x7k2p"
 )
+
+// Repo is the path of a repository file from a package directory two levels below the repository root.
+func Repo(p string) string { return filepath.Join("..", "..", p) }
 
 // Shared is the path of ../shared from a package directory two levels below the repository root.
 func Shared(p string) string { return filepath.Join("..", "..", "..", "shared", p) }
@@ -115,30 +118,13 @@ func Pipeline(o pipeline.Options) (*clusterconfig.Inputs, *pipeline.Engine, *pip
 	return in, eng, out, nil
 }
 
-type cached struct {
-	once sync.Once
-	r    *Render
-	err  error
-}
-
-var (
-	mu      sync.Mutex
-	renders = map[string]*cached{}
-)
+var renders Once[string, *Render]
 
 // Get renders an install-config for node sno-0 with the given node IPs and infrastructure name sno-x7k2p, once
 // per process (later calls return the same render, or the same error). Its output directory lives until the
 // process ends.
 func Get(config, nodeIPs string) (*Render, error) {
-	mu.Lock()
-	c, ok := renders[config+" "+nodeIPs]
-	if !ok {
-		c = &cached{}
-		renders[config+" "+nodeIPs] = c
-	}
-	mu.Unlock()
-	c.once.Do(func() { c.r, c.err = render(config, nodeIPs) })
-	return c.r, c.err
+	return renders.Get(config+" "+nodeIPs, func() (*Render, error) { return render(config, nodeIPs) })
 }
 
 // SNO renders the conformance install-config (node sno-0, 192.168.126.10, infrastructure name sno-x7k2p).
@@ -174,6 +160,24 @@ func render(config, nodeIPs string) (*Render, error) {
 
 // Pod decodes the static pod manifest /etc/kubernetes/manifests/<file> of the render.
 func (r *Render) Pod(file string) (*corev1.Pod, error) { return r.files.Pod(file) }
+
+// PodAndExpected returns the render's static pod /etc/kubernetes/manifests/<file> and decodes the reference's
+// pods/<file> (what the operator renders) into want.
+func (r *Render) PodAndExpected(t testing.TB, file string, want any) *corev1.Pod {
+	t.Helper()
+	pod, err := r.Pod(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path.Join(ExpectedDir(), "pods", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(raw, want); err != nil {
+		t.Fatalf("pods/%s of the reference: %v", file, err)
+	}
+	return pod
+}
 
 // HostPath resolves a path inside a container of pod to the node path the installer wrote it to, through the
 // container's volume mounts and the pod's hostPath volumes (MountedPath).

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -45,4 +47,20 @@ func Path(t testing.TB, path, what string) {
 	if _, err := os.Stat(path); err != nil {
 		Missing(t, "no %s at %s: %v", what, path, err)
 	}
+}
+
+// PeakRSSMB is the process's peak resident set (VmHWM), in MB, for benchmarks to report; 0 where /proc is not
+// there.
+func PeakRSSMB() float64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
 }

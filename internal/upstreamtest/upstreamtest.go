@@ -12,22 +12,23 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
-	"github.com/render-static/render-static/internal/testtools"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/render-static/render-static/internal/rendertest"
+	"github.com/render-static/render-static/internal/testtools"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/export"
@@ -41,15 +42,17 @@ type Case struct {
 	Name, InstallConfig string
 	// NodeIPs as --node-ip takes them; empty: the install-config's "# node-ip:" comment.
 	NodeIPs string
+	// BindAddress is where the components listen: every address of the node's IP family (or families).
+	BindAddress string
 }
 
 // Cases: the conformance install-config (IPv4, the node and infrastructure name of rendertest.SNO, so that the
 // OpenShift flavor's render of it is comparable file by file), IPv6, dual stack, and a cluster-wide proxy.
 var Cases = []Case{
-	{"ipv4", rendertest.Shared("conformance/sno/install-config.yaml"), rendertest.NodeIP},
-	{"ipv6", "../../testdata/installconfig/good/ipv6.yaml", ""},
-	{"dualstack", "../../testdata/installconfig/good/dualstack.yaml", ""},
-	{"proxy", "../../testdata/installconfig/good/proxy.yaml", ""},
+	{"ipv4", rendertest.Shared("conformance/sno/install-config.yaml"), rendertest.NodeIP, "0.0.0.0"},
+	{"ipv6", "../../testdata/installconfig/good/ipv6.yaml", "", "::"},
+	{"dualstack", "../../testdata/installconfig/good/dualstack.yaml", "", "::"},
+	{"proxy", "../../testdata/installconfig/good/proxy.yaml", "", "0.0.0.0"},
 }
 
 // Render is one upstream-flavor render.
@@ -62,28 +65,11 @@ type Render struct {
 	files  rendertest.Files
 }
 
-type cached struct {
-	once sync.Once
-	r    *Render
-	err  error
-}
-
-var (
-	mu      sync.Mutex
-	renders = map[Case]*cached{}
-)
+var renders rendertest.Once[Case, *Render]
 
 // Get renders a case once per process (later calls return the same render, or the same error).
 func Get(c Case) (*Render, error) {
-	mu.Lock()
-	e, ok := renders[c]
-	if !ok {
-		e = &cached{}
-		renders[c] = e
-	}
-	mu.Unlock()
-	e.once.Do(func() { e.r, e.err = render(c) })
-	return e.r, e.err
+	return renders.Get(c, func() (*Render, error) { return render(c) })
 }
 
 func render(c Case) (*Render, error) {
@@ -259,12 +245,7 @@ func FlagListFromHelp(help, header string, lists []ValueList) (string, error) {
 	for _, l := range strings.Split(strings.TrimSpace(header), "\n") {
 		b.WriteString("# " + l + "\n")
 	}
-	names := make([]string, 0, len(flags))
-	for n := range flags {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(flags)) {
 		e := flags[n]
 		fmt.Fprintf(&b, "flag %s %s", n, e.typ)
 		if e.deprecated || strings.Contains(e.desc, "DEPRECATED:") {

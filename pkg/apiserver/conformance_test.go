@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/render-static/render-static/internal/rendertest"
 	"github.com/render-static/render-static/pkg/conformance"
 	"github.com/render-static/render-static/pkg/operator"
 )
@@ -37,7 +38,7 @@ func conformanceReport(t *testing.T, r *rendered) *conformance.Report {
 		}
 	}
 	rep, err := conformance.Compare(conformance.Options{
-		RenderDir: dir, ExpectedDir: shared("conformance/sno/expected"),
+		RenderDir: dir, ExpectedDir: rendertest.Shared("conformance/sno/expected"),
 		Components: []string{"kube-apiserver"}, Images: r.in.Images,
 	})
 	if err != nil {
@@ -119,7 +120,7 @@ func jwtClaims(t *testing.T, token string) map[string]interface{} {
 
 func readShared(t *testing.T, p string) []byte {
 	t.Helper()
-	raw, err := os.ReadFile(shared(p))
+	raw, err := os.ReadFile(rendertest.Shared(p))
 	if err != nil {
 		t.Fatal(err)
 	}

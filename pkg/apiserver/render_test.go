@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net/netip"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,18 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/user"
 
+	"github.com/render-static/render-static/internal/rendertest"
 	"github.com/render-static/render-static/pkg/apiserver"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
-	"github.com/render-static/render-static/pkg/components"
 	"github.com/render-static/render-static/pkg/export"
-	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/loops"
 )
-
-// repo is the repository root; shared is ../shared next to it.
-func repo(p string) string   { return filepath.Join("..", "..", p) }
-func shared(p string) string { return filepath.Join("..", "..", "..", "shared", p) }
 
 const node = "sno-0"
 
@@ -44,15 +38,6 @@ type rendered struct {
 	tree    *export.Tree
 	files   map[string]export.File // node path without the leading slash
 	took    time.Duration
-}
-
-func nodeIPs(t *testing.T, s string) []netip.Addr {
-	t.Helper()
-	ips, err := installconfig.ParseNodeIPs(s)
-	if err != nil {
-		t.Fatalf("node IPs %q: %v", s, err)
-	}
-	return ips
 }
 
 // standIns are what other components publish and kube-apiserver consumes: etcd's endpoints, serving CA and client
@@ -88,30 +73,21 @@ func standIns(t *testing.T, ip netip.Addr) []runtime.Object {
 	}
 }
 
-// render runs kube-apiserver's loops like the engine does (converge phase: the emulations and the component's
-// loops; revision phase: its revision controller), then lays out the revision like the installer.
+// render runs kube-apiserver's loops like the engine does (rendertest.Standalone: converge phase, the emulations and
+// the component's loops; revision phase, its revision controller), then lays out the revision like the installer.
 func render(t *testing.T, config, ips string, withStandIns bool) *rendered {
 	t.Helper()
+	return renderFlavor(t, config, ips, clusterconfig.FlavorOpenShift, withStandIns)
+}
+
+func renderFlavor(t *testing.T, config, ips string, flavor clusterconfig.Flavor, withStandIns bool) *rendered {
+	t.Helper()
 	start := time.Now()
-	addrs := nodeIPs(t, ips)
-	ic, err := installconfig.Load(config, addrs)
-	if err != nil {
-		t.Fatalf("install-config %s: %v", config, err)
-	}
-	lt, err := certs.NewLifetimes(certs.DefaultLeafValidity)
+	in, seeds, err := rendertest.StandaloneInputs(config, ips, flavor)
 	if err != nil {
 		t.Fatal(err)
 	}
-	images, err := clusterconfig.LoadImages("", components.DefaultImages())
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := &clusterconfig.Inputs{InstallConfig: ic, NodeName: node, NodeIPs: addrs, InfraID: "sno-x7k2p", Lifetimes: lt, Images: images}
-	seeds, err := clusterconfig.Objects(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := certs.NewAdmin(lt)
+	admin, err := certs.NewAdmin(in.Lifetimes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,54 +97,22 @@ func render(t *testing.T, config, ips string, withStandIns bool) *rendered {
 	}
 	seeds = append(append(seeds, admin.ClientCAConfigMap()), saKeys...)
 	if withStandIns {
-		seeds = append(seeds, standIns(t, addrs[0])...)
+		seeds = append(seeds, standIns(t, in.NodeIPs[0])...)
 	}
 	c, err := loops.NewCluster(append(append([]string(nil), apiserver.Namespaces...), clusterconfig.Namespaces...), clusterconfig.DynamicKinds, seeds...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	comp := apiserver.New(c, in)
-	converge := loops.Phase{Name: "converge", Loops: append(clusterconfig.Emulations(c, in), comp.Converge()...)}
-	revLoops, err := comp.Revision()
+	runner, rev, tree, err := rendertest.Standalone(context.Background(), c, comp, clusterconfig.Emulations(c, in))
 	if err != nil {
-		t.Fatal(err)
-	}
-	revision := loops.Phase{Name: "revision", Loops: revLoops}
-	t.Cleanup(func() {
-		for _, l := range append(converge.Loops, revision.Loops...) {
-			l.Close()
-		}
-	})
-	r := &loops.Runner{Cluster: c, MaxPasses: 10}
-	for _, p := range []loops.Phase{converge, revision} {
-		if err := r.Run(context.Background(), p); err != nil {
-			t.Fatalf("%s: %v\n%s", config, err, r.Result().Trace())
-		}
-	}
-	if err := r.CheckDegraded(); err != nil {
 		t.Fatalf("%s: %v", config, err)
 	}
-	rev, err := staticpodRevision(comp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree, err := export.Install(context.Background(), c.Kube, comp.StaticPod(), rev, node)
-	if err != nil {
-		t.Fatalf("install: %v", err)
-	}
-	out := &rendered{in: in, cluster: c, comp: comp, runner: r, rev: rev, tree: tree, files: map[string]export.File{}, took: time.Since(start)}
+	out := &rendered{in: in, cluster: c, comp: comp, runner: runner, rev: rev, tree: tree, files: map[string]export.File{}, took: time.Since(start)}
 	for _, f := range tree.Files() {
 		out.files[strings.TrimPrefix(f.Path, "/")] = f
 	}
 	return out
-}
-
-func staticpodRevision(comp *apiserver.Component) (int, error) {
-	_, status, _, err := comp.Operator().GetStaticPodOperatorState()
-	if err != nil {
-		return 0, err
-	}
-	return int(status.LatestAvailableRevision), nil
 }
 
 var (
@@ -179,7 +123,9 @@ var (
 // sno renders the conformance install-config once for every test that compares with the expected tree.
 func sno(t *testing.T) *rendered {
 	t.Helper()
-	snoOnce.Do(func() { snoRes = render(t, shared("conformance/sno/install-config.yaml"), "192.168.126.10", true) })
+	snoOnce.Do(func() {
+		snoRes = render(t, rendertest.Shared("conformance/sno/install-config.yaml"), "192.168.126.10", true)
+	})
 	if snoRes == nil {
 		t.Fatal("the conformance render failed (see the first test that ran it)")
 	}
@@ -188,11 +134,7 @@ func sno(t *testing.T) *rendered {
 
 func (r *rendered) file(t *testing.T, p string) []byte {
 	t.Helper()
-	f, ok := r.files[p]
-	if !ok {
-		t.Fatalf("the render has no %s", p)
-	}
-	return f.Contents
+	return rendertest.Contents(t, r.files, p)
 }
 
 const (
@@ -319,7 +261,7 @@ func TestBoundServiceAccountSigner(t *testing.T) {
 // TestWaitsForOtherComponents: without etcd's and kube-controller-manager's outputs the loops still settle, make
 // no revision and say what they wait for.
 func TestWaitsForOtherComponents(t *testing.T) {
-	r := render(t, shared("conformance/sno/install-config.yaml"), "192.168.126.10", false)
+	r := render(t, rendertest.Shared("conformance/sno/install-config.yaml"), "192.168.126.10", false)
 	if r.rev != 0 {
 		t.Errorf("revision %d without etcd, want 0", r.rev)
 	}

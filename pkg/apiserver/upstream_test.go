@@ -1,11 +1,9 @@
 package apiserver_test
 
 import (
-	"context"
 	"crypto"
 	"crypto/tls"
 	"crypto/x509"
-	"flag"
 	"fmt"
 	"path"
 	"regexp"
@@ -13,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/keyutil"
@@ -23,18 +20,11 @@ import (
 	"github.com/render-static/render-static/pkg/apiserver"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
-	"github.com/render-static/render-static/pkg/components"
-	"github.com/render-static/render-static/pkg/export"
-	"github.com/render-static/render-static/pkg/installconfig"
-	"github.com/render-static/render-static/pkg/loops"
 )
 
 // Tests of --flavor upstream: the kube-apiserver pod is a flag-only pod for the upstream image whose every flag is a
 // flag of kube-apiserver v1.34.3 and whose every file is one the render lays down; the rest of the render is the
 // OpenShift flavor's.
-
-var updateUpstreamFlags = flag.Bool("update-upstream-flags", false,
-	"rewrite testdata/upstream/kube-apiserver-flags.txt from the e2e-built kube-apiserver's --help")
 
 const (
 	upstreamFlagList   = "testdata/upstream/kube-apiserver-flags.txt"
@@ -43,10 +33,10 @@ const (
 
 // upstreamCases: the conformance install-config (IPv4, the node of sno()), IPv6 and dual stack.
 var upstreamCases = []struct{ name, config, ips string }{
-	{"ipv4", shared("conformance/sno/install-config.yaml"), "192.168.126.10"},
-	{"ipv6", repo("testdata/installconfig/good/ipv6.yaml"), ""},
-	{"dualstack", repo("testdata/installconfig/good/dualstack.yaml"), ""},
-	{"proxy", repo("testdata/installconfig/good/proxy.yaml"), ""},
+	{"ipv4", rendertest.Shared("conformance/sno/install-config.yaml"), "192.168.126.10"},
+	{"ipv6", rendertest.Repo("testdata/installconfig/good/ipv6.yaml"), ""},
+	{"dualstack", rendertest.Repo("testdata/installconfig/good/dualstack.yaml"), ""},
+	{"proxy", rendertest.Repo("testdata/installconfig/good/proxy.yaml"), ""},
 }
 
 var (
@@ -67,119 +57,9 @@ func renderUpstream(t *testing.T, name, config, ips string) *rendered {
 		return r
 	}
 	upstreamRenders[name] = nil
-	if ips == "" {
-		ips = nodeIPComment(t, config)
-	}
-	start := time.Now()
-	addrs := nodeIPs(t, ips)
-	ic, err := installconfig.Load(config, addrs)
-	if err != nil {
-		t.Fatalf("install-config %s: %v", config, err)
-	}
-	lt, err := certs.NewLifetimes(certs.DefaultLeafValidity)
-	if err != nil {
-		t.Fatal(err)
-	}
-	images, err := clusterconfig.LoadImages("", components.DefaultImages())
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := &clusterconfig.Inputs{InstallConfig: ic, NodeName: node, NodeIPs: addrs, InfraID: "sno-x7k2p", Lifetimes: lt,
-		Images: images, Flavor: clusterconfig.FlavorUpstream}
-	seeds, err := clusterconfig.Objects(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := certs.NewAdmin(lt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	saKeys, err := clusterconfig.ServiceAccountKeySeeds()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seeds = append(append(append(seeds, admin.ClientCAConfigMap()), saKeys...), standIns(t, addrs[0])...)
-	c, err := loops.NewCluster(append(append([]string(nil), apiserver.Namespaces...), clusterconfig.Namespaces...), clusterconfig.DynamicKinds, seeds...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	comp := apiserver.New(c, in)
-	revLoops, err := comp.Revision()
-	if err != nil {
-		t.Fatal(err)
-	}
-	phases := []loops.Phase{
-		{Name: "converge", Loops: append(clusterconfig.Emulations(c, in), comp.Converge()...)},
-		{Name: "revision", Loops: revLoops},
-	}
-	defer func() {
-		for _, p := range phases {
-			for _, l := range p.Loops {
-				l.Close()
-			}
-		}
-	}()
-	runner := &loops.Runner{Cluster: c, MaxPasses: 10}
-	for _, p := range phases {
-		if err := runner.Run(context.Background(), p); err != nil {
-			t.Fatalf("%s: %v\n%s", config, err, runner.Result().Trace())
-		}
-	}
-	if err := runner.CheckDegraded(); err != nil {
-		t.Fatal(err)
-	}
-	rev, err := staticpodRevision(comp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree, err := export.Install(context.Background(), c.Kube, comp.StaticPod(), rev, node)
-	if err != nil {
-		t.Fatalf("install: %v", err)
-	}
-	r := &rendered{in: in, cluster: c, comp: comp, runner: runner, rev: rev, tree: tree, files: map[string]export.File{}, took: time.Since(start)}
-	for _, f := range tree.Files() {
-		r.files[strings.TrimPrefix(f.Path, "/")] = f
-	}
+	r := renderFlavor(t, config, ips, clusterconfig.FlavorUpstream, true)
 	upstreamRenders[name] = r
 	return r
-}
-
-// arg is one "--name=value" of a container.
-type arg struct{ name, value string }
-
-func parseArgs(t *testing.T, args []string) []arg {
-	t.Helper()
-	var out []arg
-	for _, a := range args {
-		name, value, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-		if !strings.HasPrefix(a, "--") || !ok {
-			t.Errorf("argument %q is not --name=value", a)
-			continue
-		}
-		out = append(out, arg{name, value})
-	}
-	return out
-}
-
-func values(args []arg, name string) []string {
-	var out []string
-	for _, a := range args {
-		if a.name == name {
-			out = append(out, a.value)
-		}
-	}
-	return out
-}
-
-// one returns the value of a flag that must be given exactly once.
-func one(t *testing.T, args []arg, name string) string {
-	t.Helper()
-	v := values(args, name)
-	if len(v) != 1 {
-		t.Errorf("--%s given %d times (%v), want once", name, len(v), v)
-		return ""
-	}
-	return v[0]
 }
 
 // loadUpstreamFlags reads the committed list of kube-apiserver v1.34.3's flags, admission plugins (all and
@@ -263,37 +143,35 @@ func TestUpstreamPod(t *testing.T) {
 			} else if len(env) > 0 {
 				t.Errorf("proxy env %v without a proxy", env)
 			}
-			args := parseArgs(t, c.Args)
-			whole := strings.Join(append(append([]string(nil), c.Command...), c.Args...), " ")
-			for _, bad := range []string{"openshift-config", "/bin/sh", "/bin/bash", "hyperkube", "watch-termination", "config.yaml"} {
-				if strings.Contains(whole, bad) {
-					t.Errorf("command line contains %q: %s", bad, whole)
-				}
+			args, err := upstreamtest.ParseArgs(c.Args)
+			if err != nil {
+				t.Fatal(err)
 			}
+			upstreamtest.CheckCommandLine(t, c, []string{"openshift-config", "/bin/sh", "/bin/bash", "hyperkube", "watch-termination", "config.yaml"})
 
 			// Flags of kube-apiserver v1.34.3, none deprecated; bool flags with a bool.
 			seen := map[string]int{}
 			for _, a := range args {
-				seen[a.name]++
-				typ, ok := list.Flags[a.name]
+				seen[a.Name]++
+				typ, ok := list.Flags[a.Name]
 				switch {
 				case !ok:
-					t.Errorf("--%s is not a kube-apiserver v1.34.3 flag", a.name)
-				case list.Deprecated[a.name]:
-					t.Errorf("--%s is deprecated in kube-apiserver v1.34.3", a.name)
-				case typ == "bool" && a.value != "true" && a.value != "false":
-					t.Errorf("--%s=%s: a bool flag", a.name, a.value)
-				case seen[a.name] > 1 && !strings.HasSuffix(typ, "s") && typ != "namedCertKey" && typ != "stringArray":
-					t.Errorf("--%s (%s) given more than once", a.name, typ)
+					t.Errorf("--%s is not a kube-apiserver v1.34.3 flag", a.Name)
+				case list.Deprecated[a.Name]:
+					t.Errorf("--%s is deprecated in kube-apiserver v1.34.3", a.Name)
+				case typ == "bool" && a.Value != "true" && a.Value != "false":
+					t.Errorf("--%s=%s: a bool flag", a.Name, a.Value)
+				case seen[a.Name] > 1 && !strings.HasSuffix(typ, "s") && typ != "namedCertKey" && typ != "stringArray":
+					t.Errorf("--%s (%s) given more than once", a.Name, typ)
 				}
 			}
-			if v := values(args, "feature-gates"); len(v) > 0 {
+			if v := upstreamtest.Values(args, "feature-gates"); len(v) > 0 {
 				t.Errorf("--feature-gates=%v: no gate is needed (and no OpenShift gate may be passed)", v)
 			}
-			if v := one(t, args, "authorization-mode"); v != "Node,RBAC" {
+			if v := upstreamtest.One(t, args, "authorization-mode"); v != "Node,RBAC" {
 				t.Errorf("--authorization-mode=%s, want Node,RBAC", v)
 			}
-			plugins := strings.Split(one(t, args, "enable-admission-plugins"), ",")
+			plugins := strings.Split(upstreamtest.One(t, args, "enable-admission-plugins"), ",")
 			for _, p := range plugins {
 				if !list.Values["admission-plugin"][p] {
 					t.Errorf("admission plugin %s is not an upstream kube-apiserver plugin", p)
@@ -302,13 +180,13 @@ func TestUpstreamPod(t *testing.T) {
 			if !contains(plugins, "NodeRestriction") {
 				t.Errorf("admission plugins %v lack NodeRestriction", plugins)
 			}
-			if v := values(args, "disable-admission-plugins"); len(v) > 0 {
+			if v := upstreamtest.Values(args, "disable-admission-plugins"); len(v) > 0 {
 				t.Errorf("--disable-admission-plugins=%v: the upstream defaults stay on", v)
 			}
-			if v := one(t, args, "tls-min-version"); !list.Values["tls-version"][v] || v != "VersionTLS12" {
+			if v := upstreamtest.One(t, args, "tls-min-version"); !list.Values["tls-version"][v] || v != "VersionTLS12" {
 				t.Errorf("--tls-min-version=%s, want VersionTLS12 (the Intermediate profile)", v)
 			}
-			suites := strings.Split(one(t, args, "tls-cipher-suites"), ",")
+			suites := strings.Split(upstreamtest.One(t, args, "tls-cipher-suites"), ",")
 			for _, s := range suites {
 				if !list.Values["cipher-suite"][s] {
 					t.Errorf("cipher suite %s is not one kube-apiserver prefers (insecure: %v)", s, list.Values["insecure-cipher-suite"][s])
@@ -321,27 +199,27 @@ func TestUpstreamPod(t *testing.T) {
 			// Every file flag names a file the render lays down; every absolute path is a file flag's.
 			pathRE := regexp.MustCompile(`(?:^|[=,])(/(?:etc|var|usr|opt|run)/[^,:]*)`)
 			for _, a := range args {
-				if !apiserverFileFlags[a.name] {
-					if a.name != "audit-log-path" && pathRE.MatchString(a.value) {
-						t.Errorf("--%s=%s names a path but is not a known file flag", a.name, a.value)
+				if !apiserverFileFlags[a.Name] {
+					if a.Name != "audit-log-path" && pathRE.MatchString(a.Value) {
+						t.Errorf("--%s=%s names a path but is not a known file flag", a.Name, a.Value)
 					}
 					continue
 				}
-				for _, f := range filesOf(a.name, a.value) {
+				for _, f := range filesOf(a.Name, a.Value) {
 					hp, _, err := rendertest.MountedPath(pod, c, f)
 					if err != nil {
-						t.Errorf("--%s: %v", a.name, err)
+						t.Errorf("--%s: %v", a.Name, err)
 						continue
 					}
 					file, ok := r.files[strings.TrimPrefix(hp, "/")]
 					if !ok {
-						t.Errorf("--%s=%s: the render lays down no %s", a.name, f, hp)
+						t.Errorf("--%s=%s: the render lays down no %s", a.Name, f, hp)
 					} else if len(file.Contents) == 0 {
-						t.Errorf("--%s=%s: %s is empty", a.name, f, hp)
+						t.Errorf("--%s=%s: %s is empty", a.Name, f, hp)
 					}
 				}
 			}
-			auditLog := one(t, args, "audit-log-path")
+			auditLog := upstreamtest.One(t, args, "audit-log-path")
 			if hp, v, err := rendertest.MountedPath(pod, c, auditLog); err != nil {
 				t.Errorf("--audit-log-path: %v", err)
 			} else if v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectoryOrCreate || path.Dir(hp) != v.HostPath.Path {
@@ -362,13 +240,13 @@ func TestUpstreamPod(t *testing.T) {
 
 			// Certificates and keys that belong together.
 			pairs := [][2]string{
-				{one(t, args, "tls-cert-file"), one(t, args, "tls-private-key-file")},
-				{one(t, args, "etcd-certfile"), one(t, args, "etcd-keyfile")},
-				{one(t, args, "kubelet-client-certificate"), one(t, args, "kubelet-client-key")},
-				{one(t, args, "proxy-client-cert-file"), one(t, args, "proxy-client-key-file")},
+				{upstreamtest.One(t, args, "tls-cert-file"), upstreamtest.One(t, args, "tls-private-key-file")},
+				{upstreamtest.One(t, args, "etcd-certfile"), upstreamtest.One(t, args, "etcd-keyfile")},
+				{upstreamtest.One(t, args, "kubelet-client-certificate"), upstreamtest.One(t, args, "kubelet-client-key")},
+				{upstreamtest.One(t, args, "proxy-client-cert-file"), upstreamtest.One(t, args, "proxy-client-key-file")},
 			}
 			sni := map[string]string{}
-			for _, v := range values(args, "tls-sni-cert-key") {
+			for _, v := range upstreamtest.Values(args, "tls-sni-cert-key") {
 				files, names, ok := strings.Cut(v, ":")
 				f := strings.Split(files, ",")
 				if !ok || len(f) != 2 || names == "" {
@@ -396,7 +274,7 @@ func TestUpstreamPod(t *testing.T) {
 			// Each SNI certificate verifies for its names against kube-apiserver-server-ca.
 			serverCA := x509.NewCertPool()
 			serverCA.AppendCertsFromPEM(r.file(t, "etc/kubernetes/static-pod-resources/kube-apiserver-pod-1/configmaps/kube-apiserver-server-ca/ca-bundle.crt"))
-			for _, v := range values(args, "tls-sni-cert-key") {
+			for _, v := range upstreamtest.Values(args, "tls-sni-cert-key") {
 				files, names, _ := strings.Cut(v, ":")
 				leaf, err := certs.ParseCertificates(get(strings.Split(files, ",")[0]))
 				if err != nil || len(leaf) == 0 {
@@ -410,13 +288,13 @@ func TestUpstreamPod(t *testing.T) {
 				}
 			}
 			for _, f := range []string{"client-ca-file", "etcd-cafile", "kubelet-certificate-authority", "requestheader-client-ca-file"} {
-				if cas, err := certs.ParseCertificates(get(one(t, args, f))); err != nil || len(cas) == 0 {
+				if cas, err := certs.ParseCertificates(get(upstreamtest.One(t, args, f))); err != nil || len(cas) == 0 {
 					t.Errorf("--%s: no CA certificates (%v)", f, err)
 				}
 			}
 
 			// Service-account tokens: every published public key verifies, the bound signer's key among them.
-			keyFiles := values(args, "service-account-key-file")
+			keyFiles := upstreamtest.Values(args, "service-account-key-file")
 			var want []string
 			for _, cm := range []string{"sa-token-signing-certs", "bound-sa-token-signing-certs"} {
 				for p := range r.files {
@@ -431,7 +309,7 @@ func TestUpstreamPod(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(want) || len(want) < 2 {
 				t.Errorf("--service-account-key-file %v, want every key of the revision's signing certs %v", keyFiles, want)
 			}
-			signer, err := keyutil.ParsePrivateKeyPEM(get(one(t, args, "service-account-signing-key-file")))
+			signer, err := keyutil.ParsePrivateKeyPEM(get(upstreamtest.One(t, args, "service-account-signing-key-file")))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -455,23 +333,23 @@ func TestUpstreamPod(t *testing.T) {
 				t.Errorf("no --service-account-key-file holds the public key of --service-account-signing-key-file")
 			}
 			issuer := apiserver.DefaultServiceAccountIssuer
-			if v := values(args, "service-account-issuer"); fmt.Sprint(v) != fmt.Sprint([]string{issuer}) {
+			if v := upstreamtest.Values(args, "service-account-issuer"); fmt.Sprint(v) != fmt.Sprint([]string{issuer}) {
 				t.Errorf("--service-account-issuer %v, want %s", v, issuer)
 			}
-			if v := one(t, args, "api-audiences"); v != issuer {
+			if v := upstreamtest.One(t, args, "api-audiences"); v != issuer {
 				t.Errorf("--api-audiences=%s, want %s", v, issuer)
 			}
-			if v := one(t, args, "service-account-jwks-uri"); v != "https://api."+domain+":6443/openid/v1/jwks" {
+			if v := upstreamtest.One(t, args, "service-account-jwks-uri"); v != "https://api."+domain+":6443/openid/v1/jwks" {
 				t.Errorf("--service-account-jwks-uri=%s", v)
 			}
 
 			// Encryption at rest and audit: the revision's files.
-			if v := one(t, args, "encryption-provider-config"); v != apiserver.EncryptionConfigPath {
+			if v := upstreamtest.One(t, args, "encryption-provider-config"); v != apiserver.EncryptionConfigPath {
 				t.Errorf("--encryption-provider-config=%s, want %s", v, apiserver.EncryptionConfigPath)
 			} else if cfg := decodeYAML(t, get(v)); cfg["kind"] != "EncryptionConfiguration" || cfg["apiVersion"] != "apiserver.config.k8s.io/v1" {
 				t.Errorf("encryption config is %v %v", cfg["apiVersion"], cfg["kind"])
 			}
-			if pol := decodeYAML(t, get(one(t, args, "audit-policy-file"))); pol["kind"] != "Policy" || pol["apiVersion"] != "audit.k8s.io/v1" {
+			if pol := decodeYAML(t, get(upstreamtest.One(t, args, "audit-policy-file"))); pol["kind"] != "Policy" || pol["apiVersion"] != "audit.k8s.io/v1" {
 				t.Errorf("audit policy is %v %v", pol["apiVersion"], pol["kind"])
 			}
 
@@ -490,7 +368,7 @@ func TestUpstreamPod(t *testing.T) {
 			}
 			check := func(name, want string) {
 				t.Helper()
-				if got := one(t, args, name); got != want {
+				if got := upstreamtest.One(t, args, name); got != want {
 					t.Errorf("--%s=%s, want %s", name, got, want)
 				}
 			}
@@ -576,7 +454,7 @@ func TestUpstreamLayoutIsTheOpenShiftFlavors(t *testing.T) {
 // parses every case's arguments (with --help last, it exits 0 after parsing; an unknown flag or a malformed value
 // fails), and the committed flag list is the binary's --help. Skipped without the binary.
 func TestUpstreamFlagsParseWithTheBinary(t *testing.T) {
-	bin := upstreamtest.RequireBinary(t, "kube-apiserver", upstreamKASVersion, *updateUpstreamFlags)
+	bin := upstreamtest.RequireBinary(t, "kube-apiserver", upstreamKASVersion, *upstreamtest.Update)
 	help, err := upstreamtest.Help(bin)
 	if err != nil {
 		t.Fatal(err)
@@ -592,7 +470,7 @@ cipher-suite (preferred), insecure-cipher-suite, tls-version. Regenerate with
 	if err != nil {
 		t.Fatal(err)
 	}
-	upstreamtest.CheckFlagList(t, upstreamFlagList, bin, got, *updateUpstreamFlags, "go test ./pkg/apiserver -run TestUpstreamFlagsParseWithTheBinary -update-upstream-flags")
+	upstreamtest.CheckFlagList(t, upstreamFlagList, bin, got, *upstreamtest.Update, "go test ./pkg/apiserver -run TestUpstreamFlagsParseWithTheBinary -update-upstream-flags")
 	for _, tc := range upstreamCases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := renderUpstream(t, tc.name, tc.config, tc.ips)

@@ -10,15 +10,6 @@ import (
 	"github.com/render-static/render-static/internal/rendertest"
 )
 
-func nodeIPComment(t *testing.T, path string) string {
-	t.Helper()
-	ips, err := rendertest.NodeIPs(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ips
-}
-
 // TestNetworkVariants: IPv6, dual-stack and proxy install-configs render kube-apiserver with the values their
 // networks call for.
 func TestNetworkVariants(t *testing.T) {
@@ -54,8 +45,8 @@ func TestNetworkVariants(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			config := repo(tc.config)
-			r := render(t, config, nodeIPComment(t, config), true)
+			config := rendertest.Repo(tc.config)
+			r := render(t, config, "", true)
 			if r.rev != 1 {
 				t.Fatalf("revision %d, want 1", r.rev)
 			}

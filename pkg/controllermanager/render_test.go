@@ -4,7 +4,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -131,18 +130,8 @@ func withoutFeatureGates(flags []string) (rest, gates []string) {
 // Default feature set of the pinned openshift/api, enabled gates first, each part sorted.
 func TestPodExecFlags(t *testing.T) {
 	r := sno(t)
-	pod, err := r.Pod(podFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(path.Join(rendertest.ExpectedDir(), "pods", podFile))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var want corev1.Pod
-	if err := yaml.Unmarshal(raw, &want); err != nil {
-		t.Fatal(err)
-	}
+	pod := r.PodAndExpected(t, podFile, &want)
 	if len(pod.Spec.Containers[0].Args) != 1 || len(want.Spec.Containers[0].Args) != 1 {
 		t.Fatalf("kube-controller-manager must have one script argument")
 	}

@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"bufio"
+	"github.com/render-static/render-static/internal/rendertest"
 	"github.com/render-static/render-static/internal/testtools"
 	"os"
 	"os/exec"
@@ -17,7 +18,7 @@ import (
 	"github.com/render-static/render-static/pkg/conformance"
 )
 
-var expectedDir = shared("conformance/sno/expected")
+var expectedDir = rendertest.Shared("conformance/sno/expected")
 
 func skipWithoutExpected(t *testing.T) {
 	t.Helper()

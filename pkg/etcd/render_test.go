@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
@@ -14,19 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/render-static/render-static/internal/rendertest"
-	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
-	"github.com/render-static/render-static/pkg/components"
 	"github.com/render-static/render-static/pkg/etcd"
 	"github.com/render-static/render-static/pkg/export"
-	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/loops"
-	"github.com/render-static/render-static/pkg/staticpod"
 )
-
-// repo is the repository root; shared is ../shared next to it.
-func repo(p string) string   { return filepath.Join("..", "..", p) }
-func shared(p string) string { return filepath.Join("..", "..", "..", "shared", p) }
 
 const node = "sno-0"
 
@@ -36,9 +27,9 @@ type netCase struct {
 }
 
 var (
-	ipv4 = netCase{"ipv4", shared("conformance/sno/install-config.yaml"), "192.168.126.10"}
-	ipv6 = netCase{"ipv6", repo("testdata/installconfig/good/ipv6.yaml"), ""}
-	dual = netCase{"dualstack", repo("testdata/installconfig/good/dualstack.yaml"), ""}
+	ipv4 = netCase{"ipv4", rendertest.Shared("conformance/sno/install-config.yaml"), "192.168.126.10"}
+	ipv6 = netCase{"ipv6", rendertest.Repo("testdata/installconfig/good/ipv6.yaml"), ""}
+	dual = netCase{"dualstack", rendertest.Repo("testdata/installconfig/good/dualstack.yaml"), ""}
 )
 
 // rendered is etcd rendered on its own: the component's loops to a fixpoint, its revision, and the installer
@@ -53,58 +44,35 @@ type rendered struct {
 	dir     string
 }
 
-var (
-	renderMu sync.Mutex
-	renders  = map[string]*rendered{}
-	renderEr = map[string]error{}
-)
+var renders rendertest.Once[netCase, *rendered]
 
-// render renders a network case once per test binary (key generation is the slow part).
+// render renders a network case with the OpenShift flavor once per test binary (key generation is the slow part).
 func render(t *testing.T, nc netCase) *rendered {
 	t.Helper()
-	renderMu.Lock()
-	defer renderMu.Unlock()
-	if r, ok := renders[nc.name]; ok {
-		return r
-	}
-	if err, ok := renderEr[nc.name]; ok {
-		t.Fatalf("render %s: %v", nc.name, err)
-	}
-	r, err := doRender(nc)
+	return renderFlavor(t, nc, clusterconfig.FlavorOpenShift)
+}
+
+// renderUpstream renders a network case with the upstream flavor once per test binary.
+func renderUpstream(t *testing.T, nc netCase) *rendered {
+	t.Helper()
+	return renderFlavor(t, nc, clusterconfig.FlavorUpstream)
+}
+
+func renderFlavor(t *testing.T, nc netCase, flavor clusterconfig.Flavor) *rendered {
+	t.Helper()
+	key := nc
+	key.name += "/" + string(flavor)
+	r, err := renders.Get(key, func() (*rendered, error) { return doRender(nc, flavor) })
 	if err != nil {
-		renderEr[nc.name] = err
-		t.Fatalf("render %s: %v", nc.name, err)
+		t.Fatalf("render %s (%s flavor): %v", nc.name, flavor, err)
 	}
-	renders[nc.name] = r
 	return r
 }
 
-func doRender(nc netCase) (*rendered, error) {
-	ips := nc.nodeIPs
-	if ips == "" {
-		var err error
-		if ips, err = rendertest.NodeIPs(nc.config); err != nil {
-			return nil, err
-		}
-	}
-	nodeIPs, err := installconfig.ParseNodeIPs(ips)
-	if err != nil {
-		return nil, err
-	}
-	ic, err := installconfig.Load(nc.config, nodeIPs)
-	if err != nil {
-		return nil, err
-	}
-	lt, err := certs.NewLifetimes(certs.DefaultLeafValidity)
-	if err != nil {
-		return nil, err
-	}
-	images, err := clusterconfig.LoadImages("", components.DefaultImages())
-	if err != nil {
-		return nil, err
-	}
-	in := &clusterconfig.Inputs{InstallConfig: ic, NodeName: node, NodeIPs: nodeIPs, InfraID: "sno-x7k2p", Lifetimes: lt, Images: images}
-	seeds, err := clusterconfig.Objects(in)
+// doRender renders etcd on its own (rendertest.Standalone) and writes its node files to dir/rootfs, as a render
+// writes them.
+func doRender(nc netCase, flavor clusterconfig.Flavor) (*rendered, error) {
+	in, seeds, err := rendertest.StandaloneInputs(nc.config, nc.nodeIPs, flavor)
 	if err != nil {
 		return nil, err
 	}
@@ -113,28 +81,7 @@ func doRender(nc netCase) (*rendered, error) {
 		return nil, err
 	}
 	comp := etcd.New(c, in)
-	rev, err := comp.Revision()
-	if err != nil {
-		return nil, err
-	}
-	r := &loops.Runner{Cluster: c, MaxPasses: 10}
-	ctx := context.Background()
-	for _, ph := range []loops.Phase{{Name: "converge", Loops: comp.Converge()}, {Name: "revision", Loops: rev}} {
-		if err := r.Run(ctx, ph); err != nil {
-			return nil, err
-		}
-		for _, l := range ph.Loops {
-			defer l.Close()
-		}
-	}
-	if err := r.CheckDegraded(); err != nil {
-		return nil, err
-	}
-	n, err := staticpod.LatestRevision(comp.Operator())
-	if err != nil {
-		return nil, err
-	}
-	tree, err := export.Install(ctx, c.Kube, comp.StaticPod(), n, node)
+	runner, n, tree, err := rendertest.Standalone(context.Background(), c, comp, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +92,7 @@ func doRender(nc netCase) (*rendered, error) {
 	if err := export.WriteRootfs(filepath.Join(dir, "rootfs"), tree); err != nil {
 		return nil, err
 	}
-	out := &rendered{in: in, cluster: c, comp: comp, runner: r, rev: n, files: map[string]export.File{}, dir: dir}
+	out := &rendered{in: in, cluster: c, comp: comp, runner: runner, rev: n, files: map[string]export.File{}, dir: dir}
 	for _, f := range tree.Files() {
 		out.files[strings.TrimPrefix(f.Path, "/")] = f
 	}
@@ -154,7 +101,7 @@ func doRender(nc netCase) (*rendered, error) {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, r := range renders {
+	for _, r := range renders.Values() {
 		os.RemoveAll(r.dir)
 	}
 	os.Exit(code)
@@ -162,11 +109,7 @@ func TestMain(m *testing.M) {
 
 func (r *rendered) file(t *testing.T, p string) []byte {
 	t.Helper()
-	f, ok := r.files[p]
-	if !ok {
-		t.Fatalf("the render has no %s", p)
-	}
-	return f.Contents
+	return rendertest.Contents(t, r.files, p)
 }
 
 func (r *rendered) pod(t *testing.T) *corev1.Pod {

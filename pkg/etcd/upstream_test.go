@@ -1,10 +1,8 @@
 package etcd_test
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"flag"
 	"fmt"
 	"net"
 	"net/url"
@@ -13,29 +11,18 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/render-static/render-static/internal/rendertest"
 	"github.com/render-static/render-static/internal/upstreamtest"
-	"github.com/render-static/render-static/pkg/certs"
-	"github.com/render-static/render-static/pkg/clusterconfig"
-	"github.com/render-static/render-static/pkg/components"
 	"github.com/render-static/render-static/pkg/etcd"
-	"github.com/render-static/render-static/pkg/export"
-	"github.com/render-static/render-static/pkg/installconfig"
-	"github.com/render-static/render-static/pkg/loops"
-	"github.com/render-static/render-static/pkg/staticpod"
 )
 
 // Tests of --flavor upstream: the etcd pod is a flag-only pod for the upstream etcd image whose every flag is one
 // of etcd 3.6.5 (none deprecated or experimental) and whose every file is one the render lays down; the rest of the
 // render is the OpenShift flavor's.
-
-var updateUpstreamFlags = flag.Bool("update-upstream-flags", false,
-	"rewrite testdata/upstream/etcd-flags.txt from the e2e-built etcd's --help")
 
 const (
 	upstreamFlagList    = "testdata/upstream/etcd-flags.txt"
@@ -43,91 +30,6 @@ const (
 )
 
 var upstreamCases = []netCase{ipv4, ipv6, dual}
-
-var (
-	upstreamMu      sync.Mutex
-	upstreamRenders = map[string]*rendered{}
-)
-
-// renderUpstream renders etcd of the upstream flavor once per network case, like render() does for the OpenShift
-// flavor.
-func renderUpstream(t *testing.T, nc netCase) *rendered {
-	t.Helper()
-	upstreamMu.Lock()
-	defer upstreamMu.Unlock()
-	if r, ok := upstreamRenders[nc.name]; ok {
-		if r == nil {
-			t.Fatalf("the upstream %s render failed before", nc.name)
-		}
-		return r
-	}
-	upstreamRenders[nc.name] = nil
-	ips := nc.nodeIPs
-	if ips == "" {
-		var err error
-		if ips, err = rendertest.NodeIPs(nc.config); err != nil {
-			t.Fatal(err)
-		}
-	}
-	nodeIPs, err := installconfig.ParseNodeIPs(ips)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ic, err := installconfig.Load(nc.config, nodeIPs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lt, err := certs.NewLifetimes(certs.DefaultLeafValidity)
-	if err != nil {
-		t.Fatal(err)
-	}
-	images, err := clusterconfig.LoadImages("", components.DefaultImages())
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := &clusterconfig.Inputs{InstallConfig: ic, NodeName: node, NodeIPs: nodeIPs, InfraID: "sno-x7k2p", Lifetimes: lt,
-		Images: images, Flavor: clusterconfig.FlavorUpstream}
-	seeds, err := clusterconfig.Objects(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := loops.NewCluster(append(append([]string(nil), etcd.Namespaces...), clusterconfig.Namespaces...), clusterconfig.DynamicKinds, seeds...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	comp := etcd.New(c, in)
-	rev, err := comp.Revision()
-	if err != nil {
-		t.Fatal(err)
-	}
-	runner := &loops.Runner{Cluster: c, MaxPasses: 10}
-	for _, ph := range []loops.Phase{{Name: "converge", Loops: comp.Converge()}, {Name: "revision", Loops: rev}} {
-		err := runner.Run(context.Background(), ph)
-		for _, l := range ph.Loops {
-			l.Close()
-		}
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", ph.Name, err, runner.Result().Trace())
-		}
-	}
-	if err := runner.CheckDegraded(); err != nil {
-		t.Fatal(err)
-	}
-	n, err := staticpod.LatestRevision(comp.Operator())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree, err := export.Install(context.Background(), c.Kube, comp.StaticPod(), n, node)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rendered{in: in, cluster: c, comp: comp, runner: runner, rev: n, files: map[string]export.File{}}
-	for _, f := range tree.Files() {
-		r.files[strings.TrimPrefix(f.Path, "/")] = f
-	}
-	upstreamRenders[nc.name] = r
-	return r
-}
 
 // etcdFlags is the committed list of etcd 3.6.5's flags and feature gates (testdata/upstream/etcd-flags.txt).
 type etcdFlags struct {
@@ -412,13 +314,13 @@ func TestUpstreamLayoutIsTheOpenShiftFlavors(t *testing.T) {
 // case's arguments (with --help last, it exits 0 after parsing; an unknown flag, a malformed value or an unknown
 // feature gate fails), and the committed flag list is the binary's --help. Skipped without the binary.
 func TestUpstreamFlagsParseWithTheBinary(t *testing.T) {
-	bin := upstreamtest.RequireBinary(t, "etcd", upstreamEtcdVersion, *updateUpstreamFlags)
+	bin := upstreamtest.RequireBinary(t, "etcd", upstreamEtcdVersion, *upstreamtest.Update)
 	help, err := exec.Command(bin, "--help").CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s --help: %v", bin, err)
 	}
 	got := etcdFlagList(string(help))
-	upstreamtest.CheckFlagList(t, upstreamFlagList, bin, got, *updateUpstreamFlags, "go test ./pkg/etcd -run TestUpstreamFlagsParseWithTheBinary -update-upstream-flags")
+	upstreamtest.CheckFlagList(t, upstreamFlagList, bin, got, *upstreamtest.Update, "go test ./pkg/etcd -run TestUpstreamFlagsParseWithTheBinary -update-upstream-flags")
 	for _, nc := range upstreamCases {
 		t.Run(nc.name, func(t *testing.T) {
 			c := renderUpstream(t, nc).pod(t).Spec.Containers[0]

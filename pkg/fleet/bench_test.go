@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/render-static/render-static/internal/testtools"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/pipeline"
 )
@@ -67,20 +68,5 @@ func BenchmarkFleet(b *testing.B) {
 	b.ReportMetric(rate, "fleet-sites/s")
 	b.ReportMetric(ideal, "cores*single-sites/s")
 	b.ReportMetric(100*rate/ideal, "%-of-cores*single")
-	b.ReportMetric(peakRSSMB(), "peak-RSS-MB")
-}
-
-// peakRSSMB is the process's peak resident set (VmHWM), in MB; 0 where /proc is not there.
-func peakRSSMB() float64 {
-	raw, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(raw), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
+	b.ReportMetric(testtools.PeakRSSMB(), "peak-RSS-MB")
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -58,12 +59,7 @@ func (v *validator) pullSecret() {
 		v.addf(f, `"auths" has no entries`)
 		return
 	}
-	registries := make([]string, 0, len(auths))
-	for r := range auths {
-		registries = append(registries, r)
-	}
-	slices.Sort(registries)
-	for _, r := range registries {
+	for _, r := range slices.Sorted(maps.Keys(auths)) {
 		entry := auths[r]
 		name := "auths[" + quoteShort(r) + "]"
 		if !isJSONObject(entry) {

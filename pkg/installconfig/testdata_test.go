@@ -39,20 +39,13 @@ func nodeIPComment(t *testing.T, path string) []netip.Addr {
 	return ips
 }
 
-func mustPrefixes(t *testing.T, ss ...string) []netip.Prefix {
-	t.Helper()
-	var out []netip.Prefix
-	for _, s := range ss {
-		out = append(out, netip.MustParsePrefix(s))
-	}
-	return out
-}
+func mustPrefixes(ss ...string) []netip.Prefix { return mustParse(netip.MustParsePrefix, ss) }
+func mustAddrs(ss ...string) []netip.Addr      { return mustParse(netip.MustParseAddr, ss) }
 
-func mustAddrs(t *testing.T, ss ...string) []netip.Addr {
-	t.Helper()
-	var out []netip.Addr
+func mustParse[T any](parse func(string) T, ss []string) []T {
+	var out []T
 	for _, s := range ss {
-		out = append(out, netip.MustParseAddr(s))
+		out = append(out, parse(s))
 	}
 	return out
 }
@@ -72,10 +65,10 @@ func TestGoodFiles(t *testing.T) {
 			clusterDomain: "sno.example.com",
 			apiURL:        "https://api.sno.example.com:6443",
 			apiIntURL:     "https://api-int.sno.example.com:6443",
-			service:       mustPrefixes(t, "172.30.0.0/16"),
-			cluster:       mustPrefixes(t, "10.128.0.0/14"),
-			machine:       mustPrefixes(t, "192.168.126.0/24"),
-			serviceIPs:    mustAddrs(t, "172.30.0.1"),
+			service:       mustPrefixes("172.30.0.0/16"),
+			cluster:       mustPrefixes("10.128.0.0/14"),
+			machine:       mustPrefixes("192.168.126.0/24"),
+			serviceIPs:    mustAddrs("172.30.0.1"),
 			sshKeys:       1,
 			warnings: []string{
 				"sshKey: line 1: ssh-ed25519 key data does not parse (ssh: short read); it is installed as written",
@@ -85,10 +78,10 @@ func TestGoodFiles(t *testing.T) {
 			clusterDomain: "edge-01.lab.example.org",
 			apiURL:        "https://api.edge-01.lab.example.org:6443",
 			apiIntURL:     "https://api-int.edge-01.lab.example.org:6443",
-			service:       mustPrefixes(t, "fd02::/112"),
-			cluster:       mustPrefixes(t, "fd01::/48"),
-			machine:       mustPrefixes(t, "fd00:0:0:1::/64"),
-			serviceIPs:    mustAddrs(t, "fd02::1"),
+			service:       mustPrefixes("fd02::/112"),
+			cluster:       mustPrefixes("fd01::/48"),
+			machine:       mustPrefixes("fd00:0:0:1::/64"),
+			serviceIPs:    mustAddrs("fd02::1"),
 			ipv6Primary:   true,
 			sshKeys:       2,
 			warnings: []string{
@@ -99,10 +92,10 @@ func TestGoodFiles(t *testing.T) {
 			clusterDomain: "dual.example.com",
 			apiURL:        "https://api.dual.example.com:6443",
 			apiIntURL:     "https://api-int.dual.example.com:6443",
-			service:       mustPrefixes(t, "172.30.0.0/16", "fd02::/112"),
-			cluster:       mustPrefixes(t, "10.128.0.0/14", "fd01::/48"),
-			machine:       mustPrefixes(t, "192.168.126.0/24", "fd00::/64"),
-			serviceIPs:    mustAddrs(t, "172.30.0.1", "fd02::1"),
+			service:       mustPrefixes("172.30.0.0/16", "fd02::/112"),
+			cluster:       mustPrefixes("10.128.0.0/14", "fd01::/48"),
+			machine:       mustPrefixes("192.168.126.0/24", "fd00::/64"),
+			serviceIPs:    mustAddrs("172.30.0.1", "fd02::1"),
 			dualStack:     true,
 			sshKeys:       1,
 		},
@@ -110,10 +103,10 @@ func TestGoodFiles(t *testing.T) {
 			clusterDomain: "hub-site-7.corp.example.net",
 			apiURL:        "https://api.hub-site-7.corp.example.net:6443",
 			apiIntURL:     "https://api-int.hub-site-7.corp.example.net:6443",
-			service:       mustPrefixes(t, "172.30.0.0/16"),
-			cluster:       mustPrefixes(t, "10.128.0.0/14"),
-			machine:       mustPrefixes(t, "10.0.0.0/24"),
-			serviceIPs:    mustAddrs(t, "172.30.0.1"),
+			service:       mustPrefixes("172.30.0.0/16"),
+			cluster:       mustPrefixes("10.128.0.0/14"),
+			machine:       mustPrefixes("10.0.0.0/24"),
+			serviceIPs:    mustAddrs("172.30.0.1"),
 			trustBundle:   []string{"render-static test proxy CA"},
 			warnings:      []string{"networking.machineCIDR: deprecated; use networking.machineNetwork"},
 		},

@@ -52,7 +52,9 @@ type applyEnv struct {
 	manifests      []string // file names, sorted
 	env            map[string]string
 	bin            string
-	tokens         []offlineToken // the legacy token secrets the render minted, with their files on the node
+	// hostPath replaces the host's PATH after bin ("": the host's own).
+	hostPath string
+	tokens   []offlineToken // the legacy token secrets the render minted, with their files on the node
 }
 
 // newApplyEnv lays down the node's files, the exported manifests of the fixture (plus a CRD), an admin kubeconfig
@@ -107,7 +109,11 @@ func newApplyEnv(t *testing.T) *applyEnv {
 func (a *applyEnv) run(t *testing.T, extra ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command("bash", filepath.Join(a.root, AIOKubeScript))
-	cmd.Env = []string{"PATH=" + a.bin + ":" + os.Getenv("PATH"), "STUB_LOG=" + a.log, "STUB_API=" + a.api}
+	host := a.hostPath
+	if host == "" {
+		host = os.Getenv("PATH")
+	}
+	cmd.Env = []string{"PATH=" + a.bin + ":" + host, "STUB_LOG=" + a.log, "STUB_API=" + a.api}
 	for k, v := range a.env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -337,7 +343,32 @@ func TestApplyBounded(t *testing.T) {
 	}
 }
 
-// TestApplyWithKubectl: without oc on the host, aiokube uses kubectl.
+// hostPathWithout is a PATH of one directory holding the host's commands (the first of each name on PATH) but
+// names: a host without them, whatever this one has installed.
+func hostPathWithout(t *testing.T, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if slices.Contains(names, e.Name()) {
+				continue
+			}
+			if _, err := os.Lstat(filepath.Join(dir, e.Name())); err == nil {
+				continue
+			}
+			if err := os.Symlink(filepath.Join(d, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
+}
+
+// TestApplyWithKubectl: without oc on the node (the host's oc, if any, is left off PATH), aiokube uses kubectl.
 func TestApplyWithKubectl(t *testing.T) {
 	a := newApplyEnv(t)
 	dir := t.TempDir()
@@ -346,10 +377,7 @@ func TestApplyWithKubectl(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := exec.LookPath("oc"); err == nil {
-		t.Skip("this host has oc")
-	}
-	a.bin = dir
+	a.bin, a.hostPath = dir, hostPathWithout(t, "oc")
 	out, err := a.run(t)
 	if err != nil || !strings.Contains(out, "client: kubectl") {
 		t.Fatalf("%v\n%s", err, out)

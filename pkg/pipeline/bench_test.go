@@ -2,12 +2,10 @@ package pipeline
 
 import (
 	"context"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
+	"github.com/render-static/render-static/internal/testtools"
 	"github.com/render-static/render-static/pkg/certs"
 )
 
@@ -33,21 +31,6 @@ func BenchmarkRender(b *testing.B) {
 	b.ReportMetric(loops/n*1000, "loops-ms/op")
 	b.ReportMetric(export/n*1000, "export-ms/op")
 	b.ReportMetric(ign/n*1000, "ignition-ms/op")
-	b.ReportMetric(peakRSSMB(), "peak-RSS-MB")
-}
-
-// peakRSSMB is the process's peak resident set (VmHWM), in MB: renders run one after another, so it bounds one
-// render's. 0 where /proc is not there.
-func peakRSSMB() float64 {
-	raw, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(raw), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
+	// Renders run one after another, so the peak bounds one render's.
+	b.ReportMetric(testtools.PeakRSSMB(), "peak-RSS-MB")
 }

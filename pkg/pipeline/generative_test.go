@@ -490,22 +490,12 @@ func (c *genCheck) urls() {
 			total += checkText(p, string(f.Contents))
 		}
 	}
-	for p := range c.files {
-		if path.Dir(p) != export.PodManifestDir {
-			continue
+	eachContainer(t, c.files, func(p string, _ *corev1.Pod, ct *corev1.Container) {
+		total += checkText(p+" container "+ct.Name, expand(script(ct), ct))
+		for _, e := range ct.Env {
+			total += checkText(p+" container "+ct.Name+" env "+e.Name, e.Value)
 		}
-		pod, err := c.files.Pod(path.Base(p))
-		if err != nil {
-			t.Errorf("%s: %v", p, err)
-			continue
-		}
-		for _, ct := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
-			total += checkText(p+" container "+ct.Name, expand(script(&ct), &ct))
-			for _, e := range ct.Env {
-				total += checkText(p+" container "+ct.Name+" env "+e.Name, e.Value)
-			}
-		}
-	}
+	})
 	t.Logf("%d URLs and addresses checked", total)
 	if total < 50 {
 		t.Errorf("only %d URLs and addresses found: the patterns miss the render", total)
@@ -625,36 +615,26 @@ func (c *genCheck) flagFiles() {
 	flagPath := regexp.MustCompile(`--[a-z0-9-]+[= ](/[^\s"',;]+)`)
 	fileLike := regexp.MustCompile(`(\.crt|\.key|\.pem|\.ya?ml|\.conf|\.json|kubeconfig|\.kubeconfig|ca\.crt|token)$`)
 	checked := 0
-	for p := range c.files {
-		if path.Dir(p) != export.PodManifestDir {
-			continue
-		}
-		pod, err := c.files.Pod(path.Base(p))
-		if err != nil {
-			t.Errorf("%s: %v", p, err)
-			continue
-		}
-		for _, ct := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
-			for _, m := range flagPath.FindAllStringSubmatch(expand(script(&ct), &ct), -1) {
-				file := strings.TrimRight(m[1], "\\")
-				if !fileLike.MatchString(file) || strings.Contains(file, "$") {
-					continue
+	eachContainer(t, c.files, func(p string, pod *corev1.Pod, ct *corev1.Container) {
+		for _, m := range flagPath.FindAllStringSubmatch(expand(script(ct), ct), -1) {
+			file := strings.TrimRight(m[1], "\\")
+			if !fileLike.MatchString(file) || strings.Contains(file, "$") {
+				continue
+			}
+			host, vol, err := rendertest.MountedPath(pod, ct, file)
+			if err != nil {
+				if vol != nil && vol.HostPath == nil {
+					continue // an emptyDir or projected volume: filled at run time
 				}
-				host, vol, err := rendertest.MountedPath(pod, &ct, file)
-				if err != nil {
-					if vol != nil && vol.HostPath == nil {
-						continue // an emptyDir or projected volume: filled at run time
-					}
-					t.Errorf("%s container %s: %s: %v", p, ct.Name, m[0], err)
-					continue
-				}
-				checked++
-				if _, ok := c.files.File(host); !ok {
-					t.Errorf("%s container %s: %s: %s is not on the node", p, ct.Name, m[0], host)
-				}
+				t.Errorf("%s container %s: %s: %v", p, ct.Name, m[0], err)
+				continue
+			}
+			checked++
+			if _, ok := c.files.File(host); !ok {
+				t.Errorf("%s container %s: %s: %s is not on the node", p, ct.Name, m[0], host)
 			}
 		}
-	}
+	})
 	if checked < 20 {
 		t.Errorf("only %d file flags found in the static pods", checked)
 	}
@@ -756,4 +736,22 @@ func (c *genCheck) keyMaterial() map[[32]byte]bool {
 		c.t.Errorf("only %d private keys on the node", len(out))
 	}
 	return out
+}
+
+// eachContainer calls fn with every container (init containers too) of every static pod of files.
+func eachContainer(t *testing.T, files rendertest.Files, fn func(p string, pod *corev1.Pod, ct *corev1.Container)) {
+	t.Helper()
+	for p := range files {
+		if path.Dir(p) != export.PodManifestDir {
+			continue
+		}
+		pod, err := files.Pod(path.Base(p))
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		for _, ct := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
+			fn(p, pod, &ct)
+		}
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	configv1 "github.com/openshift/api/config/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/internal/rendertest"
 	"github.com/render-static/render-static/pkg/scheduler"
@@ -58,14 +57,6 @@ func TestConformance(t *testing.T) {
 // feature set of the pinned openshift/api, sorted by name, as in the reference (whose gates differ by version).
 func TestFeatureGatesArgument(t *testing.T) {
 	r := sno(t)
-	pod, err := r.Pod(podFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(path.Join(rendertest.ExpectedDir(), "pods", podFile))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var want struct {
 		Spec struct {
 			Containers []struct {
@@ -73,9 +64,7 @@ func TestFeatureGatesArgument(t *testing.T) {
 			} `json:"containers"`
 		} `json:"spec"`
 	}
-	if err := yaml.Unmarshal(raw, &want); err != nil {
-		t.Fatal(err)
-	}
+	pod := r.PodAndExpected(t, podFile, &want)
 	const i = 4
 	if !strings.HasPrefix(want.Spec.Containers[0].Args[i], "--feature-gates=") {
 		t.Fatalf("the reference's argument %d is %q", i, want.Spec.Containers[0].Args[i])

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -14,17 +13,16 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// required: RENDER_STATIC_REQUIRE_TOOLS=1 (make test) or RENDER_STATIC_E2E=1 turn a missing tool into a failure.
-func required() bool {
-	return os.Getenv("RENDER_STATIC_REQUIRE_TOOLS") == "1" || os.Getenv("RENDER_STATIC_E2E") == "1"
-}
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/render-static/render-static/internal/testtools"
+)
 
 // explicit: RENDER_STATIC_E2E=1 asks for the end-to-end run itself; then not being root fails too.
 func explicit() bool { return os.Getenv("RENDER_STATIC_E2E") == "1" }
 
-// preconditions skips (or fails, see required) unless everything the node needs is here: not -short, root,
+// preconditions skips (or fails: testtools.Missing, explicit) unless everything the node needs is here: not -short, root,
 // Ignition, ignition-validate, ip, containerd and runc (hack/install-test-deps.sh installs them).
 func preconditions(t *testing.T) {
 	t.Helper()
@@ -54,11 +52,12 @@ func preconditions(t *testing.T) {
 		missing = append(missing, err.Error())
 	}
 	if len(missing) > 0 {
+		// testtools' rule (RENDER_STATIC_REQUIRE_TOOLS=1 fails), and RENDER_STATIC_E2E=1 asks for the run itself.
 		msg := "e2e: missing tools (run hack/install-test-deps.sh): " + strings.Join(missing, "; ")
-		if required() {
+		if explicit() {
 			t.Fatal(msg)
 		}
-		t.Skip(msg)
+		testtools.Missing(t, "%s", msg)
 	}
 }
 
