@@ -78,6 +78,30 @@ func Objects(c *loops.Cluster) ([]runtime.Object, error) {
 	return objs, nil
 }
 
+// Identity is what an object is: its kind, namespace and name.
+type Identity struct {
+	GVK             schema.GroupVersionKind
+	Namespace, Name string
+}
+
+// Identities is the kind, namespace and name of every object Objects returns, for loops that need to know what
+// the cluster holds without exporting it (Manifests marshals every object).
+func Identities(c *loops.Cluster) ([]Identity, error) {
+	objs, err := Objects(c)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Identity, 0, len(objs))
+	for _, o := range objs {
+		m, err := meta.Accessor(o)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Identity{GVK: o.GetObjectKind().GroupVersionKind(), Namespace: m.GetNamespace(), Name: m.GetName()})
+	}
+	return out, nil
+}
+
 func manifestsOf(c *loops.Cluster, objs []runtime.Object) ([]Manifest, error) {
 	var out []Manifest
 	for _, o := range objs {
@@ -136,8 +160,7 @@ func listAll(tracker clienttesting.ObjectTracker, s *runtime.Scheme) ([]runtime.
 		if err != nil {
 			return nil, err
 		}
-		for _, it := range items {
-			it = it.DeepCopyObject()
+		for _, it := range items { // the tracker lists copies
 			it.GetObjectKind().SetGroupVersionKind(gvk)
 			out = append(out, it)
 		}

@@ -24,7 +24,8 @@ const markerContents = "This directory was written by render-static and is repla
 
 // WriteDirAtomic writes an output directory atomically: it builds the whole output in a fresh temporary
 // directory next to dest (same parent, named ".<base>.tmp-XXXX"), calls fill(tmpDir), adds the marker
-// file MarkerFile, fsyncs every file and directory, and only then renames the temporary directory to dest.
+// file MarkerFile, makes every file and directory durable (beginSync), and only then renames the temporary
+// directory to dest.
 //
 // If dest already exists it must be a directory written earlier by this function (it holds MarkerFile)
 // or an empty directory; otherwise WriteDirAtomic returns an error before doing anything. An existing
@@ -65,6 +66,11 @@ func WriteDirAtomic(dest string, fill func(tmpDir string) error) (err error) {
 		}
 	}()
 
+	syncer, err := beginSync(tmp)
+	if err != nil {
+		return fmt.Errorf("writing output %s: %w", dest, err)
+	}
+	defer syncer.close()
 	if err := fill(tmp); err != nil {
 		return fmt.Errorf("writing output %s: %w", dest, err)
 	}
@@ -77,7 +83,7 @@ func WriteDirAtomic(dest string, fill func(tmpDir string) error) (err error) {
 	if err := os.Chmod(tmp, destMode); err != nil {
 		return fmt.Errorf("writing output %s: %w", dest, err)
 	}
-	if err := syncTree(tmp); err != nil {
+	if err := syncer.sync(); err != nil {
 		return fmt.Errorf("writing output %s: syncing: %w", dest, err)
 	}
 
@@ -160,8 +166,8 @@ func isEmptyDir(dir string) bool {
 	return errors.Is(err, io.EOF)
 }
 
-// syncTree fsyncs every regular file and directory under root (root included).
-func syncTree(root string) error {
+// syncEach fsyncs every regular file and directory under root (root included).
+func syncEach(root string) error {
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
