@@ -103,20 +103,21 @@ func Identities(c *loops.Cluster) ([]Identity, error) {
 }
 
 func manifestsOf(c *loops.Cluster, objs []runtime.Object) ([]Manifest, error) {
-	var out []Manifest
-	for _, o := range objs {
-		m, err := toManifest(o)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
+	var ops []map[string]interface{}
 	for _, oc := range c.OperatorClients() {
-		m, err := fromMap(oc.Object())
-		if err != nil {
-			return nil, err
+		ops = append(ops, oc.Object())
+	}
+	out := make([]Manifest, len(objs)+len(ops))
+	err := Parallel(len(out), func(i int) (err error) {
+		if i < len(objs) {
+			out[i], err = toManifest(objs[i])
+		} else {
+			out[i], err = fromMap(ops[i-len(objs)])
 		}
-		out = append(out, m)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
 	for i := 1; i < len(out); i++ {

@@ -118,11 +118,25 @@ func WriteDirAtomic(dest string, fill func(tmpDir string) error) (err error) {
 	if err := syncDir(parent); err != nil {
 		return fmt.Errorf("writing output %s: %w", dest, err)
 	}
-	if err := os.RemoveAll(old); err != nil {
+	if err := removeAll(old); err != nil {
 		// The new output is complete and in place; only the clean-up failed.
 		return fmt.Errorf("output %s written, but removing the previous output at %s failed: %w", dest, old, err)
 	}
 	return nil
+}
+
+// removeAll is os.RemoveAll with the top-level entries removed in parallel (an output is ~2,000 files).
+func removeAll(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return os.RemoveAll(dir)
+	}
+	if err := Parallel(len(entries), func(i int) error {
+		return os.RemoveAll(filepath.Join(dir, entries[i].Name()))
+	}); err != nil {
+		return err
+	}
+	return os.RemoveAll(dir)
 }
 
 // renameDir is rename(2). Unlike os.Rename, which refuses any existing directory as the new name, it
@@ -209,10 +223,13 @@ func WriteFile(p string, mode fs.FileMode, data []byte) error {
 	if mode&^fs.ModePerm != 0 {
 		return fmt.Errorf("writing %s: mode %v has bits other than permission bits", p, mode)
 	}
-	if err := mkdirAllExact(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("writing %s: %w", p, err)
-	}
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|noFollow, 0o600)
+	if errors.Is(err, fs.ErrNotExist) { // a missing parent: create the parents, then try again
+		if err := mkdirAllExact(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("writing %s: %w", p, err)
+		}
+		f, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|noFollow, 0o600)
+	}
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", p, err)
 	}
@@ -339,10 +356,11 @@ func WriteRootfs(dir string, t *Tree) error {
 			return fmt.Errorf("writing rootfs: %w", err)
 		}
 	}
-	for _, f := range files {
-		if err := WriteFile(host(f.Path), f.Mode, f.Contents); err != nil {
-			return fmt.Errorf("writing rootfs: %w", err)
-		}
+	err := Parallel(len(files), func(i int) error {
+		return WriteFile(host(files[i].Path), files[i].Mode, files[i].Contents)
+	})
+	if err != nil {
+		return fmt.Errorf("writing rootfs: %w", err)
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
 		if err := os.Chmod(host(dirs[i]), dirModes[dirs[i]]); err != nil {

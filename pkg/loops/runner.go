@@ -236,6 +236,8 @@ func (r *Runner) runPass(ctx context.Context, phase Phase, pass int) (map[string
 		var ready <-chan struct{}
 		if len(queue) > 0 {
 			ready = queue[len(queue)-1].done
+		} else {
+			c.setCurrent(phase.Name, pass, "") // the turn is free until the loop takes it
 		}
 		name := l.Name
 		l.turn.arm(ready, func() {

@@ -217,7 +217,8 @@ func TestConcurrentLoopsOverlap(t *testing.T) {
 }
 
 // TestWriteOutsideTurnFails: a concurrent loop that writes without its turn's client (before the loop ahead of it
-// finished) gets an error naming the object, and the loop ahead keeps its own writes.
+// finished; here that loop has not even taken its turn) gets an error naming the object, and the loop ahead keeps
+// its own writes.
 func TestWriteOutsideTurnFails(t *testing.T) {
 	c := newTestCluster(t)
 	rogueDone := make(chan struct{})
@@ -239,7 +240,7 @@ func TestWriteOutsideTurnFails(t *testing.T) {
 	}}.Concurrent(NewTurn(), ConfigMap("ns-a", "rogue"))
 	r := &Runner{Cluster: c, MaxPasses: 1, Parallelism: 2}
 	_ = r.Run(context.Background(), Phase{Name: "p", Loops: []Loop{ahead, rogue}})
-	if rogueErr == nil || !strings.Contains(rogueErr.Error(), "configmaps ns-a/rogue") || !strings.Contains(rogueErr.Error(), "ahead has the turn") {
+	if rogueErr == nil || !strings.Contains(rogueErr.Error(), "configmaps ns-a/rogue") || !strings.Contains(rogueErr.Error(), "no loop (between turns) has the turn") {
 		t.Errorf("rogue write: err = %v, want a turn error naming the object and the loop with the turn", rogueErr)
 	}
 	j := c.Journal()
