@@ -100,14 +100,23 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 			return nil, err
 		}
 	} else {
-		if admin, err = certs.NewAdmin(in.Lifetimes); err != nil {
-			return nil, err
-		}
-		seeds = append(fresh, runtime.Object(admin.ClientCAConfigMap()))
-		saKeys, err := clusterconfig.ServiceAccountKeySeeds() // the installer's service-account token key pair
+		// The installer's service-account token key pair, made on another core while the admin credential is.
+		var saKeys []runtime.Object
+		var saErr error
+		saDone := make(chan struct{})
+		go func() {
+			defer close(saDone)
+			saKeys, saErr = clusterconfig.ServiceAccountKeySeeds()
+		}()
+		admin, err = certs.NewAdmin(in.Lifetimes)
+		<-saDone
 		if err != nil {
 			return nil, err
 		}
+		if saErr != nil {
+			return nil, saErr
+		}
+		seeds = append(fresh, runtime.Object(admin.ClientCAConfigMap()))
 		seeds = append(seeds, saKeys...)
 	}
 	keygen := time.Since(t)
