@@ -47,7 +47,7 @@ lab:
 unit:
 	$(GO) test -count=1 -short ./...
 
-# Render speed, split into key generation, loops, export and Ignition; then fleet throughput over
+# Render speed, split into key generation, loops, export and Ignition, and a re-render from saved state; then fleet throughput over
 # RENDER_STATIC_BENCH_SITES (default 50) sites against cores x single-render rate.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./pkg/pipeline/

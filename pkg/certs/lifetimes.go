@@ -89,8 +89,17 @@ type Rotation struct {
 
 // Loop builds the library-go cert-rotation controller for the row and wraps it as a loop named
 // "cert-rotation/<Name>". Its status reporter writes CertRotation_<Name>_Degraded on the operator client.
+//
+// The loop is concurrent (pkg/loops, turn.go): it may make its keys while the loops ahead of it in the pass
+// still run. Its footprint is the row's signer, bundle and target, the only objects library-go's controller
+// reads or writes besides the operator resource (read and written only in the loop's turn, through the turn's
+// operator client) and, for serving rows, the Network and Infrastructure status the hostnames come from (written
+// only by non-concurrent loops). Rows that share a signer or bundle overlap and so run one after the other, in
+// the table's order.
 func (r Rotation) Loop(c *loops.Cluster, lt Lifetimes, operator v1helpers.StaticPodOperatorClient, recorder events.Recorder) loops.Loop {
 	kube := c.KubeInformers
+	turn := loops.NewTurn()
+	client := turn.CoreV1(c.Kube.CoreV1())
 	// Several rows may share a signer and bundle: only the target carries the row's description, or the rows
 	// would rewrite the shared signer's annotations in turn and never settle.
 	shared := certrotation.AdditionalAnnotations{JiraComponent: r.JiraComponent}
@@ -120,7 +129,7 @@ func (r Rotation) Loop(c *loops.Cluster, lt Lifetimes, operator v1helpers.Static
 			AdditionalAnnotations: shared,
 			Informer:              kube.InformersFor(r.Signer.Namespace).Core().V1().Secrets(),
 			Lister:                kube.InformersFor(r.Signer.Namespace).Core().V1().Secrets().Lister(),
-			Client:                c.Kube.CoreV1(),
+			Client:                client,
 			EventRecorder:         recorder,
 		},
 		certrotation.CABundleConfigMap{
@@ -128,7 +137,7 @@ func (r Rotation) Loop(c *loops.Cluster, lt Lifetimes, operator v1helpers.Static
 			AdditionalAnnotations: shared,
 			Informer:              kube.InformersFor(r.Bundle.Namespace).Core().V1().ConfigMaps(),
 			Lister:                kube.InformersFor(r.Bundle.Namespace).Core().V1().ConfigMaps().Lister(),
-			Client:                c.Kube.CoreV1(),
+			Client:                client,
 			EventRecorder:         recorder,
 		},
 		certrotation.RotatedSelfSignedCertKeySecret{
@@ -138,13 +147,18 @@ func (r Rotation) Loop(c *loops.Cluster, lt Lifetimes, operator v1helpers.Static
 			CertCreator:           creator,
 			Informer:              kube.InformersFor(r.Target.Namespace).Core().V1().Secrets(),
 			Lister:                kube.InformersFor(r.Target.Namespace).Core().V1().Secrets().Lister(),
-			Client:                c.Kube.CoreV1(),
+			Client:                client,
 			EventRecorder:         recorder,
 		},
 		recorder,
-		&certrotation.StaticPodConditionStatusReporter{OperatorClient: operator},
+		&certrotation.StaticPodConditionStatusReporter{OperatorClient: turn.StaticPodOperator(operator)},
 	)
-	inner := loops.ControllerLoop("cert-rotation/"+r.Name, ctrl, recorder)
+	footprint := []loops.Object{
+		loops.Secret(r.Signer.Namespace, r.Signer.Name),
+		loops.ConfigMap(r.Bundle.Namespace, r.Bundle.Name),
+		loops.Secret(r.Target.Namespace, r.Target.Name),
+	}
+	inner := loops.ControllerLoop("cert-rotation/"+r.Name, ctrl, recorder).Concurrent(turn, footprint...)
 	if r.Kind != Serving {
 		return inner
 	}

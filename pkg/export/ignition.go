@@ -188,8 +188,8 @@ type encodedFile struct {
 	compressed bool
 }
 
-// encodeAll encodes every file's contents, one worker per core, each reusing its gzip writer (a BestCompression
-// writer allocates about a megabyte). The result is in files' order and the same as encoding one after another.
+// encodeAll encodes every file's contents, one worker per core, each reusing its gzip writer (a gzip writer
+// allocates about a megabyte). The result is in files' order and the same as encoding one after another.
 func encodeAll(files []File) ([]encodedFile, error) {
 	out := make([]encodedFile, len(files))
 	errs := make([]error, len(files))
@@ -218,6 +218,10 @@ func encodeAll(files []File) ([]encodedFile, error) {
 	return out, errors.Join(errs...)
 }
 
+// gzipLevel is the default level, not the best: on a render's files (YAML, PEM, scripts) BestCompression takes about
+// twice the CPU for 0.25 % fewer bytes (measured on the bundled example: 657,258 against 658,903 bytes).
+const gzipLevel = gzip.DefaultCompression
+
 // encoder is one worker's reusable gzip state.
 type encoder struct {
 	zbuf bytes.Buffer
@@ -239,7 +243,7 @@ func (e *encoder) encode(data []byte) (string, bool, error) {
 	}
 	e.zbuf.Reset()
 	if e.zw == nil {
-		zw, err := gzip.NewWriterLevel(&e.zbuf, gzip.BestCompression)
+		zw, err := gzip.NewWriterLevel(&e.zbuf, gzipLevel)
 		if err != nil {
 			return "", false, err
 		}

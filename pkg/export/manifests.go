@@ -78,21 +78,46 @@ func Objects(c *loops.Cluster) ([]runtime.Object, error) {
 	return objs, nil
 }
 
-func manifestsOf(c *loops.Cluster, objs []runtime.Object) ([]Manifest, error) {
-	var out []Manifest
-	for _, o := range objs {
-		m, err := toManifest(o)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
+// Identity is what an object is: its kind, namespace and name.
+type Identity struct {
+	GVK             schema.GroupVersionKind
+	Namespace, Name string
+}
+
+// Identities is the kind, namespace and name of every object Objects returns, for loops that need to know what
+// the cluster holds without exporting it (Manifests marshals every object).
+func Identities(c *loops.Cluster) ([]Identity, error) {
+	objs, err := Objects(c)
+	if err != nil {
+		return nil, err
 	}
-	for _, oc := range c.OperatorClients() {
-		m, err := fromMap(oc.Object())
+	out := make([]Identity, 0, len(objs))
+	for _, o := range objs {
+		m, err := meta.Accessor(o)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, m)
+		out = append(out, Identity{GVK: o.GetObjectKind().GroupVersionKind(), Namespace: m.GetNamespace(), Name: m.GetName()})
+	}
+	return out, nil
+}
+
+func manifestsOf(c *loops.Cluster, objs []runtime.Object) ([]Manifest, error) {
+	var ops []map[string]interface{}
+	for _, oc := range c.OperatorClients() {
+		ops = append(ops, oc.Object())
+	}
+	out := make([]Manifest, len(objs)+len(ops))
+	err := Parallel(len(out), func(i int) (err error) {
+		if i < len(objs) {
+			out[i], err = toManifest(objs[i])
+		} else {
+			out[i], err = fromMap(ops[i-len(objs)])
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
 	for i := 1; i < len(out); i++ {
@@ -136,8 +161,7 @@ func listAll(tracker clienttesting.ObjectTracker, s *runtime.Scheme) ([]runtime.
 		if err != nil {
 			return nil, err
 		}
-		for _, it := range items {
-			it = it.DeepCopyObject()
+		for _, it := range items { // the tracker lists copies
 			it.GetObjectKind().SetGroupVersionKind(gvk)
 			out = append(out, it)
 		}

@@ -24,7 +24,8 @@ const markerContents = "This directory was written by render-static and is repla
 
 // WriteDirAtomic writes an output directory atomically: it builds the whole output in a fresh temporary
 // directory next to dest (same parent, named ".<base>.tmp-XXXX"), calls fill(tmpDir), adds the marker
-// file MarkerFile, fsyncs every file and directory, and only then renames the temporary directory to dest.
+// file MarkerFile, makes every file and directory durable (beginSync), and only then renames the temporary
+// directory to dest.
 //
 // If dest already exists it must be a directory written earlier by this function (it holds MarkerFile)
 // or an empty directory; otherwise WriteDirAtomic returns an error before doing anything. An existing
@@ -65,6 +66,11 @@ func WriteDirAtomic(dest string, fill func(tmpDir string) error) (err error) {
 		}
 	}()
 
+	syncer, err := beginSync(tmp)
+	if err != nil {
+		return fmt.Errorf("writing output %s: %w", dest, err)
+	}
+	defer syncer.close()
 	if err := fill(tmp); err != nil {
 		return fmt.Errorf("writing output %s: %w", dest, err)
 	}
@@ -77,7 +83,7 @@ func WriteDirAtomic(dest string, fill func(tmpDir string) error) (err error) {
 	if err := os.Chmod(tmp, destMode); err != nil {
 		return fmt.Errorf("writing output %s: %w", dest, err)
 	}
-	if err := syncTree(tmp); err != nil {
+	if err := syncer.sync(); err != nil {
 		return fmt.Errorf("writing output %s: syncing: %w", dest, err)
 	}
 
@@ -112,11 +118,25 @@ func WriteDirAtomic(dest string, fill func(tmpDir string) error) (err error) {
 	if err := syncDir(parent); err != nil {
 		return fmt.Errorf("writing output %s: %w", dest, err)
 	}
-	if err := os.RemoveAll(old); err != nil {
+	if err := removeAll(old); err != nil {
 		// The new output is complete and in place; only the clean-up failed.
 		return fmt.Errorf("output %s written, but removing the previous output at %s failed: %w", dest, old, err)
 	}
 	return nil
+}
+
+// removeAll is os.RemoveAll with the top-level entries removed in parallel (an output is ~2,000 files).
+func removeAll(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return os.RemoveAll(dir)
+	}
+	if err := Parallel(len(entries), func(i int) error {
+		return os.RemoveAll(filepath.Join(dir, entries[i].Name()))
+	}); err != nil {
+		return err
+	}
+	return os.RemoveAll(dir)
 }
 
 // renameDir is rename(2). Unlike os.Rename, which refuses any existing directory as the new name, it
@@ -160,8 +180,8 @@ func isEmptyDir(dir string) bool {
 	return errors.Is(err, io.EOF)
 }
 
-// syncTree fsyncs every regular file and directory under root (root included).
-func syncTree(root string) error {
+// syncEach fsyncs every regular file and directory under root (root included).
+func syncEach(root string) error {
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -203,10 +223,13 @@ func WriteFile(p string, mode fs.FileMode, data []byte) error {
 	if mode&^fs.ModePerm != 0 {
 		return fmt.Errorf("writing %s: mode %v has bits other than permission bits", p, mode)
 	}
-	if err := mkdirAllExact(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("writing %s: %w", p, err)
-	}
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|noFollow, 0o600)
+	if errors.Is(err, fs.ErrNotExist) { // a missing parent: create the parents, then try again
+		if err := mkdirAllExact(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("writing %s: %w", p, err)
+		}
+		f, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|noFollow, 0o600)
+	}
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", p, err)
 	}
@@ -333,10 +356,11 @@ func WriteRootfs(dir string, t *Tree) error {
 			return fmt.Errorf("writing rootfs: %w", err)
 		}
 	}
-	for _, f := range files {
-		if err := WriteFile(host(f.Path), f.Mode, f.Contents); err != nil {
-			return fmt.Errorf("writing rootfs: %w", err)
-		}
+	err := Parallel(len(files), func(i int) error {
+		return WriteFile(host(files[i].Path), files[i].Mode, files[i].Contents)
+	})
+	if err != nil {
+		return fmt.Errorf("writing rootfs: %w", err)
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
 		if err := os.Chmod(host(dirs[i]), dirModes[dirs[i]]); err != nil {

@@ -64,6 +64,8 @@ type Cluster struct {
 	uidSerial int
 	operators map[string]*OperatorClient
 	dynGVRs   map[schema.GroupVersionResource]string
+	// flight holds the footprints of the concurrent loops in flight, by loop name (turn.go).
+	flight map[string]map[Object]bool
 }
 
 // Write is one change to the cluster: which loop made it, in which phase and pass.
@@ -260,6 +262,9 @@ func (c *Cluster) reactor(tracker clienttesting.ObjectTracker, indexers indexerF
 		gvr := action.GetResource()
 		ns := action.GetNamespace()
 		name := actionName(action)
+		if err := c.checkTurn(Object{Resource: gvr.Resource, Namespace: ns, Name: name}); err != nil {
+			return true, nil, err
+		}
 
 		var before runtime.Object
 		if name != "" {
@@ -385,6 +390,46 @@ func (c *Cluster) setCurrent(phase string, pass int, loop string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.phase, c.pass, c.current = phase, pass, loop
+}
+
+// setTurn attributes the writes that follow to a concurrent loop that took its turn.
+func (c *Cluster) setTurn(phase string, pass int, loop string) { c.setCurrent(phase, pass, loop) }
+
+// enterFlight and leaveFlight register a concurrent loop's footprint while it runs.
+func (c *Cluster) enterFlight(loop string, footprint map[Object]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.flight == nil {
+		c.flight = map[string]map[Object]bool{}
+	}
+	c.flight[loop] = footprint
+}
+
+func (c *Cluster) leaveFlight(loop string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.flight, loop)
+	if c.current == loop {
+		c.current = "" // between turns: nobody may write
+	}
+}
+
+// checkTurn fails a write while concurrent loops are in flight unless the loop that has the turn owns the object:
+// a write outside the footprint, or one made before the loop's turn, would break the fixed order.
+func (c *Cluster) checkTurn(o Object) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.flight) == 0 {
+		return nil
+	}
+	if fp := c.flight[c.current]; fp == nil || !fp[o] {
+		holder := c.current
+		if holder == "" {
+			holder = "no loop (between turns)"
+		}
+		return fmt.Errorf("engine: write of %s while concurrent loops run and %s has the turn: not in its footprint, or made before the writer's turn", o, holder)
+	}
+	return nil
 }
 
 // DynamicResources lists the GVRs the dynamic fake was told about.

@@ -17,6 +17,9 @@ type Loop struct {
 	Name   string
 	Sync   func(ctx context.Context) error
 	closer func()
+	// turn and footprint are set by Concurrent (turn.go).
+	turn      *Turn
+	footprint map[Object]bool
 }
 
 // Syncer is what library-go controllers expose for running one sync synchronously.
@@ -109,7 +112,11 @@ type Runner struct {
 	Cluster *Cluster
 	// MaxPasses bounds every phase; 0 means 10.
 	MaxPasses int
-	result    Result
+	// Parallelism bounds how many loops of a pass are in flight at once: 0 or 1 runs them one after another;
+	// more lets loops marked Concurrent start before the loops ahead of them finish (turn.go). Either way the
+	// cluster sees the same writes in the same order.
+	Parallelism int
+	result      Result
 }
 
 // NotConvergedError says a phase hit its pass bound, or stopped making progress while loops still failed.
@@ -161,22 +168,8 @@ func (r *Runner) Run(ctx context.Context, phase Phase) error {
 			return err
 		}
 		start := time.Now()
-		errs := map[string]string{}
-		var writing []string
 		before := c.writeCount()
-		for _, l := range phase.Loops {
-			c.setCurrent(phase.Name, pass, l.Name)
-			n := c.writeCount()
-			t := time.Now()
-			err := safeSync(ctx, l)
-			r.result.LoopTime[l.Name] += time.Since(t)
-			if err != nil {
-				errs[l.Name] = err.Error()
-			}
-			if c.writeCount() > n {
-				writing = append(writing, l.Name)
-			}
-		}
+		errs, writing := r.runPass(ctx, phase, pass)
 		c.setCurrent("", 0, "")
 		writes := c.writeCount() - before
 		r.result.Passes = append(r.result.Passes, PassStat{Phase: phase.Name, Pass: pass, Writes: writes, Errors: len(errs), Took: time.Since(start)})
@@ -188,6 +181,95 @@ func (r *Runner) Run(ctx context.Context, phase Phase) error {
 		}
 	}
 	return nil
+}
+
+// inFlight is a loop of a pass that runs on its own goroutine; its results are read once done is closed.
+type inFlight struct {
+	loop  Loop
+	done  chan struct{} // closed when the loop finished and had its turn: the next loop's turn
+	err   error
+	n0    int // journal length when the loop took its turn
+	wrote bool
+	took  time.Duration
+}
+
+// runPass runs the loops of one pass in order and returns the errors of the failing loops and the names of the
+// loops that wrote, in loop order. A loop not marked Concurrent (or any loop with Parallelism ≤ 1) runs alone on
+// the runner's goroutine once every loop ahead of it finished. A concurrent loop starts on its own goroutine as
+// soon as fewer than Parallelism loops are in flight and none of them shares a footprint object with it; it
+// takes its turn when the loop ahead of it finished (turn.go).
+func (r *Runner) runPass(ctx context.Context, phase Phase, pass int) (map[string]string, []string) {
+	c := r.Cluster
+	errs := map[string]string{}
+	var writing []string
+	finish := func(name string, err error, wrote bool, took time.Duration) {
+		r.result.LoopTime[name] += took
+		if err != nil {
+			errs[name] = err.Error()
+		}
+		if wrote {
+			writing = append(writing, name)
+		}
+	}
+	var queue []*inFlight // in loop order; queue[0] is the oldest loop still in flight
+	collect := func() {
+		f := queue[0]
+		queue = queue[1:]
+		<-f.done
+		finish(f.loop.Name, f.err, f.wrote, f.took)
+	}
+	for _, l := range phase.Loops {
+		concurrent := r.Parallelism > 1 && l.turn != nil
+		for len(queue) > 0 && (!concurrent || len(queue) >= r.Parallelism || overlapsAny(l, queue)) {
+			collect()
+		}
+		if !concurrent {
+			l.turn.disarm()
+			c.setCurrent(phase.Name, pass, l.Name)
+			n := c.writeCount()
+			t := time.Now()
+			err := safeSync(ctx, l)
+			finish(l.Name, err, c.writeCount() > n, time.Since(t))
+			continue
+		}
+		f := &inFlight{loop: l, done: make(chan struct{})}
+		var ready <-chan struct{}
+		if len(queue) > 0 {
+			ready = queue[len(queue)-1].done
+		} else {
+			c.setCurrent(phase.Name, pass, "") // the turn is free until the loop takes it
+		}
+		name := l.Name
+		l.turn.arm(ready, func() {
+			c.setTurn(phase.Name, pass, name)
+			f.n0 = c.writeCount()
+		})
+		c.enterFlight(name, l.footprint)
+		queue = append(queue, f)
+		go func() {
+			t := time.Now()
+			f.err = safeSync(ctx, f.loop)
+			f.took = time.Since(t)
+			f.loop.turn.Wait() // a loop that wrote nothing still finishes in its turn
+			f.wrote = c.writeCount() > f.n0
+			c.leaveFlight(name)
+			f.loop.turn.disarm()
+			close(f.done)
+		}()
+	}
+	for len(queue) > 0 {
+		collect()
+	}
+	return errs, writing
+}
+
+func overlapsAny(l Loop, queue []*inFlight) bool {
+	for _, f := range queue {
+		if l.overlaps(f.loop) {
+			return true
+		}
+	}
+	return false
 }
 
 // CheckNames fails if a loop of the phase has no name or shares its name with another loop of the phase, naming

@@ -26,7 +26,7 @@ var apiServerNamespaces = map[string]bool{"default": true, "kube-system": true, 
 // what is missing, and runs after every component's loops.
 func (n *Node) NamespacesLoop() loops.Loop {
 	return loops.Loop{Name: NamespacesLoopName, Sync: func(ctx context.Context) error {
-		ms, err := export.Manifests(n.cluster)
+		ms, err := export.Identities(n.cluster)
 		if err != nil {
 			return err
 		}

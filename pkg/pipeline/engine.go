@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,6 +67,26 @@ type EngineHooks struct {
 // ones, and only the installer's objects derived from the inputs are taken afresh (pkg/state): the loops then
 // change only what an input change touches.
 func RunEngineFrom(ctx context.Context, in *clusterconfig.Inputs, st *state.State, hooks *EngineHooks) (*Engine, error) {
+	return RunEngineWith(ctx, in, st, hooks, EngineOptions{})
+}
+
+// EngineOptions say how the engine runs, never what it renders.
+type EngineOptions struct {
+	// Parallelism bounds the loops of a pass in flight at once (loops.Runner): 1 runs every loop after the one
+	// ahead of it finished; more lets the cert-rotation loops make their keys while the loops ahead of them run,
+	// with the same writes in the same order. 0 means DefaultParallelism.
+	Parallelism int
+}
+
+// DefaultParallelism is twice the cores Go uses: a cert-rotation loop that made its signer's key waits for its
+// turn to write it, so more loops than cores in flight keep every core making keys.
+func DefaultParallelism() int { return 2 * goruntime.GOMAXPROCS(0) }
+
+// RunEngineWith is RunEngineFrom with options.
+func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.State, hooks *EngineHooks, opts EngineOptions) (*Engine, error) {
+	if opts.Parallelism <= 0 {
+		opts.Parallelism = DefaultParallelism()
+	}
 	t := time.Now()
 	fresh, err := clusterconfig.Objects(in)
 	if err != nil {
@@ -80,14 +101,23 @@ func RunEngineFrom(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 			return nil, err
 		}
 	} else {
-		if admin, err = certs.NewAdmin(in.Lifetimes); err != nil {
-			return nil, err
-		}
-		seeds = append(fresh, runtime.Object(admin.ClientCAConfigMap()))
-		saKeys, err := clusterconfig.ServiceAccountKeySeeds() // the installer's service-account token key pair
+		// The installer's service-account token key pair, made on another core while the admin credential is.
+		var saKeys []runtime.Object
+		var saErr error
+		saDone := make(chan struct{})
+		go func() {
+			defer close(saDone)
+			saKeys, saErr = clusterconfig.ServiceAccountKeySeeds()
+		}()
+		admin, err = certs.NewAdmin(in.Lifetimes)
+		<-saDone
 		if err != nil {
 			return nil, err
 		}
+		if saErr != nil {
+			return nil, saErr
+		}
+		seeds = append(fresh, runtime.Object(admin.ClientCAConfigMap()))
 		seeds = append(seeds, saKeys...)
 	}
 	keygen := time.Since(t)
@@ -131,7 +161,7 @@ func RunEngineFrom(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 		}
 	}()
 
-	r := &loops.Runner{Cluster: c, MaxPasses: 10}
+	r := &loops.Runner{Cluster: c, MaxPasses: 10, Parallelism: opts.Parallelism}
 	t = time.Now()
 	if hooks != nil && hooks.BeforeConverge != nil {
 		if err := hooks.BeforeConverge(ctx, c); err != nil {

@@ -122,42 +122,54 @@ func (s *State) Files() ([]File, error) {
 		return nil, err
 	}
 	out := []File{{Path: "README", Contents: []byte(readme)}, {Path: "render.json", Contents: append(head, '\n')}}
+	objs := make([]File, len(s.Objects))
+	err = export.Parallel(len(s.Objects), func(i int) (err error) {
+		objs[i], err = objectFile(s.Objects[i])
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
-	for _, o := range s.Objects {
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-		if err != nil {
-			return nil, err
+	for _, f := range objs {
+		if seen[f.Path] {
+			return nil, fmt.Errorf("state: two objects save to %s", f.Path)
 		}
-		if uo, ok := o.(*unstructured.Unstructured); ok {
-			u = uo.Object
-		}
-		obj := &unstructured.Unstructured{Object: u}
-		gvk := o.GetObjectKind().GroupVersionKind()
-		obj.SetGroupVersionKind(gvk)
-		b, err := yaml.Marshal(obj.Object)
-		if err != nil {
-			return nil, err
-		}
-		ns := obj.GetNamespace()
-		if ns == "" {
-			ns = "cluster"
-		}
-		group := gvk.Group
-		if group == "" {
-			group = "core"
-		}
-		p := fmt.Sprintf("objects/%s_%s_%s_%s.yaml", group, strings.ToLower(gvk.Kind), ns, obj.GetName())
-		if seen[p] {
-			return nil, fmt.Errorf("state: two objects save to %s", p)
-		}
-		seen[p] = true
-		out = append(out, File{Path: p, Contents: b})
+		seen[f.Path] = true
+		out = append(out, f)
 	}
 	for name, b := range s.Operators {
 		out = append(out, File{Path: "operators/" + name + ".json", Contents: append(append([]byte{}, b...), '\n')})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// objectFile is one object's file: objects/<group>_<kind>_<namespace>_<name>.yaml.
+func objectFile(o runtime.Object) (File, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return File{}, err
+	}
+	if uo, ok := o.(*unstructured.Unstructured); ok {
+		u = uo.Object
+	}
+	obj := &unstructured.Unstructured{Object: u}
+	gvk := o.GetObjectKind().GroupVersionKind()
+	obj.SetGroupVersionKind(gvk)
+	b, err := yaml.Marshal(obj.Object)
+	if err != nil {
+		return File{}, err
+	}
+	ns := obj.GetNamespace()
+	if ns == "" {
+		ns = "cluster"
+	}
+	group := gvk.Group
+	if group == "" {
+		group = "core"
+	}
+	return File{Path: fmt.Sprintf("objects/%s_%s_%s_%s.yaml", group, strings.ToLower(gvk.Kind), ns, obj.GetName()), Contents: b}, nil
 }
 
 // Write writes the state into dir/state (dir is a temporary output directory being filled, see
@@ -176,12 +188,9 @@ func (s *State) Write(dir string) error {
 			return err
 		}
 	}
-	for _, f := range files {
-		if err := export.WriteFile(filepath.Join(root, filepath.FromSlash(f.Path)), 0o600, f.Contents); err != nil {
-			return err
-		}
-	}
-	return nil
+	return export.Parallel(len(files), func(i int) error {
+		return export.WriteFile(filepath.Join(root, filepath.FromSlash(files[i].Path)), 0o600, files[i].Contents)
+	})
 }
 
 // Exists says whether dir holds a state.
@@ -204,19 +213,26 @@ func Load(dir string) (*State, error) {
 	if s.Version != Version {
 		return nil, fmt.Errorf("state %s: format version %d, this render-static reads %d (re-render with --fresh)", root, s.Version, Version)
 	}
+	var paths []string
 	err = filepath.WalkDir(filepath.Join(root, "objects"), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := os.ReadFile(p)
+		paths = append(paths, p)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Objects = make([]runtime.Object, len(paths))
+	err = export.Parallel(len(paths), func(i int) error {
+		b, err := os.ReadFile(paths[i])
 		if err != nil {
 			return err
 		}
-		o, err := decode(b)
-		if err != nil {
-			return fmt.Errorf("state %s: %w", p, err)
+		if s.Objects[i], err = decode(b); err != nil {
+			return fmt.Errorf("state %s: %w", paths[i], err)
 		}
-		s.Objects = append(s.Objects, o)
 		return nil
 	})
 	if err != nil {

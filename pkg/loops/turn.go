@@ -1,0 +1,306 @@
+package loops
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	applyoperatorv1 "github.com/openshift/client-go/operator/applyconfigurations/operator/v1"
+	"github.com/openshift/library-go/pkg/apiserver/jsonpatch"
+	"github.com/openshift/library-go/pkg/operator/v1helpers"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+)
+
+// Concurrent loops.
+//
+// Most of a render's CPU is RSA key generation inside library-go's cert-rotation controllers, one controller (one
+// row of a component's certificate table) after another. A loop marked Concurrent may start before the loops
+// ahead of it in its pass have finished, so that its keys are made while they run, without changing anything a
+// sequential run would observe:
+//
+//   - Its turn comes once every loop ahead of it in the pass has finished. Every write it makes, and every access
+//     to an operator resource (shared by a component's loops), waits for its turn: its clients are wrapped with
+//     Turn.CoreV1 and Turn.StaticPodOperator. The cluster therefore sees the writes of the fixed order, in the
+//     fixed order, made by one loop at a time: the journal, the UIDs (their serials), the resourceVersions and the
+//     order of an operator resource's conditions are those of a sequential run.
+//   - Before its turn it reads only its footprint (objects no other loop in flight reads or writes) and objects
+//     only non-concurrent loops write, so what it reads early is what it would read in its turn.
+//   - The runner starts it only while every loop ahead of it still in flight is concurrent too and shares no
+//     footprint object with it; a non-concurrent loop runs alone.
+//
+// The reactor checks the contract: while a concurrent loop has the turn, a write to any object outside its
+// footprint fails, which also catches a write made before the loop's turn (it would be attributed to the loop
+// that has the turn).
+
+// Object names one object of a footprint.
+type Object struct{ Resource, Namespace, Name string }
+
+func (o Object) String() string { return o.Resource + " " + o.Namespace + "/" + o.Name }
+
+// Secret and ConfigMap name footprint objects.
+func Secret(ns, name string) Object { return Object{Resource: "secrets", Namespace: ns, Name: name} }
+func ConfigMap(ns, name string) Object {
+	return Object{Resource: "configmaps", Namespace: ns, Name: name}
+}
+
+// Turn orders one concurrent loop's writes after every loop ahead of it in its pass. One Turn belongs to one
+// loop; outside a concurrent run (a sequential runner, a loop called directly) Wait returns at once.
+type Turn struct {
+	mu      sync.Mutex
+	ready   <-chan struct{} // closed when every loop ahead has finished; nil: the turn is there
+	granted bool
+	onGrant func()
+}
+
+// NewTurn returns a turn for one loop (see Loop.Concurrent).
+func NewTurn() *Turn { return &Turn{granted: true} }
+
+// Wait blocks until the loop's turn. The first Wait of a run takes the turn (the cluster attributes writes to
+// the loop from then on).
+func (t *Turn) Wait() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	ready := t.ready
+	t.mu.Unlock()
+	if ready != nil {
+		<-ready
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.granted {
+		t.granted = true
+		if t.onGrant != nil {
+			t.onGrant()
+		}
+	}
+}
+
+// arm prepares the turn for one run of its loop: ready is closed when the loops ahead have finished, onGrant runs
+// once when the loop takes its turn.
+func (t *Turn) arm(ready <-chan struct{}, onGrant func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.ready, t.granted, t.onGrant = ready, false, onGrant
+}
+
+// disarm returns the turn to its idle state, where Wait returns at once.
+func (t *Turn) disarm() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.ready, t.granted, t.onGrant = nil, true, nil
+}
+
+// Concurrent marks the loop as one that may run while earlier loops of its pass still run (see above): turn is
+// the one its clients wait for, footprint every object it reads or writes before its turn. Each concurrent loop
+// needs its own Turn.
+func (l Loop) Concurrent(turn *Turn, footprint ...Object) Loop {
+	if turn == nil || len(footprint) == 0 {
+		panic(fmt.Sprintf("loops: %s: a concurrent loop needs a turn and a footprint", l.Name))
+	}
+	l.turn = turn
+	l.footprint = map[Object]bool{}
+	for _, o := range footprint {
+		l.footprint[o] = true
+	}
+	return l
+}
+
+// IsConcurrent says whether the loop was marked Concurrent.
+func (l Loop) IsConcurrent() bool { return l.turn != nil }
+
+// overlaps says whether two concurrent loops share a footprint object.
+func (l Loop) overlaps(o Loop) bool {
+	for k := range l.footprint {
+		if o.footprint[k] {
+			return true
+		}
+	}
+	return false
+}
+
+// CoreV1 wraps a core/v1 client so that writes of secrets and config maps wait for the turn; reads do not wait.
+// Other resources are not wrapped: a concurrent loop writes only secrets and config maps of its footprint.
+func (t *Turn) CoreV1(c corev1client.CoreV1Interface) corev1client.CoreV1Interface {
+	return turnCoreV1{CoreV1Interface: c, t: t}
+}
+
+type turnCoreV1 struct {
+	corev1client.CoreV1Interface
+	t *Turn
+}
+
+func (c turnCoreV1) Secrets(ns string) corev1client.SecretInterface {
+	return turnSecrets{SecretInterface: c.CoreV1Interface.Secrets(ns), t: c.t}
+}
+
+func (c turnCoreV1) ConfigMaps(ns string) corev1client.ConfigMapInterface {
+	return turnConfigMaps{ConfigMapInterface: c.CoreV1Interface.ConfigMaps(ns), t: c.t}
+}
+
+type turnSecrets struct {
+	corev1client.SecretInterface
+	t *Turn
+}
+
+func (s turnSecrets) Create(ctx context.Context, o *corev1.Secret, opts metav1.CreateOptions) (*corev1.Secret, error) {
+	s.t.Wait()
+	return s.SecretInterface.Create(ctx, o, opts)
+}
+
+func (s turnSecrets) Update(ctx context.Context, o *corev1.Secret, opts metav1.UpdateOptions) (*corev1.Secret, error) {
+	s.t.Wait()
+	return s.SecretInterface.Update(ctx, o, opts)
+}
+
+func (s turnSecrets) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	s.t.Wait()
+	return s.SecretInterface.Delete(ctx, name, opts)
+}
+
+func (s turnSecrets) DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, list metav1.ListOptions) error {
+	s.t.Wait()
+	return s.SecretInterface.DeleteCollection(ctx, opts, list)
+}
+
+func (s turnSecrets) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*corev1.Secret, error) {
+	s.t.Wait()
+	return s.SecretInterface.Patch(ctx, name, pt, data, opts, sub...)
+}
+
+func (s turnSecrets) Apply(ctx context.Context, cfg *applycorev1.SecretApplyConfiguration, opts metav1.ApplyOptions) (*corev1.Secret, error) {
+	s.t.Wait()
+	return s.SecretInterface.Apply(ctx, cfg, opts)
+}
+
+type turnConfigMaps struct {
+	corev1client.ConfigMapInterface
+	t *Turn
+}
+
+func (s turnConfigMaps) Create(ctx context.Context, o *corev1.ConfigMap, opts metav1.CreateOptions) (*corev1.ConfigMap, error) {
+	s.t.Wait()
+	return s.ConfigMapInterface.Create(ctx, o, opts)
+}
+
+func (s turnConfigMaps) Update(ctx context.Context, o *corev1.ConfigMap, opts metav1.UpdateOptions) (*corev1.ConfigMap, error) {
+	s.t.Wait()
+	return s.ConfigMapInterface.Update(ctx, o, opts)
+}
+
+func (s turnConfigMaps) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	s.t.Wait()
+	return s.ConfigMapInterface.Delete(ctx, name, opts)
+}
+
+func (s turnConfigMaps) DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, list metav1.ListOptions) error {
+	s.t.Wait()
+	return s.ConfigMapInterface.DeleteCollection(ctx, opts, list)
+}
+
+func (s turnConfigMaps) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*corev1.ConfigMap, error) {
+	s.t.Wait()
+	return s.ConfigMapInterface.Patch(ctx, name, pt, data, opts, sub...)
+}
+
+func (s turnConfigMaps) Apply(ctx context.Context, cfg *applycorev1.ConfigMapApplyConfiguration, opts metav1.ApplyOptions) (*corev1.ConfigMap, error) {
+	s.t.Wait()
+	return s.ConfigMapInterface.Apply(ctx, cfg, opts)
+}
+
+// StaticPodOperator wraps an operator client so that every read and write of the operator resource waits for
+// the turn: the resource is shared by every loop of a component, so even a read is ordered.
+func (t *Turn) StaticPodOperator(op v1helpers.StaticPodOperatorClient) v1helpers.StaticPodOperatorClient {
+	return turnOperator{StaticPodOperatorClient: op, t: t}
+}
+
+// turnOperator embeds the client for Informer (a never-started informer, not shared state) and overrides every
+// method that reads or writes the resource.
+type turnOperator struct {
+	v1helpers.StaticPodOperatorClient
+	t *Turn
+}
+
+func (o turnOperator) GetObjectMeta() (*metav1.ObjectMeta, error) {
+	o.t.Wait()
+	return o.StaticPodOperatorClient.GetObjectMeta()
+}
+
+func (o turnOperator) GetOperatorState() (*operatorv1.OperatorSpec, *operatorv1.OperatorStatus, string, error) {
+	o.t.Wait()
+	return o.StaticPodOperatorClient.GetOperatorState()
+}
+
+func (o turnOperator) GetOperatorStateWithQuorum(ctx context.Context) (*operatorv1.OperatorSpec, *operatorv1.OperatorStatus, string, error) {
+	o.t.Wait()
+	return o.StaticPodOperatorClient.GetOperatorStateWithQuorum(ctx)
+}
+
+func (o turnOperator) UpdateOperatorSpec(ctx context.Context, rv string, in *operatorv1.OperatorSpec) (*operatorv1.OperatorSpec, string, error) {
+	o.t.Wait()
+	return o.StaticPodOperatorClient.UpdateOperatorSpec(ctx, rv, in)
+}
+
+func (o turnOperator) UpdateOperatorStatus(ctx context.Context, rv string, in *operatorv1.OperatorStatus) (*operatorv1.OperatorStatus, error) {
+	o.t.Wait()
+	return o.StaticPodOperatorClient.UpdateOperatorStatus(ctx, rv, in)
+}
+
+func (o turnOperator) ApplyOperatorSpec(ctx context.Context, mgr string, cfg *applyoperatorv1.OperatorSpecApplyConfiguration) error {
+	o.t.Wait()
+	return o.StaticPodOperatorClient.ApplyOperatorSpec(ctx, mgr, cfg)
+}
+
+func (o turnOperator) ApplyOperatorStatus(ctx context.Context, mgr string, cfg *applyoperatorv1.OperatorStatusApplyConfiguration) error {
+	o.t.Wait()
+	return o.StaticPodOperatorClient.ApplyOperatorStatus(ctx, mgr, cfg)
+}
+
+func (o turnOperator) PatchOperatorStatus(ctx context.Context, p *jsonpatch.PatchSet) error {
+	o.t.Wait()
+	return o.StaticPodOperatorClient.PatchOperatorStatus(ctx, p)
+}
+
+func (o turnOperator) GetStaticPodOperatorState() (*operatorv1.StaticPodOperatorSpec, *operatorv1.StaticPodOperatorStatus, string, error) {
+	o.t.Wait()
+	return o.StaticPodOperatorClient.GetStaticPodOperatorState()
+}
+
+func (o turnOperator) GetStaticPodOperatorStateWithQuorum(ctx context.Context) (*operatorv1.StaticPodOperatorSpec, *operatorv1.StaticPodOperatorStatus, string, error) {
+	o.t.Wait()
+	return o.StaticPodOperatorClient.GetStaticPodOperatorStateWithQuorum(ctx)
+}
+
+func (o turnOperator) UpdateStaticPodOperatorStatus(ctx context.Context, rv string, in *operatorv1.StaticPodOperatorStatus) (*operatorv1.StaticPodOperatorStatus, error) {
+	o.t.Wait()
+	return o.StaticPodOperatorClient.UpdateStaticPodOperatorStatus(ctx, rv, in)
+}
+
+func (o turnOperator) UpdateStaticPodOperatorSpec(ctx context.Context, rv string, in *operatorv1.StaticPodOperatorSpec) (*operatorv1.StaticPodOperatorSpec, string, error) {
+	o.t.Wait()
+	return o.StaticPodOperatorClient.UpdateStaticPodOperatorSpec(ctx, rv, in)
+}
+
+func (o turnOperator) ApplyStaticPodOperatorSpec(ctx context.Context, mgr string, cfg *applyoperatorv1.StaticPodOperatorSpecApplyConfiguration) error {
+	o.t.Wait()
+	return o.StaticPodOperatorClient.ApplyStaticPodOperatorSpec(ctx, mgr, cfg)
+}
+
+func (o turnOperator) ApplyStaticPodOperatorStatus(ctx context.Context, mgr string, cfg *applyoperatorv1.StaticPodOperatorStatusApplyConfiguration) error {
+	o.t.Wait()
+	return o.StaticPodOperatorClient.ApplyStaticPodOperatorStatus(ctx, mgr, cfg)
+}
+
+func (o turnOperator) PatchStaticOperatorStatus(ctx context.Context, p *jsonpatch.PatchSet) error {
+	o.t.Wait()
+	return o.StaticPodOperatorClient.PatchStaticOperatorStatus(ctx, p)
+}

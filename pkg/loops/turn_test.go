@@ -1,0 +1,250 @@
+package loops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	"github.com/openshift/library-go/pkg/operator/v1helpers"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// rotationLike is a loop shaped like a cert-rotation row: before its turn it reads its own secret through a
+// lister and "makes a key" (sleeps a random while, so runs interleave differently); then it creates or updates
+// its secret and config map through the turn's client, and sets a condition on the shared operator resource
+// through the turn's operator client. What it writes depends on what it reads in its turn (how many config maps
+// the namespace holds then), so any reordering of writes would show.
+func rotationLike(c *Cluster, op *OperatorClient, name string, rnd func() time.Duration) Loop {
+	turn := NewTurn()
+	client := turn.CoreV1(c.Kube.CoreV1())
+	sop := turn.StaticPodOperator(op)
+	secrets := c.KubeInformers.InformersFor("ns-a").Core().V1().Secrets().Lister().Secrets("ns-a")
+	cms := c.KubeInformers.InformersFor("ns-a").Core().V1().ConfigMaps().Lister().ConfigMaps("ns-a")
+	return Loop{Name: "rot/" + name, Sync: func(ctx context.Context) error {
+		_, err := secrets.Get(name)
+		exists := err == nil
+		if !exists {
+			time.Sleep(rnd()) // the key
+		}
+		if !exists {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-a", Name: name}, Data: map[string][]byte{"k": []byte(name)}}
+			if _, err := client.Secrets("ns-a").Create(ctx, s, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+		}
+		all, err := cms.List(labels.Everything())
+		if err != nil {
+			return err
+		}
+		if _, err := cms.Get(name); apierrors.IsNotFound(err) {
+			if _, err := client.ConfigMaps("ns-a").Create(ctx, cm("ns-a", name, fmt.Sprint(len(all))), metav1.CreateOptions{}); err != nil {
+				return err
+			}
+		}
+		_, _, err = v1helpers.UpdateStaticPodStatus(ctx, sop, v1helpers.UpdateStaticPodConditionFn(operatorv1.OperatorCondition{
+			Type: "Rot" + name + "Degraded", Status: operatorv1.ConditionFalse, Message: fmt.Sprint(len(all)),
+		}))
+		return err
+	}}.Concurrent(turn, Secret("ns-a", name), ConfigMap("ns-a", name))
+}
+
+// copier reads another loop's secret before its turn: its footprint includes that secret, so the runner must not
+// start it while the writer is in flight.
+func copier(c *Cluster, name, from string) Loop {
+	turn := NewTurn()
+	client := turn.CoreV1(c.Kube.CoreV1())
+	secrets := c.KubeInformers.InformersFor("ns-a").Core().V1().Secrets().Lister().Secrets("ns-a")
+	return Loop{Name: "copy/" + name, Sync: func(ctx context.Context) error {
+		src, err := secrets.Get(from)
+		if err != nil {
+			return fmt.Errorf("%s not there yet", from)
+		}
+		if _, err := secrets.Get(name); err == nil {
+			return nil
+		}
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-a", Name: name}, Data: src.Data}
+		_, err = client.Secrets("ns-a").Create(ctx, s, metav1.CreateOptions{})
+		return err
+	}}.Concurrent(turn, Secret("ns-a", from), Secret("ns-a", name))
+}
+
+// census is a non-concurrent loop: it records how many secrets exist when it runs.
+func census(c *Cluster, name string) Loop {
+	secrets := c.KubeInformers.InformersFor("ns-a").Core().V1().Secrets().Lister()
+	cms := c.KubeInformers.InformersFor("ns-a").Core().V1().ConfigMaps().Lister().ConfigMaps("ns-a")
+	return Loop{Name: "census/" + name, Sync: func(ctx context.Context) error {
+		l, err := secrets.List(labels.Everything())
+		if err != nil {
+			return err
+		}
+		want := fmt.Sprint(len(l))
+		cur, err := cms.Get(name)
+		if apierrors.IsNotFound(err) {
+			_, err = c.Kube.CoreV1().ConfigMaps("ns-a").Create(ctx, cm("ns-a", name, want), metav1.CreateOptions{})
+			return err
+		}
+		if err != nil || cur.Data["k"] == want {
+			return err
+		}
+		next := cur.DeepCopy()
+		next.Data["k"] = want
+		_, err = c.Kube.CoreV1().ConfigMaps("ns-a").Update(ctx, next, metav1.UpdateOptions{})
+		return err
+	}}
+}
+
+// observed is everything a run leaves that a sequential run fixes: the trace without timings, every object with
+// its UID and resourceVersion, and the operator resource with its conditions in order.
+func observed(t *testing.T, c *Cluster, r *Runner, op *OperatorClient) string {
+	t.Helper()
+	var b strings.Builder
+	for _, w := range r.Result().Writes {
+		b.WriteString(w.String() + "\n")
+	}
+	for _, p := range r.Result().Passes {
+		fmt.Fprintf(&b, "pass %s/%d writes=%d errors=%d\n", p.Phase, p.Pass, p.Writes, p.Errors)
+	}
+	ctx := context.Background()
+	ss, err := c.Kube.CoreV1().Secrets("ns-a").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := c.Kube.CoreV1().ConfigMaps("ns-a").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []string
+	for _, s := range ss.Items {
+		objs = append(objs, fmt.Sprintf("secret %s uid=%s rv=%s data=%s", s.Name, s.UID, s.ResourceVersion, s.Data))
+	}
+	for _, m := range cs.Items {
+		objs = append(objs, fmt.Sprintf("configmap %s uid=%s rv=%s data=%v", m.Name, m.UID, m.ResourceVersion, m.Data))
+	}
+	sort.Strings(objs)
+	b.WriteString(strings.Join(objs, "\n") + "\n")
+	_, st, rv, _ := op.GetStaticPodOperatorState()
+	fmt.Fprintf(&b, "operator rv=%s\n", rv)
+	for _, cond := range st.Conditions {
+		fmt.Fprintf(&b, "  %s=%s %s\n", cond.Type, cond.Status, cond.Message)
+	}
+	return b.String()
+}
+
+func concurrentRun(t *testing.T, parallelism int, seed int64) string {
+	t.Helper()
+	c := newTestCluster(t)
+	op := c.NewOperatorClient("KubeAPIServer", "kubeapiservers", operatorv1.StaticPodOperatorSpec{}, operatorv1.StaticPodOperatorStatus{})
+	var mu sync.Mutex
+	rng := rand.New(rand.NewSource(seed))
+	rnd := func() time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return time.Duration(rng.Intn(8)) * time.Millisecond
+	}
+	ls := []Loop{census(c, "first")}
+	for i := 0; i < 6; i++ {
+		ls = append(ls, rotationLike(c, op, fmt.Sprintf("a%d", i), rnd))
+	}
+	ls = append(ls, copier(c, "a2-copy", "a2"), rotationLike(c, op, "b0", rnd), census(c, "middle"))
+	for i := 0; i < 4; i++ {
+		ls = append(ls, rotationLike(c, op, fmt.Sprintf("c%d", i), rnd))
+	}
+	ls = append(ls, census(c, "last"))
+	r := &Runner{Cluster: c, MaxPasses: 5, Parallelism: parallelism}
+	if err := r.Run(context.Background(), Phase{Name: "converge", Loops: ls}); err != nil {
+		t.Fatalf("parallelism %d: %v", parallelism, err)
+	}
+	return observed(t, c, r, op)
+}
+
+// TestConcurrentRunMatchesSequential: runs with several loops in flight leave the same journal, objects (UIDs,
+// resourceVersions, contents) and operator conditions (in the same order) as a run of one loop at a time, over
+// many interleavings.
+func TestConcurrentRunMatchesSequential(t *testing.T) {
+	want := concurrentRun(t, 1, 1)
+	if !strings.Contains(want, "copy/a2-copy") || !strings.Contains(want, "Rotc3Degraded") {
+		t.Fatalf("the sequential run did not run every loop:\n%s", want)
+	}
+	for i := 0; i < 8; i++ {
+		par := 2 + i%4
+		if got := concurrentRun(t, par, int64(i+2)); got != want {
+			t.Fatalf("parallelism %d (run %d) differs from the sequential run:\n--- sequential\n%s--- concurrent\n%s", par, i, want, got)
+		}
+	}
+}
+
+// TestConcurrentLoopsOverlap: with Parallelism 3, three concurrent loops are in flight at once (each waits, bounded,
+// until all three started); with Parallelism 1 they run one after another.
+func TestConcurrentLoopsOverlap(t *testing.T) {
+	run := func(par int) (int32, error) {
+		c := newTestCluster(t)
+		var started, maxSeen int32
+		var ls []Loop
+		for i := 0; i < 3; i++ {
+			ls = append(ls, Loop{Name: fmt.Sprint("l", i), Sync: func(context.Context) error {
+				n := atomic.AddInt32(&started, 1)
+				for atomic.LoadInt32(&maxSeen) < n {
+					atomic.CompareAndSwapInt32(&maxSeen, atomic.LoadInt32(&maxSeen), n)
+				}
+				deadline := time.Now().Add(300 * time.Millisecond)
+				for atomic.LoadInt32(&started) < 3 && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+				return nil
+			}}.Concurrent(NewTurn(), Secret("ns-a", fmt.Sprint("s", i))))
+		}
+		r := &Runner{Cluster: c, MaxPasses: 1, Parallelism: par}
+		err := r.Run(context.Background(), Phase{Name: "p", Loops: ls})
+		return atomic.LoadInt32(&maxSeen), err
+	}
+	if seen, err := run(3); err != nil || seen != 3 {
+		t.Errorf("parallelism 3: %d loops in flight at once (err %v), want 3", seen, err)
+	}
+	if _, err := run(1); err != nil {
+		t.Errorf("parallelism 1: %v", err)
+	}
+}
+
+// TestWriteOutsideTurnFails: a concurrent loop that writes without its turn's client (before the loop ahead of it
+// finished; here that loop has not even taken its turn) gets an error naming the object, and the loop ahead keeps
+// its own writes.
+func TestWriteOutsideTurnFails(t *testing.T) {
+	c := newTestCluster(t)
+	rogueDone := make(chan struct{})
+	aheadTurn := NewTurn()
+	ahead := Loop{Name: "ahead", Sync: func(ctx context.Context) error {
+		select {
+		case <-rogueDone:
+		case <-time.After(5 * time.Second):
+			return errors.New("the rogue loop never ran")
+		}
+		_, err := aheadTurn.CoreV1(c.Kube.CoreV1()).ConfigMaps("ns-a").Create(ctx, cm("ns-a", "ahead", "1"), metav1.CreateOptions{})
+		return err
+	}}.Concurrent(aheadTurn, ConfigMap("ns-a", "ahead"))
+	var rogueErr error
+	rogue := Loop{Name: "rogue", Sync: func(ctx context.Context) error {
+		defer close(rogueDone)
+		_, rogueErr = c.Kube.CoreV1().ConfigMaps("ns-a").Create(ctx, cm("ns-a", "rogue", "1"), metav1.CreateOptions{})
+		return nil
+	}}.Concurrent(NewTurn(), ConfigMap("ns-a", "rogue"))
+	r := &Runner{Cluster: c, MaxPasses: 1, Parallelism: 2}
+	_ = r.Run(context.Background(), Phase{Name: "p", Loops: []Loop{ahead, rogue}})
+	if rogueErr == nil || !strings.Contains(rogueErr.Error(), "configmaps ns-a/rogue") || !strings.Contains(rogueErr.Error(), "no loop (between turns) has the turn") {
+		t.Errorf("rogue write: err = %v, want a turn error naming the object and the loop with the turn", rogueErr)
+	}
+	j := c.Journal()
+	if len(j) != 1 || j[0].Name != "ahead" || j[0].Loop != "ahead" {
+		t.Errorf("journal = %v, want only the create of ahead", j)
+	}
+}

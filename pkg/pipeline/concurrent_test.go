@@ -1,0 +1,177 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/render-static/render-static/pkg/certs"
+)
+
+// What differs between two renders of the same inputs however they are scheduled: key material (PEM blocks,
+// random keys, tokens signed with them) and the clock (timestamps, the Unix time in signer names, the trace's
+// durations). maskKeys replaces exactly those with placeholders; base64 that decodes to text is decoded and masked
+// in turn, so a secret's non-key contents (kubeconfigs, configs) are still compared.
+var (
+	pemBlockRE   = regexp.MustCompile(`(?s)-----BEGIN [A-Z ]+-----.*?-----END [A-Z ]+-----`)
+	escPEMRE     = regexp.MustCompile(`-----BEGIN [A-Z ]+-----(\\n|[A-Za-z0-9+/=])*?-----END [A-Z ]+-----`)
+	jwtRE        = regexp.MustCompile(`eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)
+	base64RE     = regexp.MustCompile(`[A-Za-z0-9+/]{40,}={0,2}`)
+	timestampRE  = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
+	unixSuffixRE = regexp.MustCompile(`@\d{10}\b`)
+	durationRE   = regexp.MustCompile(`, [0-9.]+(ns|µs|ms|s|m)\b`)
+)
+
+func maskKeys(s string, depth int) string {
+	s = pemBlockRE.ReplaceAllString(s, "<pem>")
+	s = escPEMRE.ReplaceAllString(s, "<pem>")
+	s = jwtRE.ReplaceAllString(s, "<jwt>")
+	s = base64RE.ReplaceAllStringFunc(s, func(b string) string {
+		raw, err := base64.StdEncoding.DecodeString(b)
+		if err != nil || depth > 3 || !utf8.Valid(raw) || strings.ContainsRune(string(raw), 0) {
+			return fmt.Sprintf("<base64 %d bytes>", len(raw))
+		}
+		return "<base64:" + maskKeys(string(raw), depth+1) + ">"
+	})
+	s = timestampRE.ReplaceAllString(s, "<time>")
+	return unixSuffixRE.ReplaceAllString(s, "@<unix>")
+}
+
+// renderObserved runs the engine with the given parallelism and returns, by name, everything a render leaves with
+// key material and times masked: the trace, every file of the node (the manifests included), every state file
+// (every object with its UID and resourceVersion, every operator resource with its conditions in order).
+func renderObserved(t *testing.T, config, nodeIP string, parallelism int) map[string]string {
+	t.Helper()
+	o := Options{InstallConfig: repo(config), NodeIP: nodeIP, NodeName: "sno-0",
+		Dir: filepath.Join(t.TempDir(), "out"), CertValidity: certs.DefaultLeafValidity, InfraID: "sno-x7k2p"}
+	in, err := Validate(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := RunEngineWith(context.Background(), in, nil, nil, EngineOptions{Parallelism: parallelism})
+	if err != nil {
+		t.Fatalf("parallelism %d: %v", parallelism, err)
+	}
+	out, err := Export(context.Background(), eng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{"trace.txt": normalizeTrace(durationRE.ReplaceAllString(out.Trace, ""))}
+	for _, f := range out.Tree.Files() {
+		got["node:"+f.Path] = maskKeys(string(f.Contents), 0)
+	}
+	files, err := out.State.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		got["state:"+f.Path] = maskKeys(string(f.Contents), 0)
+	}
+	return got
+}
+
+// normalizeTrace makes the trace comparable between renders, in two parts:
+//
+//   - every write of each phase as a sorted list without its pass: which pass a write lands in is not fixed even
+//     between two sequential renders, because library-go's ResourceSyncController iterates its rules as a map
+//     (pkg/operator/resourcesynccontroller, resourcesync_controller.go, "for destination, source := range
+//     c.configMapSyncRules"): a destination synced from another destination lands in one pass or the next, the
+//     loops that wait for it follow, and the phase may take one pass more;
+//   - the cert-rotation loops' writes exactly, in order, with their passes: the loops that run concurrently, and
+//     whose inputs the resource sync does not touch.
+//
+// What the writes leave (every object with its UID and resourceVersion, the operator resources' conditions in
+// order) is compared exactly with the state files.
+func normalizeTrace(trace string) string {
+	var rotations []string
+	all := map[string][]string{}
+	for _, l := range strings.Split(trace, "\n") {
+		f := strings.Fields(l)
+		if strings.HasPrefix(l, "#") || len(f) < 6 {
+			continue
+		}
+		all[f[0]] = append(all[f[0]], strings.Join(append([]string{f[3]}, f[4:]...), " "))
+		if strings.HasPrefix(f[3], "cert-rotation/") {
+			rotations = append(rotations, l)
+		}
+	}
+	var phases []string
+	for ph := range all {
+		phases = append(phases, ph)
+	}
+	sort.Strings(phases)
+	out := append([]string{"# cert-rotation writes, in order"}, rotations...)
+	for _, ph := range phases {
+		sort.Strings(all[ph])
+		out = append(out, "# writes of phase "+ph)
+		out = append(out, all[ph]...)
+	}
+	return strings.Join(out, "\n")
+}
+
+func diffObserved(want, got map[string]string) []string {
+	var diffs []string
+	for k, w := range want {
+		g, ok := got[k]
+		switch {
+		case !ok:
+			diffs = append(diffs, k+": missing")
+		case g != w:
+			diffs = append(diffs, k+": differs:\n"+firstDifference(w, g))
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			diffs = append(diffs, k+": extra")
+		}
+	}
+	sort.Strings(diffs)
+	return diffs
+}
+
+func firstDifference(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < len(al) || i < len(bl); i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			return fmt.Sprintf("  line %d\n  - %s\n  + %s", i+1, x, y)
+		}
+	}
+	return ""
+}
+
+// TestConcurrentEngineMatchesSequential: the engine with loops in flight together (the default, and more than
+// the loops of a pass) leaves exactly what the engine running one loop at a time leaves, apart from key material
+// and the clock: the same trace, node files, manifests, objects (UIDs, resourceVersions) and operator resources.
+// Two sequential renders are compared first, so that the masking is shown to hide only what differs anyway.
+func TestConcurrentEngineMatchesSequential(t *testing.T) {
+	config, ip := "examples/sno/install-config.yaml", "192.168.126.10"
+	want := renderObserved(t, config, ip, 1)
+	if !strings.Contains(want["trace.txt"], "cert-rotation/ServiceNetworkServing") {
+		t.Fatalf("the trace has no cert-rotation loop:\n%s", want["trace.txt"])
+	}
+	if d := diffObserved(want, renderObserved(t, config, ip, 1)); len(d) > 0 {
+		t.Fatalf("two sequential renders differ beyond key material and times (%d):\n%s", len(d), strings.Join(d, "\n"))
+	}
+	runs := []int{DefaultParallelism(), 64, 3}
+	if testing.Short() {
+		runs = runs[:1]
+	}
+	for _, par := range runs {
+		if d := diffObserved(want, renderObserved(t, config, ip, par)); len(d) > 0 {
+			t.Errorf("parallelism %d differs from the sequential render (%d):\n%s", par, len(d), strings.Join(d, "\n"))
+		}
+	}
+}
