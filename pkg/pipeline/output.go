@@ -14,6 +14,7 @@ import (
 
 	"github.com/render-static/render-static/pkg/apiserver"
 	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/inventory"
 	"github.com/render-static/render-static/pkg/node"
@@ -49,6 +50,8 @@ type Summary struct {
 	Elapsed                       time.Duration
 	// Timing of the render's parts, for benchmarks.
 	KeygenTime, LoopsTime, ExportTime, IgnitionTime time.Duration
+	// Warnings are printed after the summary: inputs that render but need care (leaves of minutes).
+	Warnings []string
 }
 
 func (s Summary) Print(w io.Writer, dir string) {
@@ -59,6 +62,9 @@ func (s Summary) Print(w io.Writer, dir string) {
 	fmt.Fprintf(w, "  aio.ign:          %d bytes\n", s.IgnitionBytes)
 	fmt.Fprintf(w, "  earliest expiry:  %s (%s)\n", s.EarliestExpiry.UTC().Format(time.RFC3339), s.EarliestExpirySubject)
 	fmt.Fprintf(w, "  elapsed:          %s\n", s.Elapsed.Round(time.Millisecond))
+	for _, warning := range s.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warning)
+	}
 }
 
 // Export builds the node's files, the manifests and the Ignition config from a settled engine.
@@ -148,6 +154,7 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 			Loops: e.Loops, Passes: e.Result.TotalPasses(), Objects: len(manifests), Files: len(tree.Files()),
 			IgnitionBytes: len(ign), EarliestExpiry: exp, EarliestExpirySubject: subject,
 			KeygenTime: e.KeygenTime, LoopsTime: e.LoopsTime, ExportTime: exportTime, IgnitionTime: ignTime,
+			Warnings: warnings(in),
 		},
 	}, nil
 }
@@ -209,4 +216,13 @@ func (o *Output) Write(dir string) error {
 		}
 		return export.WriteFile(filepath.Join(tmp, "trace.txt"), 0644, []byte(o.Trace))
 	})
+}
+
+// warnings are the render's warnings about its inputs (see Summary.Warnings).
+func warnings(in *clusterconfig.Inputs) []string {
+	var out []string
+	if w := in.Lifetimes.Warning(); w != "" {
+		out = append(out, w)
+	}
+	return out
 }
