@@ -104,6 +104,7 @@ Invalid input exits 1 with every problem listed, and --dir is left untouched.`,
 	cmd.AddCommand(newConformanceCommand(stdout))
 	cmd.AddCommand(newFleetCommand(stdout))
 	cmd.AddCommand(newCertsCommand(stdout))
+	cmd.AddCommand(newRenewCommand(stdout))
 	return cmd
 }
 

@@ -47,6 +47,15 @@ const (
 	// StateDir holds the progress markers: done/<manifest file> per created manifest, and "applied".
 	StateDir = AIOKubeDir + "/state"
 
+	// AIOUpdateScript applies the updates of `render-static renew` on the node (aio-update.sh); AIOUpdateConfig is
+	// its settings (AIO_UPDATE_* variables), AIOUpdateStateDir its backups and records.
+	AIOUpdateScript   = "/usr/local/bin/aio-update"
+	AIOUpdateConfig   = "/etc/kubernetes/aio-update.env"
+	AIOUpdateStateDir = "/var/lib/aio-update"
+	// LocalhostKubeconfig is kube-apiserver's node-kubeconfigs localhost.kubeconfig (system:admin) in its cert
+	// directory, as the installer lays it out: what aio-update uses after the first boot's admin kubeconfig is gone.
+	LocalhostKubeconfig = "/etc/kubernetes/static-pod-resources/kube-apiserver-certs/secrets/node-kubeconfigs/localhost.kubeconfig"
+
 	ApproverService    = "aio-csr-approver.service"
 	ApproverTimer      = "aio-csr-approver.timer"
 	ApproverScript     = "/usr/local/bin/aio-csr-approver.sh"

@@ -175,6 +175,11 @@ func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
 	if err := t.AddDir(StateDir, 0700); err != nil {
 		return nil, err
 	}
+
+	// aio-update: applies the updates of `render-static renew` (update.go).
+	if err := n.addUpdater(t); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 

@@ -190,32 +190,35 @@ func earliestExpiry(t *export.Tree) (time.Time, string) {
 // Write writes the output directory atomically: aio.ign (0600), auth/kubeconfig (0600), manifests/, rootfs/
 // (exactly what aio.ign lays down), trace.txt and state/ (secret: 0700/0600).
 func (o *Output) Write(dir string) error {
-	return export.WriteDirAtomic(dir, func(tmp string) error {
-		if err := export.WriteFile(filepath.Join(tmp, "aio.ign"), 0600, o.Ignition); err != nil {
+	return export.WriteDirAtomic(dir, o.Fill)
+}
+
+// Fill writes the output into tmp, a new directory export.WriteDirAtomic is filling (renew adds its update).
+func (o *Output) Fill(tmp string) error {
+	if err := export.WriteFile(filepath.Join(tmp, "aio.ign"), 0600, o.Ignition); err != nil {
+		return err
+	}
+	if err := export.WriteFile(filepath.Join(tmp, "auth", "kubeconfig"), 0600, o.AdminKubeconfig); err != nil {
+		return err
+	}
+	for _, m := range o.Manifests {
+		mode := fs.FileMode(0644)
+		if m.Secret() {
+			mode = 0600
+		}
+		if err := export.WriteFile(filepath.Join(tmp, "manifests", m.File), mode, m.YAML); err != nil {
 			return err
 		}
-		if err := export.WriteFile(filepath.Join(tmp, "auth", "kubeconfig"), 0600, o.AdminKubeconfig); err != nil {
+	}
+	if err := export.WriteRootfs(filepath.Join(tmp, "rootfs"), o.Tree); err != nil {
+		return err
+	}
+	if o.State != nil {
+		if err := o.State.Write(tmp); err != nil {
 			return err
 		}
-		for _, m := range o.Manifests {
-			mode := fs.FileMode(0644)
-			if m.Secret() {
-				mode = 0600
-			}
-			if err := export.WriteFile(filepath.Join(tmp, "manifests", m.File), mode, m.YAML); err != nil {
-				return err
-			}
-		}
-		if err := export.WriteRootfs(filepath.Join(tmp, "rootfs"), o.Tree); err != nil {
-			return err
-		}
-		if o.State != nil {
-			if err := o.State.Write(tmp); err != nil {
-				return err
-			}
-		}
-		return export.WriteFile(filepath.Join(tmp, "trace.txt"), 0644, []byte(o.Trace))
-	})
+	}
+	return export.WriteFile(filepath.Join(tmp, "trace.txt"), 0644, []byte(o.Trace))
 }
 
 // warnings are the render's warnings about its inputs (see Summary.Warnings).

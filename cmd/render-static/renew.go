@@ -1,0 +1,49 @@
+package main
+
+import (
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/render-static/render-static/pkg/renew"
+)
+
+func newRenewCommand(stdout io.Writer) *cobra.Command {
+	var o renew.Options
+	var within time.Duration
+	cmd := &cobra.Command{
+		Use:   "renew --dir DIR [--within DURATION | --force]",
+		Short: "Renew the certificates of a rendered cluster with the operators' own loops, and make an update for its node",
+		Long: `renew continues the cluster saved in --dir (state/, written by the render) and runs its loops again:
+library-go's cert-rotation controllers decide what is due (a leaf or signer past 80% of its validity, past its
+refresh time or expired; a renewed signer's CA bundle keeps the old and the new one), --within DURATION makes
+every leaf certificate that expires within DURATION due now, --force every leaf. Then library-go's revision
+controllers make revision N+1 of each static pod whose revisioned inputs changed.
+
+--dir is replaced atomically: state/, aio.ign, manifests/ and rootfs/ hold the renewed cluster (a node provisioned
+again gets it), and update/ the update for the running node: update.json (revisions from -> to, the certificates
+renewed with old and new not-after, every file with its sha256 and mode), the new revisions' files as the
+installer lays them out, the changed cert-directory files, the new static pod manifests and the changed API
+objects. Copy update/ to the node and run "aio-update apply DIR" there (aio.ign installs aio-update; "aio-update
+rollback" puts the previous pods back). Earlier updates are kept in updates/<id>. Nothing due: no new revision,
+no new update, and aio.ign stays byte-identical. Bad input exits 1 and leaves --dir untouched.`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Within = within
+			rep, err := renew.Run(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			rep.Print(stdout)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Dir, "dir", "aio", "a render's output directory (with its state/)")
+	f.DurationVar(&within, "within", 0, "make every leaf certificate that expires within this duration due now (e.g. 720h)")
+	f.BoolVar(&o.Force, "force", false, "make every leaf certificate due now")
+	return cmd
+}

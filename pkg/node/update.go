@@ -1,0 +1,73 @@
+package node
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/render-static/render-static/pkg/export"
+)
+
+// The node side of `render-static renew` (pkg/renew): aio.ign installs aio-update (manifests/node/aio-update.sh)
+// and its settings, so that an update made offline (DIR/update) is applied on the running node with one command:
+// `aio-update apply <update dir>`, and undone with `aio-update rollback`. It runs only when the user runs it: no
+// unit, no timer.
+
+// Bounds of aio-update's waits.
+const (
+	// UpdatePodWaitSeconds bounds the wait for each component's new static pod (image already on the node: the
+	// update changes files, not images) and for /readyz.
+	UpdatePodWaitSeconds = 900
+	UpdateRetrySeconds   = 5
+	UpdateAttempts       = 10
+)
+
+// updaterEnv is aio-update's configuration, written to AIOUpdateConfig.
+func (n *Node) updaterEnv() map[string]string {
+	return map[string]string{
+		"AIO_UPDATE_NODE_NAME":               n.in.NodeName,
+		"AIO_UPDATE_KUBECONFIG":              LocalhostKubeconfig,
+		"AIO_UPDATE_STATE_DIR":               AIOUpdateStateDir,
+		"AIO_UPDATE_STATIC_POD_RESOURCES":    export.ResourceDir,
+		"AIO_UPDATE_POD_MANIFESTS":           export.PodManifestDir,
+		"AIO_UPDATE_CLIENT_IMAGE":            n.in.Images.Image("tools"),
+		"AIO_UPDATE_POD_WAIT_SECONDS":        strconv.Itoa(UpdatePodWaitSeconds),
+		"AIO_UPDATE_RETRY_SECONDS":           strconv.Itoa(UpdateRetrySeconds),
+		"AIO_UPDATE_ATTEMPTS":                strconv.Itoa(UpdateAttempts),
+		"AIO_UPDATE_REQUEST_TIMEOUT_SECONDS": strconv.Itoa(RequestTimeoutSeconds),
+	}
+}
+
+// shellAssignments renders variables as shell assignments, sorted, each value single-quoted.
+func shellAssignments(env map[string]string) (string, error) {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("# aio-update's settings, written by render-static (aio.ign).\n")
+	for _, k := range keys {
+		if strings.ContainsAny(env[k], "'\n") {
+			return "", fmt.Errorf("aio-update: %s=%q: a value may not hold a quote or a newline", k, env[k])
+		}
+		fmt.Fprintf(&b, "%s='%s'\n", k, env[k])
+	}
+	return b.String(), nil
+}
+
+func (n *Node) addUpdater(t *export.Tree) error {
+	script, err := readEmbedded("aio-update.sh")
+	if err != nil {
+		return err
+	}
+	cfg, err := shellAssignments(n.updaterEnv())
+	if err != nil {
+		return err
+	}
+	if err := t.AddFile(AIOUpdateScript, 0755, script); err != nil {
+		return err
+	}
+	return t.AddFile(AIOUpdateConfig, 0644, []byte(cfg))
+}

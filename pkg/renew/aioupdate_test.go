@@ -1,0 +1,225 @@
+package renew
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/pkg/node"
+)
+
+// aioUpdate runs the aio-update a render installed on a node root, with the stub client (testdata/renew/bin/oc:
+// kube-apiserver and the kubelet's mirror pods, from the root's static pod manifests), short bounds, and extra
+// environment. It returns the output and the exit error.
+type aioUpdateEnv struct {
+	root, config, api, log, bin string
+}
+
+func newAIOUpdateEnv(t *testing.T, root string) *aioUpdateEnv {
+	t.Helper()
+	testtools.Tool(t, "sha256sum")
+	testtools.Tool(t, "flock")
+	bin, err := filepath.Abs(repo("testdata/renew/bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	e := &aioUpdateEnv{root: root, config: filepath.Join(dir, "aio-update.env"), api: filepath.Join(dir, "api"), log: filepath.Join(dir, "calls.log"), bin: bin}
+	cfg, err := os.ReadFile(filepath.Join(root, node.AIOUpdateConfig))
+	if err != nil {
+		t.Fatalf("aio.ign did not install aio-update's settings: %v", err)
+	}
+	cfg = append(cfg, []byte("AIO_UPDATE_POD_WAIT_SECONDS=2\nAIO_UPDATE_RETRY_SECONDS=0.2\nAIO_UPDATE_ATTEMPTS=2\n")...)
+	if err := os.WriteFile(e.config, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *aioUpdateEnv) run(t *testing.T, extra []string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{filepath.Join(e.root, node.AIOUpdateScript)}, args...)...)
+	cmd.Env = append([]string{"PATH=" + e.bin + ":" + os.Getenv("PATH"), "AIO_UPDATE_ROOT=" + e.root, "AIO_UPDATE_CONFIG=" + e.config,
+		"STUB_LOG=" + e.log, "STUB_API=" + e.api, "STUB_ROOT=" + e.root, "STUB_NODE=master-0"}, extra...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// nodeFiles is the node root's files, without aio-update's own state.
+func nodeFiles(t *testing.T, root string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for p, b := range readTree(t, root) {
+		if !strings.HasPrefix("/"+p, node.AIOUpdateStateDir+"/") {
+			out["/"+p] = b
+		}
+	}
+	return out
+}
+
+func diffFiles(a, b map[string][]byte) []string {
+	var out []string
+	for p, x := range a {
+		if y, ok := b[p]; !ok {
+			out = append(out, p+" (gone)")
+		} else if !bytes.Equal(x, y) {
+			out = append(out, p)
+		}
+	}
+	for p := range b {
+		if _, ok := a[p]; !ok {
+			out = append(out, p+" (new)")
+		}
+	}
+	return out
+}
+
+// testAIOUpdate: aio-update on a node laid down from the render before the update refuses a damaged update and an
+// update that does not start from the node's revisions (changing nothing), fails with a clear message when a new
+// pod does not become Ready in time and rolls back to exactly the previous files, then applies the update: new
+// revision directories (the previous ones untouched, the live legacy tokens carried over), cert files, pod
+// manifests and API objects as the new render has them; applying again does nothing.
+func testAIOUpdate(t *testing.T, dir, root string, neu map[string][]byte, u *Update) {
+	e := newAIOUpdateEnv(t, root)
+	update := filepath.Join(dir, UpdateDir)
+
+	// A live legacy token in the previous revision, as aiokube leaves it.
+	var liveTokens []string
+	for _, c := range u.Components {
+		if c.To == c.From {
+			continue
+		}
+		prevDir := filepath.Join(root, "etc/kubernetes/static-pod-resources", strings.TrimSuffix(c.Manifest, ".yaml")+"-"+strconv.Itoa(c.From))
+		toks, _ := filepath.Glob(filepath.Join(prevDir, "secrets", "*", "token"))
+		for _, tok := range toks {
+			if _, err := os.Stat(filepath.Join(filepath.Dir(tok), "namespace")); err == nil {
+				if err := os.WriteFile(tok, []byte("live-token"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				rel, _ := filepath.Rel(prevDir, tok)
+				liveTokens = append(liveTokens, filepath.Join(strings.TrimSuffix(c.Manifest, ".yaml")+"-"+strconv.Itoa(c.To), rel))
+			}
+		}
+	}
+	before := nodeFiles(t, root)
+
+	// A damaged update.
+	damaged := filepath.Join(t.TempDir(), "update")
+	if err := copyIfExists(update, damaged); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(damaged, u.Files[0].Source)
+	b, _ := os.ReadFile(victim)
+	if err := os.WriteFile(victim, append(b, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.run(t, nil, "apply", damaged)
+	if err == nil || !strings.Contains(out, "sha256") || !strings.Contains(out, "damaged") {
+		t.Errorf("a damaged update: err %v, output:\n%s", err, out)
+	}
+	if d := diffFiles(before, nodeFiles(t, root)); len(d) > 0 {
+		t.Fatalf("a refused update changed the node: %v", d)
+	}
+
+	// A pod that does not become Ready: a clear failure, then a rollback to exactly the previous files.
+	var first Component
+	for _, c := range u.Components {
+		if c.To > c.From {
+			first = c
+			break
+		}
+	}
+	out, err = e.run(t, []string{"STUB_NOT_READY=" + first.MirrorPod}, "apply", update)
+	if err == nil || !strings.Contains(out, first.MirrorPod+" did not run revision "+strconv.Itoa(first.To)) || !strings.Contains(out, "aio-update rollback") {
+		t.Errorf("a pod that never gets Ready: err %v, output:\n%s", err, out)
+	}
+	out, err = e.run(t, nil, "rollback")
+	if err != nil {
+		t.Fatalf("rollback: %v\n%s", err, out)
+	}
+	newRevDirs := map[string]bool{}
+	for _, c := range u.Components {
+		if c.To > c.From {
+			newRevDirs[strings.TrimSuffix(c.Manifest, ".yaml")+"-"+strconv.Itoa(c.To)] = true
+		}
+	}
+	var changed []string
+	for _, p := range diffFiles(before, nodeFiles(t, root)) {
+		rel := strings.TrimPrefix(p, "/etc/kubernetes/static-pod-resources/")
+		if !newRevDirs[strings.SplitN(rel, "/", 2)[0]] || !strings.HasSuffix(p, "(new)") {
+			changed = append(changed, p)
+		}
+	}
+	if len(changed) > 0 {
+		t.Errorf("after the rollback the node differs from before the update (besides the new revision directories): %v", changed)
+	}
+	if !strings.Contains(out, "rolled back") {
+		t.Errorf("rollback output:\n%s", out)
+	}
+
+	// The update.
+	_ = os.Remove(e.log)
+	out, err = e.run(t, nil, "apply", update)
+	if err != nil {
+		t.Fatalf("apply: %v\n%s", err, out)
+	}
+	t.Logf("aio-update apply:\n%s", out)
+	after := nodeFiles(t, root)
+	tokens := map[string]bool{}
+	for _, tok := range liveTokens {
+		tokens["/etc/kubernetes/static-pod-resources/"+tok] = true
+		if got := string(after["/etc/kubernetes/static-pod-resources/"+tok]); got != "live-token" {
+			t.Errorf("%s: %q, want the previous revision's live token", tok, got)
+		}
+	}
+	for _, f := range u.Files {
+		switch f.Kind {
+		case KindObject:
+			if got, err := os.ReadFile(filepath.Join(e.api, filepath.Base(f.Source))); err != nil || !bytes.Equal(got, neu["update/"+f.Source]) {
+				t.Errorf("%s was not applied", f.Object)
+			}
+		case KindStatus:
+		default:
+			if !tokens[f.Path] && !bytes.Equal(after[f.Path], neu["rootfs"+f.Path]) {
+				t.Errorf("%s (%s) on the node is not the new render's", f.Path, f.Kind)
+			}
+		}
+	}
+	for p, b := range before {
+		if strings.HasPrefix(p, "/etc/kubernetes/static-pod-resources/") && !strings.Contains(p, "-certs/") && !bytes.Equal(after[p], b) {
+			t.Errorf("%s of a previous revision changed", p)
+		}
+	}
+	for _, c := range u.Components {
+		if c.To > c.From && !strings.Contains(out, c.Name+": revision "+strconv.Itoa(c.From)+" -> "+strconv.Itoa(c.To)) {
+			t.Errorf("the report does not say %s moved to revision %d:\n%s", c.Name, c.To, out)
+		}
+	}
+	out, err = e.run(t, nil, "apply", update)
+	if err != nil || !strings.Contains(out, "applied before") {
+		t.Errorf("applying again: err %v, output:\n%s", err, out)
+	}
+
+	// The previous update does not start from what the node runs now.
+	if u.Previous != "" {
+		prev, err := readUpdate(filepath.Join(dir, UpdatesDir, u.Previous))
+		if err != nil {
+			t.Fatal(err)
+		}
+		movedPrev := false
+		for _, c := range prev.Components {
+			movedPrev = movedPrev || c.To > c.From
+		}
+		if movedPrev {
+			out, err = e.run(t, nil, "apply", filepath.Join(dir, UpdatesDir, u.Previous))
+			if err == nil || !strings.Contains(out, "this node runs revision") {
+				t.Errorf("an update from older revisions: err %v, output:\n%s", err, out)
+			}
+		}
+	}
+}

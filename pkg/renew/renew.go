@@ -1,0 +1,152 @@
+// Package renew is `render-static renew`: the operators' cert-rotation loops run again, offline, over a render's
+// saved state (pkg/state), the revision controllers make the next revision of every static pod whose revisioned
+// inputs changed, and the result is written twice: as the render's own output (state, aio.ign, manifests, rootfs:
+// a node provisioned again gets the renewed cluster) and as an update for the running node (DIR/update, applied
+// there by aio-update, which aio.ign installs).
+//
+// What is renewed is decided by library-go (pkg/operator/certrotation): a leaf when it is past 80% of its
+// validity, past its refresh time or expired; a signer likewise, its CA bundle keeping the old and the new signer
+// until the old one expires (cabundle.go, manageCABundleConfigMap). --within and --force make leaves due earlier
+// by marking them (marks.go); certificates are never edited.
+package renew
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/installconfig"
+	"github.com/render-static/render-static/pkg/pipeline"
+	"github.com/render-static/render-static/pkg/state"
+)
+
+// Options are renew's inputs.
+type Options struct {
+	// Dir is a render's output directory holding its state.
+	Dir string
+	// Within makes every leaf whose certificate expires within it due now.
+	Within time.Duration
+	// Force makes every leaf due now.
+	Force bool
+	// Now is the time renew compares expiries with (zero: the wall clock). library-go's own decisions always
+	// use the wall clock.
+	Now time.Time
+}
+
+// Run renews the cluster of o.Dir and writes the directory and its update atomically. Bad input (no state, saved
+// inputs that no longer validate) is an installconfig.ErrorList naming the field; o.Dir is then left untouched.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	start := time.Now()
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	if errs := o.validate(); len(errs) > 0 {
+		return nil, errs
+	}
+	st, err := state.Load(o.Dir)
+	if err != nil {
+		return nil, installconfig.ErrorList{{Field: "--dir", Detail: err.Error()}}
+	}
+	in, err := savedInputs(st, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	oldIgn, err := os.ReadFile(o.Dir + "/aio.ign")
+	if err != nil {
+		return nil, installconfig.ErrorList{{Field: "--dir", Detail: fmt.Sprintf("%v: renew compares the new render with the node's aio.ign", err)}}
+	}
+
+	m := &marker{now: o.Now, within: o.Within, force: o.Force}
+	eng, err := pipeline.RunEngineFrom(ctx, in, st, &pipeline.EngineHooks{BeforeConverge: m.before, AfterConverge: m.after})
+	if err != nil {
+		return nil, err
+	}
+	out, err := pipeline.Export(ctx, eng)
+	if err != nil {
+		return nil, err
+	}
+	// The saved inputs stay as they were: renew changes certificates, not inputs.
+	out.State.Inputs = st.Inputs
+
+	rep, upd, err := compare(ctx, o, st, m, eng, out, oldIgn)
+	if err != nil {
+		return nil, err
+	}
+	if err := write(o.Dir, out, upd); err != nil {
+		return nil, err
+	}
+	rep.Elapsed = time.Since(start)
+	return rep, nil
+}
+
+func (o Options) validate() installconfig.ErrorList {
+	var errs installconfig.ErrorList
+	if o.Dir == "" {
+		errs = append(errs, installconfig.FieldError{Field: "--dir", Detail: "required"})
+	} else if !state.Exists(o.Dir) {
+		errs = append(errs, installconfig.FieldError{Field: "--dir", Detail: fmt.Sprintf(
+			"%s holds no render state (%s/%s/render.json): renew continues a cluster that render-static rendered into this directory", o.Dir, o.Dir, state.Dir)})
+	}
+	if o.Within < 0 {
+		errs = append(errs, installconfig.FieldError{Field: "--within", Detail: fmt.Sprintf("%s is negative", o.Within)})
+	}
+	if o.Force && o.Within > 0 {
+		errs = append(errs, installconfig.FieldError{Field: "--within", Detail: "--force already makes every leaf due; give one of --force and --within"})
+	}
+	return errs
+}
+
+// savedInputs validates the inputs the state keeps, exactly as the render validated them; a problem names the
+// saved input (state/render.json inputs.<field>).
+func savedInputs(st *state.State, dir string) (*clusterconfig.Inputs, error) {
+	si := st.Inputs
+	field := func(f string) string { return state.Dir + "/render.json inputs." + f }
+	var errs installconfig.ErrorList
+	if si.InstallConfig == "" {
+		errs = append(errs, installconfig.FieldError{Field: field("installConfig"), Detail: "empty: this state was not written by a render that keeps its inputs (render again with --fresh)"})
+	}
+	validity, err := time.ParseDuration(si.CertValidity)
+	if err != nil {
+		errs = append(errs, installconfig.FieldError{Field: field("certValidity"), Detail: fmt.Sprintf("%q: %v", si.CertValidity, err)})
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	tmp, err := os.MkdirTemp("", "render-static-renew-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	icPath := tmp + "/install-config.yaml"
+	if err := os.WriteFile(icPath, []byte(si.InstallConfig), 0o600); err != nil {
+		return nil, err
+	}
+	var imagesPath string
+	if si.Images != "" {
+		imagesPath = tmp + "/images.yaml"
+		if err := os.WriteFile(imagesPath, []byte(si.Images), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	in, err := pipeline.Validate(pipeline.Options{InstallConfig: icPath, Images: imagesPath, NodeIP: si.NodeIP, NodeName: si.NodeName,
+		Dir: dir, CertValidity: validity, InfraID: st.InfraID, Flavor: si.Flavor})
+	if list, ok := err.(installconfig.ErrorList); ok {
+		// Name the saved input, not the temporary file it was validated from.
+		names := map[string]string{icPath: field("installConfig"), imagesPath: field("images"), "--node-ip": field("nodeIP"),
+			"--node-name": field("nodeName"), "--cert-validity": field("certValidity"), "--flavor": field("flavor"),
+			"--images": field("images"), "--infra-id": state.Dir + "/render.json infraID"}
+		out := make(installconfig.ErrorList, 0, len(list))
+		for _, e := range list {
+			if n, ok := names[e.Field]; ok {
+				e.Field = n
+			} else {
+				e.Field = field("installConfig") + ": " + e.Field
+			}
+			out = append(out, e)
+		}
+		return nil, out
+	}
+	return in, err
+}

@@ -1,0 +1,430 @@
+package renew
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/openshift/library-go/pkg/operator/certrotation"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/inventory"
+	"github.com/render-static/render-static/pkg/node"
+	"github.com/render-static/render-static/pkg/pipeline"
+	"github.com/render-static/render-static/pkg/state"
+)
+
+// UpdateDir is the update for the running node inside a render's output directory; UpdatesDir keeps the earlier
+// ones (by their ID) when a later renew makes a new one.
+const (
+	UpdateDir  = "update"
+	UpdatesDir = "updates"
+)
+
+// Kinds of an update's entries (files.tsv, update.json), in the order aio-update applies them.
+const (
+	KindRevision = "revision" // a file of a new revision directory (<ResourceDir>/<pod>-<N+1>/...), never overwriting
+	KindCerts    = "certs"    // a file of a component's cert directory (<ResourceDir>/<pod>-certs/...), replaced
+	KindFile     = "file"     // another node file (CA bundles the kubelet reads), replaced
+	KindPod      = "pod"      // a static pod manifest (/etc/kubernetes/manifests/...), replaced after all the above
+	KindObject   = "object"   // an API object, applied with the client once the pods are ready
+	KindStatus   = "status"   // the status of an API object that has one, patched after the object
+)
+
+// Renewal is one certificate renew reissued.
+type Renewal struct {
+	// Name is the certificate as `render-static certs` names it ("secret <namespace>/<name>").
+	Name string `json:"name"`
+	// Kind is "leaf" or "signer".
+	Kind        string    `json:"kind"`
+	Reason      string    `json:"reason"`
+	OldNotAfter time.Time `json:"oldNotAfter"`
+	NewNotAfter time.Time `json:"newNotAfter"`
+}
+
+// Component is one static pod's revisions: From is what the node runs, To what the update installs (equal: no new
+// revision).
+type Component struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	// MirrorPod is the kubelet's mirror pod of the static pod (<pod name>-<node name>).
+	MirrorPod string `json:"mirrorPod"`
+	// Manifest is the static pod manifest's file name in /etc/kubernetes/manifests.
+	Manifest string `json:"manifest"`
+	From     int    `json:"from"`
+	To       int    `json:"to"`
+}
+
+// File is one entry of an update: Source is its path inside the update directory, Path its place on the node
+// (empty for objects and statuses, which go to the API).
+type File struct {
+	Kind   string `json:"kind"`
+	Source string `json:"source"`
+	Path   string `json:"path,omitempty"`
+	Mode   string `json:"mode"`
+	SHA256 string `json:"sha256"`
+	// Object is "<kind> <namespace>/<name>" for objects and statuses.
+	Object string `json:"object,omitempty"`
+
+	contents []byte
+}
+
+// Update is DIR/update/update.json: what the update for the running node does.
+type Update struct {
+	ID       string    `json:"id"`
+	Created  time.Time `json:"created"`
+	NodeName string    `json:"nodeName"`
+	// Previous is the update this one follows (its ID), when DIR held one: apply them in order.
+	Previous   string      `json:"previous,omitempty"`
+	Components []Component `json:"components"`
+	Renewed    []Renewal   `json:"renewed"`
+	// Bundles are the CA bundles (configmaps) that changed, e.g. a renewed signer added to its bundle.
+	Bundles []string `json:"bundles,omitempty"`
+	Files   []File   `json:"files"`
+	// NotCarried are node files of the render that changed but that the running node no longer has (first-boot
+	// inputs aiokube removes) or that the update never removes.
+	NotCarried            []string  `json:"notCarried,omitempty"`
+	EarliestExpiry        time.Time `json:"earliestExpiry"`
+	EarliestExpirySubject string    `json:"earliestExpirySubject"`
+}
+
+// Report is what renew prints.
+type Report struct {
+	Dir        string
+	Renewed    []Renewal
+	Unconsumed []string // leaves renew marked due but no loop reissued (their marks were taken back)
+	Bundles    []string
+	Components []Component
+	// Update is the new update for the node; nil when nothing changed.
+	Update                *Update
+	EarliestExpiry        time.Time
+	EarliestExpirySubject string
+	Elapsed               time.Duration
+}
+
+// Print writes the report.
+func (r *Report) Print(w io.Writer) {
+	if len(r.Renewed) == 0 {
+		fmt.Fprintf(w, "renew %s: nothing was due; no new revision, no update\n", r.Dir)
+	} else {
+		fmt.Fprintf(w, "renew %s: %d certificates renewed\n", r.Dir, len(r.Renewed))
+	}
+	for _, c := range r.Renewed {
+		fmt.Fprintf(w, "  %-6s %-70s %s -> %s  (%s)\n", c.Kind, c.Name, c.OldNotAfter.UTC().Format(time.RFC3339), c.NewNotAfter.UTC().Format(time.RFC3339), c.Reason)
+	}
+	for _, n := range r.Unconsumed {
+		fmt.Fprintf(w, "  warning: %s was due but no loop reissued it\n", n)
+	}
+	if len(r.Bundles) > 0 {
+		fmt.Fprintf(w, "  CA bundles changed: %s\n", strings.Join(r.Bundles, ", "))
+	}
+	fmt.Fprintf(w, "  revisions:\n")
+	for _, c := range r.Components {
+		if c.To != c.From {
+			fmt.Fprintf(w, "    %-24s %d -> %d\n", c.Name, c.From, c.To)
+		} else {
+			fmt.Fprintf(w, "    %-24s %d (unchanged)\n", c.Name, c.From)
+		}
+	}
+	fmt.Fprintf(w, "  earliest expiry:  %s (%s)\n", r.EarliestExpiry.UTC().Format(time.RFC3339), r.EarliestExpirySubject)
+	if u := r.Update; u != nil {
+		n := map[string]int{}
+		for _, f := range u.Files {
+			n[f.Kind]++
+		}
+		fmt.Fprintf(w, "  update for the node: %s/%s (id %s): %d revision files, %d cert files, %d other files, %d pod manifests, %d API objects\n",
+			r.Dir, UpdateDir, u.ID, n[KindRevision], n[KindCerts], n[KindFile], n[KindPod], n[KindObject])
+		fmt.Fprintf(w, "  on the node: copy %s/%s there (e.g. scp -rp) and run: sudo aio-update apply <that directory>\n", r.Dir, UpdateDir)
+	}
+	fmt.Fprintf(w, "  elapsed:          %s\n", r.Elapsed.Round(time.Millisecond))
+}
+
+func sum(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+func modeString(m fs.FileMode) string { return fmt.Sprintf("%04o", m.Perm()) }
+
+// compare builds the report and the update from the state renew started from, the old aio.ign and the new render.
+func compare(ctx context.Context, o Options, st *state.State, m *marker, eng *pipeline.Engine, out *pipeline.Output, oldIgn []byte) (*Report, *Update, error) {
+	rep := &Report{Dir: o.Dir, EarliestExpiry: out.Summary.EarliestExpiry, EarliestExpirySubject: out.Summary.EarliestExpirySubject}
+	for _, l := range m.unconsumed {
+		rep.Unconsumed = append(rep.Unconsumed, l.String())
+	}
+	renewed, bundles, err := renewals(ctx, o, st, m, eng)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep.Renewed, rep.Bundles = renewed, bundles
+
+	oldFiles, err := inventory.FromIgnition(oldIgn)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s/aio.ign: %w", o.Dir, err)
+	}
+	newFiles := map[string]export.File{}
+	for _, f := range out.Tree.Files() {
+		newFiles[f.Path] = f
+	}
+
+	// Components: the revision each had before the converge phase and has now.
+	names := map[interface{}]string{}
+	for name, oc := range eng.Cluster.OperatorClients() {
+		names[oc] = name
+	}
+	revDirs := map[string]bool{}  // new revision directories
+	certDirs := map[string]bool{} // cert directories
+	for _, comp := range eng.Components {
+		sp := comp.StaticPod()
+		c := Component{Name: comp.Name(), Namespace: sp.Namespace, Manifest: sp.PodConfigMap + ".yaml",
+			From: m.revisions[names[comp.Operator()]], To: eng.Revisions[comp.Name()]}
+		if c.To > 0 {
+			podName, ns, err := podOf(newFiles[path.Join(export.PodManifestDir, c.Manifest)].Contents)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %s: %w", comp.Name(), c.Manifest, err)
+			}
+			c.MirrorPod, c.Namespace = podName+"-"+eng.Inputs.NodeName, ns
+		}
+		if c.To < c.From {
+			return nil, nil, fmt.Errorf("%s: revision went back from %d to %d", c.Name, c.From, c.To)
+		}
+		if c.To > c.From {
+			revDirs[fmt.Sprintf("%s-%d", sp.PodConfigMap, c.To)] = true
+		}
+		if sp.CertDir != "" {
+			certDirs[sp.CertDir] = true
+		}
+		rep.Components = append(rep.Components, c)
+	}
+
+	upd := &Update{ID: o.Now.UTC().Format("20060102T150405Z"), Created: o.Now.UTC(), NodeName: eng.Inputs.NodeName,
+		Components: rep.Components, Renewed: renewed, Bundles: bundles,
+		EarliestExpiry: rep.EarliestExpiry, EarliestExpirySubject: rep.EarliestExpirySubject}
+	bootstrapOnly := node.Options{ManifestsDir: pipeline.ManifestsDir, AdminKubeconfig: pipeline.AdminKubeconfigPath}.BootstrapOnly()
+	var pods []File
+	paths := make([]string, 0, len(newFiles))
+	for p := range newFiles {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	manifestPrefix := pipeline.ManifestsDir + "/"
+	for _, p := range paths {
+		f := newFiles[p]
+		if old, ok := oldFiles[p]; ok && bytes.Equal(old, f.Contents) {
+			continue
+		}
+		if strings.HasPrefix(p, manifestPrefix) {
+			continue // objects: below, from the manifests themselves
+		}
+		if under(p, bootstrapOnly) {
+			upd.NotCarried = append(upd.NotCarried, p+" (first boot only; the running node removed it)")
+			continue
+		}
+		e := File{Path: p, Mode: modeString(f.Mode), SHA256: sum(f.Contents), Source: "files" + p, contents: f.Contents}
+		switch {
+		case strings.HasPrefix(p, export.ResourceDir+"/"):
+			dir := strings.SplitN(strings.TrimPrefix(p, export.ResourceDir+"/"), "/", 2)[0]
+			switch {
+			case revDirs[dir]:
+				e.Kind = KindRevision
+			case certDirs[dir]:
+				e.Kind = KindCerts
+			default:
+				return nil, nil, fmt.Errorf("renew: %s changed, but %s is neither a new revision nor a cert directory: an existing revision is never changed", p, dir)
+			}
+		case strings.HasPrefix(p, export.PodManifestDir+"/"):
+			e.Kind = KindPod
+		default:
+			e.Kind = KindFile
+		}
+		if e.Kind == KindPod {
+			pods = append(pods, e)
+			continue
+		}
+		upd.Files = append(upd.Files, e)
+	}
+	for p := range oldFiles {
+		if _, ok := newFiles[p]; !ok && !strings.HasPrefix(p, export.ResourceDir+"/") && !strings.HasPrefix(p, manifestPrefix) {
+			upd.NotCarried = append(upd.NotCarried, p+" (no longer in the render; left on the node)")
+		}
+	}
+	sort.Strings(upd.NotCarried)
+
+	// Objects: every exported manifest that is new or changed, with its status patch when it has one.
+	statusPatches, err := node.StatusPatches(out.Manifests)
+	if err != nil {
+		return nil, nil, err
+	}
+	var objects []File
+	for _, man := range out.Manifests {
+		if old, ok := oldFiles[manifestPrefix+man.File]; ok && bytes.Equal(old, man.YAML) {
+			continue
+		}
+		name := man.GVK.Kind + " " + man.Name
+		if man.Namespace != "" {
+			name = man.GVK.Kind + " " + man.Namespace + "/" + man.Name
+		}
+		objects = append(objects, File{Kind: KindObject, Source: "manifests/" + man.File, Mode: "0600", SHA256: sum(man.YAML), Object: name, contents: man.YAML})
+		if patch, ok := statusPatches[man.File]; ok {
+			objects = append(objects, File{Kind: KindStatus, Source: "status/" + man.File + ".json", Mode: "0600", SHA256: sum(patch), Object: name, contents: patch})
+		}
+	}
+	// Static pods one component at a time, in the registry's order (etcd first); within a component its other pods
+	// (kube-apiserver's startup monitor) before its own, as the installer writes them.
+	podKey := func(f File) (int, int) {
+		name := path.Base(f.Path)
+		for i, c := range rep.Components {
+			dir := path.Join(export.ResourceDir, fmt.Sprintf("%s-%d", strings.TrimSuffix(c.Manifest, ".yaml"), c.To))
+			if _, ok := newFiles[path.Join(dir, name)]; ok && c.To > c.From {
+				if name == c.Manifest {
+					return i, 1
+				}
+				return i, 0
+			}
+		}
+		return len(rep.Components), 0
+	}
+	sort.SliceStable(pods, func(i, j int) bool {
+		ci, mi := podKey(pods[i])
+		cj, mj := podKey(pods[j])
+		if ci != cj {
+			return ci < cj
+		}
+		return mi < mj
+	})
+	upd.Files = append(append(upd.Files, pods...), objects...)
+	sort.SliceStable(upd.Files, func(i, j int) bool { return kindOrder(upd.Files[i].Kind) < kindOrder(upd.Files[j].Kind) })
+
+	changed := len(renewed) > 0 || len(upd.Files) > 0
+	for _, c := range rep.Components {
+		changed = changed || c.To != c.From
+	}
+	if !changed {
+		return rep, nil, nil
+	}
+	if prev, err := readUpdate(o.Dir + "/" + UpdateDir); err == nil {
+		upd.Previous = prev.ID
+		if prev.ID == upd.ID {
+			upd.ID += "-2"
+		}
+	}
+	rep.Update = upd
+	return rep, upd, nil
+}
+
+func kindOrder(k string) int {
+	for i, o := range []string{KindRevision, KindCerts, KindFile, KindPod, KindObject, KindStatus} {
+		if k == o {
+			return i
+		}
+	}
+	return 99
+}
+
+// under says whether p is one of roots or lies under one.
+func under(p string, roots []string) bool {
+	for _, r := range roots {
+		if p == r || strings.HasPrefix(p, r+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// podOf reads a static pod manifest's name and namespace.
+func podOf(manifest []byte) (name, namespace string, err error) {
+	var pod corev1.Pod
+	if len(manifest) == 0 {
+		return "", "", fmt.Errorf("not in the render")
+	}
+	if err := json.Unmarshal(manifest, &pod); err != nil {
+		return "", "", err
+	}
+	if pod.Name == "" || pod.Namespace == "" {
+		return "", "", fmt.Errorf("no name or namespace")
+	}
+	return pod.Name, pod.Namespace, nil
+}
+
+// renewals compares every secret and CA bundle of the state with the cluster after renew: a secret whose tls.crt
+// changed was renewed, a configmap whose ca-bundle.crt changed is a changed bundle. Revision copies (new objects)
+// are not renewals.
+func renewals(ctx context.Context, o Options, st *state.State, m *marker, eng *pipeline.Engine) ([]Renewal, []string, error) {
+	oldSecrets := map[string]*corev1.Secret{}
+	oldCMs := map[string]*corev1.ConfigMap{}
+	for _, obj := range st.Objects {
+		switch v := obj.(type) {
+		case *corev1.Secret:
+			oldSecrets[v.Namespace+"/"+v.Name] = v
+		case *corev1.ConfigMap:
+			oldCMs[v.Namespace+"/"+v.Name] = v
+		}
+	}
+	marked := map[string]bool{}
+	for _, l := range m.marked {
+		marked[l.Namespace+"/"+l.Name] = true
+	}
+	secrets, err := eng.Cluster.Kube.CoreV1().Secrets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []Renewal
+	for i := range secrets.Items {
+		s := &secrets.Items[i]
+		key := s.Namespace + "/" + s.Name
+		old, ok := oldSecrets[key]
+		if !ok || len(s.Data[corev1.TLSCertKey]) == 0 || bytes.Equal(old.Data[corev1.TLSCertKey], s.Data[corev1.TLSCertKey]) {
+			continue
+		}
+		nc, err := firstCert(s.Data[corev1.TLSCertKey])
+		if err != nil {
+			return nil, nil, fmt.Errorf("secret %s: tls.crt: %w", key, err)
+		}
+		r := Renewal{Name: "secret " + key, Kind: "leaf", NewNotAfter: nc.NotAfter, Reason: "due by library-go's rule (expired, past 80% of its validity or its refresh time, or its signer left the bundle)"}
+		if oc, err := firstCert(old.Data[corev1.TLSCertKey]); err == nil {
+			r.OldNotAfter = oc.NotAfter
+		}
+		if nc.IsCA || s.Labels[certrotation.ManagedCertificateTypeLabelName] == string(certrotation.CertificateTypeSigner) {
+			r.Kind = "signer"
+		}
+		if marked[key] {
+			if o.Force {
+				r.Reason = "--force"
+			} else {
+				r.Reason = fmt.Sprintf("--within %s: expires before %s", o.Within, o.Now.Add(o.Within).UTC().Format(time.RFC3339))
+			}
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind > out[j].Kind // signers first
+		}
+		return out[i].Name < out[j].Name
+	})
+	cms, err := eng.Cluster.Kube.CoreV1().ConfigMaps(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	var bundles []string
+	for i := range cms.Items {
+		cm := &cms.Items[i]
+		key := cm.Namespace + "/" + cm.Name
+		if old, ok := oldCMs[key]; ok && cm.Data["ca-bundle.crt"] != "" && old.Data["ca-bundle.crt"] != cm.Data["ca-bundle.crt"] {
+			bundles = append(bundles, "configmap "+key)
+		}
+	}
+	sort.Strings(bundles)
+	return out, bundles, nil
+}

@@ -1,0 +1,143 @@
+package renew
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/pipeline"
+)
+
+const updateReadme = `SECRET: this update holds private keys of the cluster. Every file here is 0600.
+
+An update for the running all-in-one node, made by "render-static renew". On the node (as root):
+
+    aio-update apply <this directory>      verify, install, wait for the pods, update the API objects
+    aio-update rollback                    put back the pod manifests and files the last apply replaced
+
+update.json says what it does: the certificates renewed (old and new not-after), each component's revision
+from -> to, and every file with its place on the node, mode and sha256. files.tsv and components.tsv are the
+same, for aio-update. Apply the updates of a render directory in order: update.json names the one before
+("previous"); the earlier ones are kept in ../updates/<id>.
+`
+
+// write replaces dir atomically with the renewed render and, when there is one, the new update; earlier updates
+// are kept (DIR/updates/<id>).
+func write(dir string, out *pipeline.Output, upd *Update) error {
+	return export.WriteDirAtomic(dir, func(tmp string) error {
+		if err := out.Fill(tmp); err != nil {
+			return err
+		}
+		if err := copyIfExists(filepath.Join(dir, UpdatesDir), filepath.Join(tmp, UpdatesDir)); err != nil {
+			return err
+		}
+		prev := filepath.Join(dir, UpdateDir)
+		if upd == nil {
+			return copyIfExists(prev, filepath.Join(tmp, UpdateDir))
+		}
+		if _, err := os.Stat(prev); err == nil {
+			id := upd.Previous
+			if id == "" {
+				id = "unknown"
+			}
+			if err := copyIfExists(prev, filepath.Join(tmp, UpdatesDir, id)); err != nil {
+				return err
+			}
+		}
+		return writeUpdate(filepath.Join(tmp, UpdateDir), upd)
+	})
+}
+
+// writeUpdate writes the update directory: README, update.json, files.tsv, components.tsv and every entry at its
+// source path. Everything is 0600 in 0700 directories: the update carries keys.
+func writeUpdate(dir string, u *Update) error {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	var tsv strings.Builder
+	for _, f := range u.Files {
+		if err := export.WriteFile(filepath.Join(dir, filepath.FromSlash(f.Source)), 0o600, f.contents); err != nil {
+			return err
+		}
+		dest := f.Path
+		if dest == "" {
+			dest = f.Object
+		}
+		fmt.Fprintf(&tsv, "%s\t%s\t%s\t%s\t%s\n", f.Kind, f.Mode, f.SHA256, f.Source, dest)
+	}
+	var comps strings.Builder
+	for _, c := range u.Components {
+		fmt.Fprintf(&comps, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Namespace, c.MirrorPod, c.Manifest, strconv.Itoa(c.From), strconv.Itoa(c.To))
+	}
+	head, err := json.MarshalIndent(u, "", "  ")
+	if err != nil {
+		return err
+	}
+	for name, b := range map[string][]byte{"README": []byte(updateReadme), "update.json": append(head, '\n'),
+		"files.tsv": []byte(tsv.String()), "components.tsv": []byte(comps.String())} {
+		if err := export.WriteFile(filepath.Join(dir, name), 0o600, b); err != nil {
+			return err
+		}
+	}
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		return os.Chmod(p, 0o700)
+	})
+}
+
+// readUpdate reads an update directory's update.json.
+func readUpdate(dir string) (*Update, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "update.json"))
+	if err != nil {
+		return nil, err
+	}
+	u := &Update{}
+	if err := json.Unmarshal(b, u); err != nil {
+		return nil, fmt.Errorf("%s/update.json: %w", dir, err)
+	}
+	return u, nil
+}
+
+// copyIfExists copies the tree at src to dst (files with their modes, directories 0700); nothing when src does
+// not exist. Only regular files and directories are copied.
+func copyIfExists(src, dst string) error {
+	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			if err := os.MkdirAll(target, 0o700); err != nil {
+				return err
+			}
+			return os.Chmod(target, 0o700)
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s: not a regular file", p)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return export.WriteFile(target, info.Mode().Perm(), b)
+	})
+}
