@@ -40,6 +40,11 @@ const DefaultLeafValidity = 365 * 24 * time.Hour
 //     timer (every minute) approves and kube-controller-manager signs; the render backdates that certificate by
 //     5 minutes as kube-controller-manager's signer does (pkg/node newCSR), which leaves the kubelet at least
 //     10 % of (5 min + leaf), 1 minute at the floor, to get there;
+//   - a renewed client certificate in a cert directory reaches kube-controller-manager and kube-scheduler when
+//     client-go reloads such files, every 5 minutes (k8s.io/client-go/transport/cert_rotation.go,
+//     CertCallbackRefreshDuration): a node that is to outlive its first leaves must apply `render-static renew`
+//     more than 5 minutes before they expire, so a lab that renews right after boot needs leaves of ~8 minutes
+//     or more (the end-to-end renewal uses 8);
 //   - what kube-controller-manager signs after boot (the kubelet's renewed client and its serving certificates)
 //     follows --cluster-signing-duration, the operator's 720h (kube-controller-manager's defaultconfig.yaml), not
 //     this; it signs nothing shorter than 10 minutes anyway (2 × its 5-minute backdate,
@@ -73,7 +78,8 @@ func (lt Lifetimes) Warning() string {
 	}
 	return fmt.Sprintf("--cert-validity %s: every leaf certificate (serving and client certificates of the control plane, "+
 		"the kubelet's first client certificate, auth/kubeconfig) expires %s after this render; for tests and labs only: "+
-		"boot the node and apply `render-static renew` before then", lt.Leaf, lt.Leaf)
+		"boot the node and apply `render-static renew` more than 5 minutes before then (components reload renewed "+
+		"client certificates every 5 minutes; auth/kubeconfig is not renewed)", lt.Leaf, lt.Leaf)
 }
 
 // refresh is when library-go would rotate: late enough that a second pass of the loops never rotates again.

@@ -191,6 +191,8 @@ func TestInner(t *testing.T) {
 		innerBroken(t, &spec)
 	case "lab":
 		innerLab(t, &spec)
+	case "renew":
+		innerRenew(t, &spec)
 	default:
 		t.Fatalf("unknown phase %q", spec.Phase)
 	}
