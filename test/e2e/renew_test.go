@@ -14,16 +14,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // The renewal end to end (issue 12): the IPv4 install-config rendered with leaves of renewLeaf; `render-static
 // renew` runs on the render directory (on the host, as an admin would on the machine that holds the state); the
 // original aio.ign boots on the real node; once it is up, the update is copied into the node and applied there by
 // the command aio.ign installed; then, past the expiry of every original leaf, the node must still work: every
-// API address served with a renewed certificate, kube-controller-manager and kube-scheduler renewing their leases
-// (the same processes when the update gave them no new revision: they read the renewed client certificates from
-// their cert directories), the kubelet on a client certificate it renewed itself through a CSR the rendered
-// approver approved, and no leaf the running static pods use expired.
+// API address served with a renewed certificate, the same containers running across the expiry,
+// kube-controller-manager and kube-scheduler renewing their leases (they read their renewed client certificates
+// from their cert directories while running), the kubelet on a client certificate it renewed itself through a CSR
+// the rendered approver approved, and no leaf the running static pods use expired.
 
 // renewLeaf is the leaf lifetime of the render. What bounds it from below: a component whose revision the update
 // does not change (kube-controller-manager, kube-scheduler) reads its renewed client certificate from its cert
@@ -127,44 +128,45 @@ func innerRenew(t *testing.T, spec *innerSpec) {
 	local := updateKubeconfig(t)
 	cs, _ = clients(t, local)
 	tm.add("apply->readyz", waitReadyz(t, n, cs, 4*time.Minute))
-	holders := leaseHolders(t, cs, "kube-system", "kube-controller-manager", "kube-scheduler")
 
-	// Past the expiry of every original leaf: whatever was not renewed has stopped working by now.
+	// Across the expiry: what runs 15 s before the first original leaf expires (the apply, which restarts the pods
+	// it gives a new revision, is over) must still run, the same containers and lease holders, 20 s past the
+	// expiry of the last one. Whatever was not renewed has stopped working by then.
 	since := b.latest.Cert.NotAfter
+	var containers, holders map[string]string
 	tm.step("wait-expiry", func() {
-		wait := time.Until(since) + 20*time.Second
-		if wait > renewLeaf+time.Minute {
+		if wait := time.Until(since) + 20*time.Second; wait > renewLeaf+time.Minute {
 			t.Fatalf("the last original leaf expires in %s, later than renewLeaf (%s) allows", wait, renewLeaf)
 		}
-		t.Logf("waiting %s, until 20s past the expiry of the last original leaf (%s)", wait.Round(time.Second), since.UTC().Format(time.RFC3339))
-		deadline := time.Now().Add(wait)
-		for time.Now().Before(deadline) {
-			if err := n.KubeletRunning(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(min(5*time.Second, time.Until(deadline)+time.Millisecond))
-		}
+		sleepWatching(t, n, time.Until(b.earliest.Cert.NotAfter)-15*time.Second)
+		containers = runningContainers(t, n)
+		holders = leaseHolders(t, cs, "kube-system", "kube-controller-manager", "kube-scheduler")
+		t.Logf("before the first original leaf expires (%s): running %v; leases held by %v", b.earliest.Cert.NotAfter.UTC().Format(time.RFC3339), sortedKeys(containers), holders)
+		t.Logf("waiting until 20s past the expiry of the last original leaf (%s)", since.UTC().Format(time.RFC3339))
+		sleepWatching(t, n, time.Until(since)+20*time.Second)
 	})
-	unchanged := componentsUnchanged(t, updateDir)
 	tm.step("checks", func() {
 		checkHealth(t, cs)
 		checkServedRenewed(t, b, renewed)
-		checkLeasesAdvance(t, cs, since, "kube-system", "kube-controller-manager", "kube-scheduler")
-		for name, holder := range holders {
-			if !unchanged[name] {
-				continue
+		after := runningContainers(t, n)
+		for _, k := range sortedKeys(containers) {
+			if after[k] != containers[k] {
+				t.Errorf("container %s (%.12s before the expiry) was replaced (now %q) across the original leaves' expiry: it did not run on renewed certificates", k, containers[k], after[k])
 			}
-			now := leaseHolders(t, cs, "kube-system", name)[name]
-			if now != holder {
-				t.Errorf("lease kube-system/%s: held by %s after the apply, by %s past the original expiry: %s restarted (it kept no revision of its own in the update, so it had to pick up its renewed client certificate while running)", name, holder, now, name)
-			} else {
-				t.Logf("lease kube-system/%s: the same %s holds it from the apply to past the original expiry (no restart)", name, holder)
+		}
+		if len(containers) < 4 {
+			t.Errorf("only %d containers ran before the expiry: %v", len(containers), sortedKeys(containers))
+		}
+		checkLeasesAdvance(t, cs, since, "kube-system", "kube-controller-manager", "kube-scheduler")
+		for name, holder := range leaseHolders(t, cs, "kube-system", "kube-controller-manager", "kube-scheduler") {
+			if holder != holders[name] {
+				t.Errorf("lease kube-system/%s: held by %s before the expiry, by %s after it", name, holders[name], holder)
 			}
 		}
 		checkLeasesAdvance(t, cs, since, "kube-node-lease", n.NodeName)
 		checkKubeletClientRenewed(t, cs, n, b)
 		checkNothingExpired(t, n)
-		checkNoCrashLoops(t, n)
+		logFailedContainers(t, n)
 	})
 	t.Log(tm.String())
 }
@@ -184,17 +186,15 @@ func runAiokube(t *testing.T, n *Node) {
 	}
 }
 
-// waitReadyz waits (bounded) for /readyz ok after the apply restarted the control plane, failing at once on a
-// crash loop; it returns how long it took.
+// waitReadyz waits (bounded) for /readyz ok after the apply restarted the control plane; it returns how long it
+// took. Crash loops are not looked for here: while etcd and kube-apiserver restart in their new revisions,
+// kube-controller-manager and kube-scheduler may lose their leases (upstream's 15 s) and exit once or twice.
 func waitReadyz(t *testing.T, n *Node, cs *kubernetes.Clientset, timeout time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
 	err := poll(context.Background(), timeout, time.Second, func(ctx context.Context) (bool, error) {
 		if err := n.KubeletRunning(); err != nil {
 			t.Fatal(err)
-		}
-		if msg, err := crashLooping(ctx, n); err == nil && msg != "" {
-			t.Fatalf("a static pod cannot run after the apply:\n%s", msg)
 		}
 		b, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil && string(b) == "ok", err
@@ -341,25 +341,6 @@ func leaseHolders(t *testing.T, cs *kubernetes.Clientset, namespace string, name
 	return out
 }
 
-// componentsUnchanged are the components the update (components.tsv: name namespace pod manifest from to) leaves
-// on their revision.
-func componentsUnchanged(t *testing.T, dir string) map[string]bool {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "components.tsv"))
-	if err != nil {
-		t.Fatalf("the update's components: %v", err)
-	}
-	out := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		f := strings.Split(line, "\t")
-		if len(f) == 6 && f[4] == f[5] {
-			out[f[0]] = true
-		}
-	}
-	t.Logf("components the update leaves on their revision: %v", sortedKeys(out))
-	return out
-}
-
 // checkLeasesAdvance: each lease is held and its renewTime moves past since and then advances again (its holder
 // renews it with a credential valid now).
 func checkLeasesAdvance(t *testing.T, cs *kubernetes.Clientset, since time.Time, namespace string, names ...string) {
@@ -488,5 +469,61 @@ func checkNothingExpired(t *testing.T, n *Node) {
 			state = "EXPIRED (renew does not reissue it: the approver can approve nothing more)"
 		}
 		t.Logf("the CSR approver's credential %s: %s", Describe(c.Cert), state)
+	}
+}
+
+// sleepWatching waits d (nothing when d <= 0), failing at once if the kubelet exits.
+func sleepWatching(t *testing.T, n *Node, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if err := n.KubeletRunning(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(min(5*time.Second, time.Until(deadline)+time.Millisecond))
+	}
+}
+
+// runningContainers are the node's running containers: namespace/pod/container → container ID.
+func runningContainers(t *testing.T, n *Node) map[string]string {
+	t.Helper()
+	c, err := DialCRI(n.CRISocket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	all, err := c.Containers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, k := range all {
+		if k.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			out[k.Namespace+"/"+k.Pod+"/"+k.Name] = k.ID
+		}
+	}
+	return out
+}
+
+// logFailedContainers prints the containers that exited with an error during the whole boot (the apply's
+// restarts included), with their logs' last lines.
+func logFailedContainers(t *testing.T, n *Node) {
+	t.Helper()
+	c, err := DialCRI(n.CRISocket)
+	if err != nil {
+		t.Errorf("CRI: %v", err)
+		return
+	}
+	defer c.Close()
+	failed, err := c.Failed(context.Background())
+	if err != nil {
+		t.Errorf("CRI: %v", err)
+		return
+	}
+	for _, k := range failed {
+		t.Logf("exited with an error during the boot: %s; log:\n%s", k, LogTail(k, 5))
+	}
+	if len(failed) == 0 {
+		t.Log("no container exited with an error during the boot")
 	}
 }
