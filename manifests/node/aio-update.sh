@@ -145,7 +145,9 @@ check_revisions() {
 	for i in "${!comp_names[@]}"; do
 		((comp_to[i] > comp_from[i])) || continue
 		cur=$(revision_of "$pod_manifests/${comp_manifests[$i]}") || die "${comp_names[$i]}: no static pod manifest ${comp_manifests[$i]} with a revision on this node"
-		if ((cur != comp_from[i])); then
+		if ((cur == comp_to[i])) && [[ -e $state_dir/backup/$id/complete ]]; then
+			log "${comp_names[$i]}: runs revision $cur already (an earlier apply of this update got that far)"
+		elif ((cur != comp_from[i])); then
 			die "${comp_names[$i]}: this node runs revision $cur, the update goes from ${comp_from[$i]} to ${comp_to[$i]}: apply the updates in between first (update.json names the previous one)"
 		fi
 	done
@@ -176,6 +178,7 @@ backup() {
 			echo "$dest" >>"$b/absent"
 		fi
 	done
+	cp -- "$update/components.tsv" "$b/components.tsv"
 	: >"$b/complete"
 	echo "$id" >"$state_dir/last"
 	log "kept the current version of $(wc -l <"$b/saved") files for a rollback in ${b#"$root"}"
@@ -359,7 +362,7 @@ cmd_rollback() {
 	flock -n 9 || die "another aio-update runs (lock ${state_dir#"$root"}/lock)"
 	id=${1:-$(cat "$state_dir/last" 2>/dev/null || true)}
 	[[ -n $id ]] || die "no update was applied on this node: nothing to roll back"
-	local b=$state_dir/backup/$id p mode manifests=() m rev
+	local b=$state_dir/backup/$id p mode manifests=() name ns pod manifest from to
 	[[ -e $b/complete ]] || die "no complete backup of update $id in ${b#"$root"}"
 	# Files first, the pod manifests last, so the previous pods start with their files in place.
 	while IFS= read -r p; do
@@ -379,13 +382,12 @@ cmd_rollback() {
 		replace "$b/files$p" "$root$p" "0$mode"
 		log "restored $p"
 	done
-	for p in "${manifests[@]}"; do
-		m=$root$p
-		rev=$(revision_of "$m") || continue
-		pick_client
-		wait_ready "${p##*/}" "$(grep -o '"namespace":"[^"]*"' "$m" | head -n 1 | sed 's/.*:"\(.*\)"/\1/')" \
-			"$(grep -o '"name":"[^"]*"' "$m" | head -n 1 | sed 's/.*:"\(.*\)"/\1/')-${AIO_UPDATE_NODE_NAME:?}" "$rev"
-	done
+	# Each component the update moved runs its previous revision again.
+	while IFS=$'\t' read -r name ns pod manifest from to; do
+		if ((to > from)); then
+			wait_ready "$name" "$ns" "$pod" "$from"
+		fi
+	done <"$b/components.tsv"
 	rm -f -- "$state_dir/applied/$id"
 	log "update $id rolled back: $(wc -l <"$b/saved") files restored, $(wc -l <"$b/absent") removed; API objects keep the update's version"
 }

@@ -81,7 +81,8 @@ func diffFiles(a, b map[string][]byte) []string {
 
 // testAIOUpdate: aio-update on a node laid down from the render before the update refuses a damaged update and an
 // update that does not start from the node's revisions (changing nothing), fails with a clear message when a new
-// pod does not become Ready in time and rolls back to exactly the previous files, then applies the update: new
+// pod does not become Ready in time and rolls back to exactly the previous files, fails when the API refuses an
+// object and finishes when run again, and so applies the update: new
 // revision directories (the previous ones untouched, the live legacy tokens carried over), cert files, pod
 // manifests and API objects as the new render has them; applying again does nothing.
 func testAIOUpdate(t *testing.T, dir, root string, neu map[string][]byte, u *Update) {
@@ -162,7 +163,19 @@ func testAIOUpdate(t *testing.T, dir, root string, neu map[string][]byte, u *Upd
 		t.Errorf("rollback output:\n%s", out)
 	}
 
-	// The update.
+	// The update: an API object the server refuses fails the apply after the pods rolled; applying again
+	// finishes it.
+	var object string
+	for _, f := range u.Files {
+		if f.Kind == KindObject {
+			object = filepath.Base(f.Source)
+			break
+		}
+	}
+	out, err = e.run(t, []string{"STUB_FAIL_FILES=" + object}, "apply", update)
+	if err == nil || !strings.Contains(out, "API objects not applied after 2 attempts") {
+		t.Errorf("an API object refused: err %v, output:\n%s", err, out)
+	}
 	_ = os.Remove(e.log)
 	out, err = e.run(t, nil, "apply", update)
 	if err != nil {

@@ -35,16 +35,24 @@ import (
 // back (EngineHooks.AfterConverge), so nothing else changes. Signers are never marked: they follow library-go's
 // own rule (signer.go, needNewSigningCertKeyPair: expired, past 80% of validity, or past not-before+refresh).
 
-// leaf is a target certificate library-go manages, as found before the converge phase.
+// leaf is a target certificate library-go manages, or a node credential the render signed (CSR), as found before
+// the converge phase.
 type leaf struct {
 	Namespace, Name string
-	Cert            []byte // tls.crt as it was
+	Cert            []byte // tls.crt (or the CSR's status.certificate) as it was
 	NotAfter        time.Time
 	// NotAfterAnnotation is the original annotation value, restored when the mark is not consumed.
 	NotAfterAnnotation string
+	// CSR: the node side's emulated CertificateSigningRequest Name (pkg/node, CSRApprovalLoop).
+	CSR bool
 }
 
-func (l leaf) String() string { return "secret " + l.Namespace + "/" + l.Name }
+func (l leaf) String() string {
+	if l.CSR {
+		return "certificatesigningrequest " + l.Name
+	}
+	return "secret " + l.Namespace + "/" + l.Name
+}
 
 // marker marks leaves due and takes unconsumed marks back.
 type marker struct {
@@ -142,6 +150,43 @@ func (m *marker) before(ctx context.Context, c *loops.Cluster) error {
 		}
 		m.marked = append(m.marked, l)
 	}
+	return m.markCSRs(ctx, c)
+}
+
+// The node's render-time credentials (the kubelet's first client certificate and the CSR approver's) are not
+// library-go targets: the node side's stand-in for CSR approval (pkg/node/csr.go, CSRApprovalLoop) keeps one
+// approved CertificateSigningRequest per identity and signs it again, for the same key, when its certificate no
+// longer verifies or is expired. renew marks such a credential due by taking the certificate off the CSR's status
+// (the record of the emulated approval, not a certificate anywhere): the loop signs it again with the current CSR
+// signer and the render's leaf validity. The kubelet's own rotation (rotateCertificates, CSRs approved on the node)
+// does not depend on this; the CSR approver's credential has no other way to be renewed.
+func (m *marker) markCSRs(ctx context.Context, c *loops.Cluster) error {
+	csrs := c.Kube.CertificatesV1().CertificateSigningRequests()
+	list, err := csrs.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	for i := range list.Items {
+		csr := &list.Items[i]
+		if len(csr.Status.Certificate) == 0 {
+			continue
+		}
+		cert, err := firstCert(csr.Status.Certificate)
+		if err != nil {
+			return fmt.Errorf("certificatesigningrequest %s: status.certificate: %w", csr.Name, err)
+		}
+		l := leaf{Name: csr.Name, Cert: csr.Status.Certificate, NotAfter: cert.NotAfter, CSR: true}
+		if !m.due(l) {
+			continue
+		}
+		next := csr.DeepCopy()
+		next.Status.Certificate = nil
+		if _, err := csrs.Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("renew: %s: %w", l, err)
+		}
+		m.marked = append(m.marked, l)
+	}
 	return nil
 }
 
@@ -149,6 +194,22 @@ func (m *marker) before(ctx context.Context, c *loops.Cluster) error {
 // not-after annotation back.
 func (m *marker) after(ctx context.Context, c *loops.Cluster) error {
 	for _, l := range m.marked {
+		if l.CSR {
+			csr, err := c.Kube.CertificatesV1().CertificateSigningRequests().Get(ctx, l.Name, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("renew: %s after the converge phase: %w", l, err)
+			}
+			if len(csr.Status.Certificate) > 0 {
+				continue
+			}
+			next := csr.DeepCopy()
+			next.Status.Certificate = l.Cert
+			if _, err := c.Kube.CertificatesV1().CertificateSigningRequests().Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+				return fmt.Errorf("renew: %s: %w", l, err)
+			}
+			m.unconsumed = append(m.unconsumed, l)
+			continue
+		}
 		s, err := c.Kube.CoreV1().Secrets(l.Namespace).Get(ctx, l.Name, metav1.GetOptions{})
 		if err != nil {
 			return fmt.Errorf("renew: %s after the converge phase: %w", l, err)

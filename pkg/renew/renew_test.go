@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/openshift/library-go/pkg/operator/certrotation"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/render-static/render-static/pkg/certs"
@@ -97,6 +100,31 @@ func managedTargets(t *testing.T, dir string) map[string]time.Time {
 	return out
 }
 
+// nodeCSRs are the node's render-time credentials (pkg/node's emulated CSR approval) as the state holds them: by
+// "certificatesigningrequest <name>", their not-after and fingerprint.
+func nodeCSRs(t *testing.T, dir string) (map[string]time.Time, map[string]bool) {
+	t.Helper()
+	st, err := state.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, fps := map[string]time.Time{}, map[string]bool{}
+	for _, o := range st.Objects {
+		csr, ok := o.(*certificatesv1.CertificateSigningRequest)
+		if !ok || len(csr.Status.Certificate) == 0 {
+			continue
+		}
+		c, err := firstCert(csr.Status.Certificate)
+		if err != nil {
+			t.Fatalf("csr %s: %v", csr.Name, err)
+		}
+		out["certificatesigningrequest "+csr.Name] = c.NotAfter
+		h := sha256.Sum256(c.Raw)
+		fps[hex.EncodeToString(h[:])] = true
+	}
+	return out, fps
+}
+
 func signerSecrets(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
 	st, err := state.Load(dir)
@@ -112,11 +140,14 @@ func signerSecrets(t *testing.T, dir string) map[string][]byte {
 	return out
 }
 
+// renewedNames are the names of the renewed certificates of a kind; a CSR's is without the " (<CN>)" the report
+// adds.
 func renewedNames(r *Report, kind string) []string {
 	var out []string
 	for _, c := range r.Renewed {
 		if c.Kind == kind {
-			out = append(out, c.Name)
+			n, _, _ := strings.Cut(c.Name, " (")
+			out = append(out, n)
 		}
 	}
 	sort.Strings(out)
@@ -192,6 +223,13 @@ func TestRenew(t *testing.T) {
 	// --within: a new node IP first reissues etcd's three node certificates, so they expire later than the rest.
 	render(t, dir, "192.168.126.11")
 	targets := managedTargets(t, dir)
+	csrs, _ := nodeCSRs(t, dir)
+	if len(csrs) != 2 {
+		t.Fatalf("the state holds %d node CSRs with a certificate, want the kubelet's and the approver's", len(csrs))
+	}
+	for n, na := range csrs {
+		targets[n] = na
+	}
 	etcdNode := map[string]bool{"secret openshift-etcd/etcd-peer-master-0": true, "secret openshift-etcd/etcd-serving-master-0": true,
 		"secret openshift-etcd/etcd-serving-metrics-master-0": true}
 	var oldest, youngest time.Time // latest not-after of the others, earliest of etcd's node certificates
@@ -249,6 +287,10 @@ func TestRenew(t *testing.T) {
 	old := readTree(t, dir)
 	oldCerts := certsByName(t, dir)
 	targets = managedTargets(t, dir)
+	csrs, csrFPs := nodeCSRs(t, dir)
+	for n, na := range csrs {
+		targets[n] = na
+	}
 	signers = signerSecrets(t, dir)
 	rep, err = Run(ctx, Options{Dir: dir, Force: true})
 	if err != nil {
@@ -260,6 +302,9 @@ func TestRenew(t *testing.T) {
 	newCerts := certsByName(t, dir)
 	for n, c := range oldCerts {
 		nc, ok := newCerts[n]
+		if csrFPs[c.fp] {
+			targets[n] = c.notAfter // a node credential in a kubeconfig: signed again
+		}
 		switch {
 		case c.ca:
 			if ok && nc.fp != c.fp {
@@ -452,5 +497,71 @@ func TestRenewBadInput(t *testing.T) {
 	}
 	if files := readTree(t, dir); len(files) != 1 {
 		t.Errorf("a failed renew wrote into the directory: %v", keys(files))
+	}
+}
+
+// TestRenewDueSigner: a signer that library-go finds due (its not-after annotation says it expired, as it will
+// once the wall clock gets there: the controllers read time.Now() and the annotation, no injectable clock) is
+// renewed by library-go's own rule, without --force; its CA bundle then holds the old and the new signer, so every
+// certificate the old one signed stays valid, and those leaves are not reissued (their issuer is still in the
+// bundle). No other signer changes.
+func TestRenewDueSigner(t *testing.T) {
+	if testing.Short() {
+		t.Skip("renders and renews")
+	}
+	dir := filepath.Join(t.TempDir(), "aio")
+	render(t, dir, "192.168.126.10")
+	const signer = "openshift-kube-apiserver-operator/localhost-serving-signer"
+	const bundle = "openshift-kube-apiserver-operator/localhost-serving-ca"
+	p := filepath.Join(dir, state.Dir, "objects", "core_secret_openshift-kube-apiserver-operator_localhost-serving-signer.yaml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(auth\.openshift\.io/certificate-not-after: )"[^"]+"`)
+	if !re.Match(b) {
+		t.Fatalf("%s has no not-after annotation", p)
+	}
+	if err := os.WriteFile(p, re.ReplaceAll(b, []byte(`${1}"2020-01-01T00:00:00Z"`)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	oldSigners := signerSecrets(t, dir)
+	rep, err := Run(context.Background(), Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := renewedNames(rep, "signer"); strings.Join(got, ",") != "secret "+signer {
+		t.Errorf("renewed signers %v, want exactly %s", got, signer)
+	}
+	if got := renewedNames(rep, "leaf"); len(got) > 0 {
+		t.Errorf("leaves %v reissued, but their issuer is still in the bundle", got)
+	}
+	newSigners := signerSecrets(t, dir)
+	for k, crt := range oldSigners {
+		if k != signer && !bytes.Equal(newSigners[k], crt) {
+			t.Errorf("signer %s changed", k)
+		}
+	}
+	st, err := state.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var caBundle string
+	for _, o := range st.Objects {
+		if cm, ok := o.(*corev1.ConfigMap); ok && cm.Namespace+"/"+cm.Name == bundle {
+			caBundle = cm.Data["ca-bundle.crt"]
+		}
+	}
+	for _, which := range []string{"old", "new"} {
+		crt := oldSigners[signer]
+		if which == "new" {
+			crt = newSigners[signer]
+		}
+		if bytes.Equal(oldSigners[signer], newSigners[signer]) || !strings.Contains(caBundle, strings.TrimSpace(string(crt))) {
+			t.Errorf("%s does not hold the %s signer", bundle, which)
+		}
+	}
+	if !slices.Contains(rep.Bundles, "configmap "+bundle) || rep.Update == nil {
+		t.Errorf("the report names bundles %v (update %v); want %s and an update", rep.Bundles, rep.Update != nil, bundle)
 	}
 }

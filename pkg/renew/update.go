@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/openshift/library-go/pkg/operator/certrotation"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -115,9 +116,12 @@ type Report struct {
 
 // Print writes the report.
 func (r *Report) Print(w io.Writer) {
-	if len(r.Renewed) == 0 {
+	switch {
+	case len(r.Renewed) == 0 && r.Update == nil:
 		fmt.Fprintf(w, "renew %s: nothing was due; no new revision, no update\n", r.Dir)
-	} else {
+	case len(r.Renewed) == 0:
+		fmt.Fprintf(w, "renew %s: no certificate renewed, but the render changed (see the update)\n", r.Dir)
+	default:
 		fmt.Fprintf(w, "renew %s: %d certificates renewed\n", r.Dir, len(r.Renewed))
 	}
 	for _, c := range r.Renewed {
@@ -357,6 +361,13 @@ func podOf(manifest []byte) (name, namespace string, err error) {
 	return pod.Name, pod.Namespace, nil
 }
 
+func markReason(o Options) string {
+	if o.Force {
+		return "--force"
+	}
+	return fmt.Sprintf("--within %s: expires before %s", o.Within, o.Now.Add(o.Within).UTC().Format(time.RFC3339))
+}
+
 // renewals compares every secret and CA bundle of the state with the cluster after renew: a secret whose tls.crt
 // changed was renewed, a configmap whose ca-bundle.crt changed is a changed bundle. Revision copies (new objects)
 // are not renewals.
@@ -399,11 +410,37 @@ func renewals(ctx context.Context, o Options, st *state.State, m *marker, eng *p
 			r.Kind = "signer"
 		}
 		if marked[key] {
-			if o.Force {
-				r.Reason = "--force"
-			} else {
-				r.Reason = fmt.Sprintf("--within %s: expires before %s", o.Within, o.Now.Add(o.Within).UTC().Format(time.RFC3339))
-			}
+			r.Reason = markReason(o)
+		}
+		out = append(out, r)
+	}
+	// The node's render-time credentials (pkg/node's emulated CSR approval).
+	oldCSRs := map[string][]byte{}
+	for _, obj := range st.Objects {
+		if v, ok := obj.(*certificatesv1.CertificateSigningRequest); ok {
+			oldCSRs[v.Name] = v.Status.Certificate
+		}
+	}
+	csrs, err := eng.Cluster.Kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, csr := range csrs.Items {
+		old, ok := oldCSRs[csr.Name]
+		if !ok || len(csr.Status.Certificate) == 0 || bytes.Equal(old, csr.Status.Certificate) {
+			continue
+		}
+		nc, err := firstCert(csr.Status.Certificate)
+		if err != nil {
+			return nil, nil, fmt.Errorf("certificatesigningrequest %s: %w", csr.Name, err)
+		}
+		r := Renewal{Name: "certificatesigningrequest " + csr.Name + " (" + nc.Subject.CommonName + ")", Kind: "leaf", NewNotAfter: nc.NotAfter,
+			Reason: "signed again by the render's stand-in for CSR approval (expired or its signer changed)"}
+		if oc, err := firstCert(old); err == nil {
+			r.OldNotAfter = oc.NotAfter
+		}
+		if marked["/"+csr.Name] {
+			r.Reason = markReason(o)
 		}
 		out = append(out, r)
 	}
