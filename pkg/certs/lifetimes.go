@@ -44,7 +44,7 @@ const DefaultLeafValidity = 365 * 24 * time.Hour
 //     client-go reloads such files, every 5 minutes (k8s.io/client-go/transport/cert_rotation.go,
 //     CertCallbackRefreshDuration): a node that is to outlive its first leaves must apply `render-static renew`
 //     more than 5 minutes before they expire, so a lab that renews right after boot needs leaves of ~8 minutes
-//     or more (the end-to-end renewal uses 8);
+//     or more (the end-to-end renewal uses 12, test/e2e/renew_test.go renewLeaf says why);
 //   - what kube-controller-manager signs after boot (the kubelet's renewed client and its serving certificates)
 //     follows --cluster-signing-duration, the operator's 720h (kube-controller-manager's defaultconfig.yaml), not
 //     this; it signs nothing shorter than 10 minutes anyway (2 × its 5-minute backdate,
