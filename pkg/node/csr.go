@@ -201,8 +201,31 @@ func signedFor(csr *certificatesv1.CertificateSigningRequest, id clientIdentity,
 	return err == nil
 }
 
+// Boundaries of what kube-controller-manager's CSR signer issues (pkg/controller/certificates/signer/signer.go):
+// every certificate starts csrBackdate before it is signed; one shorter than csrShort is not backdated at its end.
+const (
+	csrBackdate = 5 * time.Minute
+	csrShort    = 8 * time.Hour
+)
+
+// csrBoundaries are NotBefore and NotAfter of a certificate signed at now for validity, as
+// kube-controller-manager's signer computes them (pkg/controller/certificates/authority/policies.go): a long-lived
+// certificate ends validity after its backdated start, a short-lived one validity after now (so a leaf of a few
+// minutes is not cut by the backdate); never after the signer.
+func csrBoundaries(now time.Time, validity time.Duration, signerNotAfter time.Time) (time.Time, time.Time) {
+	notBefore := now.Add(-csrBackdate)
+	notAfter := now.Add(validity - csrBackdate)
+	if validity < csrShort {
+		notAfter = now.Add(validity)
+	}
+	if notAfter.After(signerNotAfter) {
+		notAfter = signerNotAfter
+	}
+	return notBefore, notAfter
+}
+
 // newCSR builds the request the client would send, approves it, and signs it as kube-controller-manager's
-// signer does: subject and usages from the request, backdated five minutes, no longer than the signer lives.
+// signer does: subject and usages from the request, boundaries by csrBoundaries.
 func newCSR(id clientIdentity, key crypto.Signer, signerCert *x509.Certificate, signerKey crypto.Signer, validity time.Duration) (*certificatesv1.CertificateSigningRequest, error) {
 	subject := pkix.Name{CommonName: id.user, Organization: id.groups}
 	reqDER, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: subject}, key)
@@ -213,11 +236,7 @@ func newCSR(id clientIdentity, key crypto.Signer, signerCert *x509.Certificate, 
 	if err != nil {
 		return nil, err
 	}
-	notBefore := time.Now().Add(-5 * time.Minute).Truncate(time.Second)
-	notAfter := notBefore.Add(validity)
-	if notAfter.After(signerCert.NotAfter) {
-		notAfter = signerCert.NotAfter
-	}
+	notBefore, notAfter := csrBoundaries(time.Now().Truncate(time.Second), validity, signerCert.NotAfter)
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
 		Subject:               subject,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/render-static/render-static/pkg/apiserver"
 	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/node"
 	"github.com/render-static/render-static/pkg/state"
@@ -117,6 +118,7 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 			Loops: e.Loops, Passes: e.Result.TotalPasses(), Objects: len(manifests), Files: len(tree.Files()),
 			IgnitionBytes: len(ign), EarliestExpiry: exp, EarliestExpirySubject: subject,
 			KeygenTime: e.KeygenTime, LoopsTime: e.LoopsTime, ExportTime: exportTime, IgnitionTime: ignTime,
+			Warnings: warnings(in),
 		},
 	}, nil
 }
@@ -164,4 +166,13 @@ func (o *Output) Fill(tmp string) error {
 		}
 	}
 	return export.WriteFile(filepath.Join(tmp, "trace.txt"), 0644, []byte(o.Trace))
+}
+
+// warnings are the render's warnings about its inputs (see Summary.Warnings).
+func warnings(in *clusterconfig.Inputs) []string {
+	var out []string
+	if w := in.Lifetimes.Warning(); w != "" {
+		out = append(out, w)
+	}
+	return out
 }

@@ -19,6 +19,8 @@ type Summary struct {
 	Elapsed                       time.Duration
 	// Timing of the render's parts, for benchmarks.
 	KeygenTime, LoopsTime, ExportTime, IgnitionTime time.Duration
+	// Warnings are printed after the summary: inputs that render but need care (leaves of minutes).
+	Warnings []string
 }
 
 func (s Summary) Print(w io.Writer, dir string) {
@@ -29,6 +31,9 @@ func (s Summary) Print(w io.Writer, dir string) {
 	fmt.Fprintf(w, "  aio.ign:          %d bytes\n", s.IgnitionBytes)
 	fmt.Fprintf(w, "  earliest expiry:  %s (%s)\n", s.EarliestExpiry.UTC().Format(time.RFC3339), s.EarliestExpirySubject)
 	fmt.Fprintf(w, "  elapsed:          %s\n", s.Elapsed.Round(time.Millisecond))
+	for _, warning := range s.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warning)
+	}
 }
 
 // earliestExpiry is the certificate that expires first among the node's files (CA bundles and kubeconfigs

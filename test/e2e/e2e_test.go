@@ -109,6 +109,7 @@ type innerSpec struct {
 	// OpenShiftPods holds the openshift flavor's rendered static pods of the same install-config: each must pass
 	// the live kube-apiserver's server-side dry-run validation as a pod.
 	OpenShiftPods string
+	CLI           string // render-static, for the phases that run it (renew)
 }
 
 func (s *innerSpec) addrs(t *testing.T) []NodeAddress {
@@ -190,6 +191,8 @@ func TestInner(t *testing.T) {
 		innerBroken(t, &spec)
 	case "lab":
 		innerLab(t, &spec)
+	case "renew":
+		innerRenew(t, &spec)
 	default:
 		t.Fatalf("unknown phase %q", spec.Phase)
 	}

@@ -175,8 +175,11 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 	render := func(flavor, out string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, cli, "--flavor", flavor, "--install-config", icPath,
-			"--node-ip", c.nodeIPs, "--node-name", upstreamNodeName, "--dir", out)
+		args := []string{"--flavor", flavor, "--install-config", icPath, "--node-ip", c.nodeIPs, "--node-name", upstreamNodeName, "--dir", out}
+		if flavor == "upstream" {
+			args = append(args, upstreamRenderArgs[c.name]...)
+		}
+		cmd := exec.CommandContext(ctx, cli, args...)
 		b, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("render-static --flavor %s: %v\n%s", flavor, err, b)
