@@ -31,11 +31,7 @@ bundles and the signer tree. With --expiring-within it exits 1 when any certific
 			if output != "table" && output != "json" {
 				return fmt.Errorf("-o: %q is not table or json", output)
 			}
-			files, err := inventory.Load(src)
-			if err != nil {
-				return err
-			}
-			inv, err := inventory.FromFiles(files, time.Now())
+			inv, err := inventory.Read(src, time.Now())
 			if err != nil {
 				return err
 			}

@@ -138,6 +138,29 @@ type PodValues struct {
 // pkg/operator/targetconfigcontroller/targetconfigcontroller.go).
 func verbosity(l operatorv1.LogLevel) int { return operator.Verbosity(l, 10) }
 
+// podState is what the pod loops of both flavors start from: the observed config and the operator's spec.
+func (k *Component) podState() (map[string]interface{}, *operatorv1.StaticPodOperatorSpec, error) {
+	observed, _, _, err := k.observedConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	spec, _, _, err := k.Op.GetStaticPodOperatorState()
+	return observed, spec, err
+}
+
+// gracefulTerminationDuration is the observed gracefulTerminationDuration in seconds, or def when none is observed.
+func gracefulTerminationDuration(observed map[string]interface{}, def int) (int, error) {
+	s, found, _ := unstructured.NestedString(observed, gracefulTerminationPath...)
+	if !found || s == "" {
+		return def, nil
+	}
+	d, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("observedConfig gracefulTerminationDuration %q: %w", s, err)
+	}
+	return d, nil
+}
+
 // podConfigMapLoop renders openshift-kube-apiserver/kube-apiserver-pod: pod.yaml from the pod template with the
 // observed grace period, bind network and proxy; forceRedeploymentReason and version; and, on a single node,
 // the startup monitor's pod.
@@ -146,11 +169,7 @@ func (k *Component) podConfigMapLoop() loops.Loop {
 		return k.upstreamPodConfigMapLoop() // upstream.go
 	}
 	return k.whenInputs(loops.Loop{Name: "target-config/kube-apiserver-pod", Sync: func(ctx context.Context) error {
-		observed, _, _, err := k.observedConfig()
-		if err != nil {
-			return err
-		}
-		spec, _, _, err := k.Op.GetStaticPodOperatorState()
+		observed, spec, err := k.podState()
 		if err != nil {
 			return err
 		}
@@ -161,10 +180,8 @@ func (k *Component) podConfigMapLoop() loops.Loop {
 		v.OperatorImageVersion = operator.ImageTag(v.OperatorImage)
 		level := verbosity(spec.LogLevel)
 		v.Verbosity, v.MonitorVerbosity = fmt.Sprintf(" -v=%d", level), fmt.Sprintf("-v=%d", level)
-		if s, found, _ := unstructured.NestedString(observed, gracefulTerminationPath...); found && s != "" {
-			if v.GracefulTerminationDuration, err = strconv.Atoi(s); err != nil {
-				return fmt.Errorf("observedConfig gracefulTerminationDuration %q: %w", s, err)
-			}
+		if v.GracefulTerminationDuration, err = gracefulTerminationDuration(observed, v.GracefulTerminationDuration); err != nil {
+			return err
 		}
 		v.SetupTimeout = v.GracefulTerminationDuration + 85
 		// check-endpoints binds [::] only when kube-apiserver's bindNetwork is tcp6 (IPv6 single stack); dual stack

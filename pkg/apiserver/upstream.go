@@ -215,11 +215,7 @@ type upstreamPodData struct {
 // an operator binary).
 func (k *Component) upstreamPodConfigMapLoop() loops.Loop {
 	return k.whenInputs(loops.Loop{Name: "target-config/kube-apiserver-pod", Sync: func(ctx context.Context) error {
-		observed, _, _, err := k.observedConfig()
-		if err != nil {
-			return err
-		}
-		spec, _, _, err := k.Op.GetStaticPodOperatorState()
+		observed, spec, err := k.podState()
 		if err != nil {
 			return err
 		}
@@ -243,10 +239,8 @@ func (k *Component) upstreamPodConfigMapLoop() loops.Loop {
 			return err
 		}
 		d := upstreamPodData{Image: k.In.Images.Image(UpstreamImage), Args: args, ProbeHost: in.NodeIP.String(), GracefulTerminationDuration: 135}
-		if s, found, _ := unstructured.NestedString(observed, gracefulTerminationPath...); found && s != "" {
-			if d.GracefulTerminationDuration, err = strconv.Atoi(s); err != nil {
-				return fmt.Errorf("observedConfig gracefulTerminationDuration %q: %w", s, err)
-			}
+		if d.GracefulTerminationDuration, err = gracefulTerminationDuration(observed, d.GracefulTerminationDuration); err != nil {
+			return err
 		}
 		bind, _, _ := unstructured.NestedString(observed, bindAddressPath...)
 		if _, port, err := net.SplitHostPort(bind); err == nil {

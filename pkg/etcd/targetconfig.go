@@ -146,18 +146,26 @@ func (k *Component) restorePodLoop() loops.Loop {
 // manifests/etcd/pod.yaml (the installer substitutes REVISION, NODE_NAME and NODE_ENVVAR_NAME on the node).
 func (k *Component) podLoop() loops.Loop {
 	if k.In.Flavor == clusterconfig.FlavorUpstream {
-		return k.upstreamPodLoop() // upstream.go
+		return k.podConfigMapLoop(k.upstreamPod) // upstream.go
 	}
-	return loops.Loop{Name: "target-config/" + PodConfigMap, Sync: func(ctx context.Context) error {
+	return k.podConfigMapLoop(func() (string, error) {
 		d, err := k.podData()
 		if err != nil {
-			return err
+			return "", err
 		}
-		pod, err := renderPod("pod.yaml", d)
+		return renderPod("pod.yaml", d)
+	})
+}
+
+// podConfigMapLoop is target-config/etcd-pod of either flavor: configmap etcd-pod with the pod.yaml that pod
+// renders, and the version.
+func (k *Component) podConfigMapLoop(pod func() (string, error)) loops.Loop {
+	return loops.Loop{Name: "target-config/" + PodConfigMap, Sync: func(ctx context.Context) error {
+		p, err := pod()
 		if err != nil {
 			return err
 		}
-		data, err := k.versionData(map[string]string{"pod.yaml": pod})
+		data, err := k.versionData(map[string]string{"pod.yaml": p})
 		if err != nil {
 			return err
 		}

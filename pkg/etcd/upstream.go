@@ -9,7 +9,6 @@ package etcd
 // stay as the operator lays them out.
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"path"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
 
-	"github.com/render-static/render-static/pkg/loops"
 	"github.com/render-static/render-static/pkg/operator"
 )
 
@@ -134,19 +132,4 @@ func (k *Component) upstreamPod() (string, error) {
 		return "", err
 	}
 	return resourceread.WritePodV1OrDie(pod), nil
-}
-
-// upstreamPodLoop is target-config/etcd-pod of the upstream flavor.
-func (k *Component) upstreamPodLoop() loops.Loop {
-	return loops.Loop{Name: "target-config/" + PodConfigMap, Sync: func(ctx context.Context) error {
-		pod, err := k.upstreamPod()
-		if err != nil {
-			return err
-		}
-		data, err := k.versionData(map[string]string{"pod.yaml": pod})
-		if err != nil {
-			return err
-		}
-		return k.applyConfigMap(ctx, PodConfigMap, data)
-	}}
 }

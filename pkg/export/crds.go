@@ -3,9 +3,11 @@ package export
 import (
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -174,13 +176,8 @@ func CRDs(ms []Manifest, featureSet string) ([]Manifest, error) {
 			needed[m.GVK.Group+"/"+m.GVK.Kind] = true
 		}
 	}
-	kinds := make([]string, 0, len(needed))
-	for k := range needed {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
 	var out []Manifest
-	for _, k := range kinds {
+	for _, k := range slices.Sorted(maps.Keys(needed)) {
 		cands := byKind[k]
 		if len(cands) != 1 {
 			return nil, fmt.Errorf("exported kind %s needs exactly one CRD for feature set %s, found %d (see export.CRDKinds and hack/synccrds)", k, featureSet, len(cands))

@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/coreos/ignition/v2/config/v3_2"
 	"github.com/coreos/ignition/v2/config/v3_2/types"
@@ -192,29 +190,14 @@ type encodedFile struct {
 // allocates about a megabyte). The result is in files' order and the same as encoding one after another.
 func encodeAll(files []File) ([]encodedFile, error) {
 	out := make([]encodedFile, len(files))
-	errs := make([]error, len(files))
 	workers := min(runtime.GOMAXPROCS(0), len(files))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e := &encoder{}
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(files) {
-					return
-				}
-				var err error
-				out[i].src, out[i].compressed, err = e.encode(files[i].Contents)
-				if err != nil {
-					errs[i] = fmt.Errorf("%s: %w", files[i].Path, err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	errs := parallelEach(len(files), workers, func() *encoder { return &encoder{} }, func(e *encoder, i int) error {
+		var err error
+		if out[i].src, out[i].compressed, err = e.encode(files[i].Contents); err != nil {
+			return fmt.Errorf("%s: %w", files[i].Path, err)
+		}
+		return nil
+	})
 	return out, errors.Join(errs...)
 }
 

@@ -99,14 +99,8 @@ func copyResources(ctx context.Context, kube kubernetes.Interface, t *Tree, ns, 
 		if err != nil {
 			return fmt.Errorf("secret %s/%s: %w", ns, r.Name+suffix, err)
 		}
-		for _, k := range sortedKeys(s.Data) {
-			mode := fs.FileMode(0600)
-			if strings.HasSuffix(k, ".sh") {
-				mode = 0700
-			}
-			if err := t.AddFile(path.Join(dir, "secrets", r.Name, k), mode, []byte(subst(string(s.Data[k])))); err != nil {
-				return err
-			}
+		if err := addResourceFiles(t, path.Join(dir, "secrets", r.Name), s.Data, 0700, subst); err != nil {
+			return err
 		}
 	}
 	for _, r := range cms {
@@ -117,14 +111,23 @@ func copyResources(ctx context.Context, kube kubernetes.Interface, t *Tree, ns, 
 		if err != nil {
 			return fmt.Errorf("configmap %s/%s: %w", ns, r.Name+suffix, err)
 		}
-		for _, k := range sortedKeys(c.Data) {
-			mode := fs.FileMode(0600)
-			if strings.HasSuffix(k, ".sh") {
-				mode = 0755
-			}
-			if err := t.AddFile(path.Join(dir, "configmaps", r.Name, k), mode, []byte(subst(c.Data[k]))); err != nil {
-				return err
-			}
+		if err := addResourceFiles(t, path.Join(dir, "configmaps", r.Name), c.Data, 0755, subst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addResourceFiles lays down every key of a secret's or config map's data as a file of dir, in key order, its
+// contents passed through subst: mode 0600, or shMode for a *.sh key (a script).
+func addResourceFiles[V string | []byte](t *Tree, dir string, data map[string]V, shMode fs.FileMode, subst func(string) string) error {
+	for _, k := range sortedKeys(data) {
+		mode := fs.FileMode(0600)
+		if strings.HasSuffix(k, ".sh") {
+			mode = shMode
+		}
+		if err := t.AddFile(path.Join(dir, k), mode, []byte(subst(string(data[k])))); err != nil {
+			return err
 		}
 	}
 	return nil

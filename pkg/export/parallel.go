@@ -19,6 +19,12 @@ func Parallel(n int, f func(i int) error) error {
 		}
 		return errors.Join(errs...)
 	}
+	return errors.Join(parallelEach(n, workers, func() struct{} { return struct{}{} }, func(_ struct{}, i int) error { return f(i) })...)
+}
+
+// parallelEach calls f(w, i) for i in 0 … n-1 on the given number of workers, each with its own state w made by
+// newWorker (such as a reusable buffer), and returns the errors in index order.
+func parallelEach[W any](n, workers int, newWorker func() W, f func(w W, i int) error) []error {
 	errs := make([]error, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -26,15 +32,16 @@ func Parallel(n int, f func(i int) error) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			state := newWorker()
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= n {
 					return
 				}
-				errs[i] = f(i)
+				errs[i] = f(state, i)
 			}
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return errs
 }

@@ -97,7 +97,7 @@ func WriteDirAtomic(dest string, fill func(tmpDir string) error) (err error) {
 		if err := renameDir(tmp, dest); err != nil {
 			return fmt.Errorf("writing output %s: %w", dest, err)
 		}
-		return syncDir(parent)
+		return syncPath(parent)
 	}
 
 	// Replace a previous output: move it aside onto a fresh (empty, so replaceable) directory name.
@@ -115,7 +115,7 @@ func WriteDirAtomic(dest string, fill func(tmpDir string) error) (err error) {
 		}
 		return fmt.Errorf("writing output %s: %w", dest, err)
 	}
-	if err := syncDir(parent); err != nil {
+	if err := syncPath(parent); err != nil {
 		return fmt.Errorf("writing output %s: %w", dest, err)
 	}
 	if err := removeAll(old); err != nil {
@@ -189,28 +189,20 @@ func syncEach(root string) error {
 		if !d.Type().IsRegular() && !d.IsDir() {
 			return nil
 		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		serr := f.Sync()
-		cerr := f.Close()
-		if serr != nil {
-			return fmt.Errorf("fsync %s: %w", p, serr)
-		}
-		return cerr
+		return syncPath(p)
 	})
 }
 
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
+// syncPath fsyncs one file or directory.
+func syncPath(p string) error {
+	f, err := os.Open(p)
 	if err != nil {
 		return err
 	}
 	serr := f.Sync()
 	cerr := f.Close()
 	if serr != nil {
-		return fmt.Errorf("fsync %s: %w", dir, serr)
+		return fmt.Errorf("fsync %s: %w", p, serr)
 	}
 	return cerr
 }

@@ -109,6 +109,15 @@ type blob struct {
 	certs []*x509.Certificate
 }
 
+// Read is the inventory of the node files of src (see Load) at now.
+func Read(src string, now time.Time) (*Inventory, error) {
+	files, err := Load(src)
+	if err != nil {
+		return nil, err
+	}
+	return FromFiles(files, now)
+}
+
 // FromFiles builds the inventory of node files (absolute paths → contents) at time now.
 func FromFiles(files map[string][]byte, now time.Time) (*Inventory, error) {
 	var blobs []blob
@@ -326,6 +335,18 @@ func nameOf(l Location) string {
 	return fmt.Sprintf("%s %s/%s", l.Kind, l.Namespace, l.Name)
 }
 
+// getOrAdd returns m[key], first making it with mk, recording it in m and appending it to list (which keeps the
+// order of first sight) when m has none.
+func getOrAdd[K comparable, V any](m map[K]*V, list *[]*V, key K, mk func() *V) *V {
+	v := m[key]
+	if v == nil {
+		v = mk()
+		m[key] = v
+		*list = append(*list, v)
+	}
+	return v
+}
+
 func build(blobs []blob, now time.Time) *Inventory {
 	inv := &Inventory{Now: now}
 	byFP := map[string]*Certificate{}
@@ -335,12 +356,7 @@ func build(blobs []blob, now time.Time) *Inventory {
 		for i, c := range b.certs {
 			fp := fingerprint(c)
 			members = append(members, fp)
-			e := byFP[fp]
-			if e == nil {
-				e = &Certificate{Fingerprint: fp, cert: c}
-				byFP[fp] = e
-				inv.Certificates = append(inv.Certificates, e)
-			}
+			e := getOrAdd(byFP, &inv.Certificates, fp, func() *Certificate { return &Certificate{Fingerprint: fp, cert: c} })
 			l := b.loc
 			if !l.Bundle && i > 0 {
 				l.Bundle = true // a chain member: the issuer's copy, not the certificate that lives here
@@ -349,12 +365,7 @@ func build(blobs []blob, now time.Time) *Inventory {
 		}
 		if b.loc.Bundle {
 			key := strings.Join(members, ",")
-			bu := bundles[key]
-			if bu == nil {
-				bu = &Bundle{key: key, Certificates: members}
-				bundles[key] = bu
-				inv.Bundles = append(inv.Bundles, bu)
-			}
+			bu := getOrAdd(bundles, &inv.Bundles, key, func() *Bundle { return &Bundle{key: key, Certificates: members} })
 			l := b.loc
 			l.Bundle = false
 			bu.Locations = append(bu.Locations, l)

@@ -140,81 +140,81 @@ type turnCoreV1 struct {
 }
 
 func (c turnCoreV1) Secrets(ns string) corev1client.SecretInterface {
-	return turnSecrets{SecretInterface: c.CoreV1Interface.Secrets(ns), t: c.t}
+	s := c.CoreV1Interface.Secrets(ns)
+	return turnSecrets{secretReads{s}, turnWrites[*corev1.Secret, *applycorev1.SecretApplyConfiguration]{w: s, t: c.t}}
 }
 
 func (c turnCoreV1) ConfigMaps(ns string) corev1client.ConfigMapInterface {
-	return turnConfigMaps{ConfigMapInterface: c.CoreV1Interface.ConfigMaps(ns), t: c.t}
+	cm := c.CoreV1Interface.ConfigMaps(ns)
+	return turnConfigMaps{configMapReads{cm}, turnWrites[*corev1.ConfigMap, *applycorev1.ConfigMapApplyConfiguration]{w: cm, t: c.t}}
 }
 
-type turnSecrets struct {
-	corev1client.SecretInterface
+// turnSecrets and turnConfigMaps read through the client, one level down, and write through turnWrites, whose
+// methods, being shallower, are the ones promoted.
+type (
+	turnSecrets struct {
+		secretReads
+		turnWrites[*corev1.Secret, *applycorev1.SecretApplyConfiguration]
+	}
+	secretReads    struct{ corev1client.SecretInterface }
+	turnConfigMaps struct {
+		configMapReads
+		turnWrites[*corev1.ConfigMap, *applycorev1.ConfigMapApplyConfiguration]
+	}
+	configMapReads struct {
+		corev1client.ConfigMapInterface
+	}
+)
+
+var (
+	_ corev1client.SecretInterface    = turnSecrets{}
+	_ corev1client.ConfigMapInterface = turnConfigMaps{}
+)
+
+// writer is the write half of a typed client of objects T with apply configurations A.
+type writer[T, A any] interface {
+	Create(ctx context.Context, o T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, o T, opts metav1.UpdateOptions) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, list metav1.ListOptions) error
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (T, error)
+	Apply(ctx context.Context, cfg A, opts metav1.ApplyOptions) (T, error)
+}
+
+// turnWrites makes every write of w wait for the turn.
+type turnWrites[T, A any] struct {
+	w writer[T, A]
 	t *Turn
 }
 
-func (s turnSecrets) Create(ctx context.Context, o *corev1.Secret, opts metav1.CreateOptions) (*corev1.Secret, error) {
+func (s turnWrites[T, A]) Create(ctx context.Context, o T, opts metav1.CreateOptions) (T, error) {
 	s.t.Wait()
-	return s.SecretInterface.Create(ctx, o, opts)
+	return s.w.Create(ctx, o, opts)
 }
 
-func (s turnSecrets) Update(ctx context.Context, o *corev1.Secret, opts metav1.UpdateOptions) (*corev1.Secret, error) {
+func (s turnWrites[T, A]) Update(ctx context.Context, o T, opts metav1.UpdateOptions) (T, error) {
 	s.t.Wait()
-	return s.SecretInterface.Update(ctx, o, opts)
+	return s.w.Update(ctx, o, opts)
 }
 
-func (s turnSecrets) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+func (s turnWrites[T, A]) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
 	s.t.Wait()
-	return s.SecretInterface.Delete(ctx, name, opts)
+	return s.w.Delete(ctx, name, opts)
 }
 
-func (s turnSecrets) DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, list metav1.ListOptions) error {
+func (s turnWrites[T, A]) DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, list metav1.ListOptions) error {
 	s.t.Wait()
-	return s.SecretInterface.DeleteCollection(ctx, opts, list)
+	return s.w.DeleteCollection(ctx, opts, list)
 }
 
-func (s turnSecrets) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*corev1.Secret, error) {
+func (s turnWrites[T, A]) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (T, error) {
 	s.t.Wait()
-	return s.SecretInterface.Patch(ctx, name, pt, data, opts, sub...)
+	return s.w.Patch(ctx, name, pt, data, opts, sub...)
 }
 
-func (s turnSecrets) Apply(ctx context.Context, cfg *applycorev1.SecretApplyConfiguration, opts metav1.ApplyOptions) (*corev1.Secret, error) {
+func (s turnWrites[T, A]) Apply(ctx context.Context, cfg A, opts metav1.ApplyOptions) (T, error) {
 	s.t.Wait()
-	return s.SecretInterface.Apply(ctx, cfg, opts)
-}
-
-type turnConfigMaps struct {
-	corev1client.ConfigMapInterface
-	t *Turn
-}
-
-func (s turnConfigMaps) Create(ctx context.Context, o *corev1.ConfigMap, opts metav1.CreateOptions) (*corev1.ConfigMap, error) {
-	s.t.Wait()
-	return s.ConfigMapInterface.Create(ctx, o, opts)
-}
-
-func (s turnConfigMaps) Update(ctx context.Context, o *corev1.ConfigMap, opts metav1.UpdateOptions) (*corev1.ConfigMap, error) {
-	s.t.Wait()
-	return s.ConfigMapInterface.Update(ctx, o, opts)
-}
-
-func (s turnConfigMaps) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
-	s.t.Wait()
-	return s.ConfigMapInterface.Delete(ctx, name, opts)
-}
-
-func (s turnConfigMaps) DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, list metav1.ListOptions) error {
-	s.t.Wait()
-	return s.ConfigMapInterface.DeleteCollection(ctx, opts, list)
-}
-
-func (s turnConfigMaps) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*corev1.ConfigMap, error) {
-	s.t.Wait()
-	return s.ConfigMapInterface.Patch(ctx, name, pt, data, opts, sub...)
-}
-
-func (s turnConfigMaps) Apply(ctx context.Context, cfg *applycorev1.ConfigMapApplyConfiguration, opts metav1.ApplyOptions) (*corev1.ConfigMap, error) {
-	s.t.Wait()
-	return s.ConfigMapInterface.Apply(ctx, cfg, opts)
+	return s.w.Apply(ctx, cfg, opts)
 }
 
 // StaticPodOperator wraps an operator client so that every read and write of the operator resource waits for

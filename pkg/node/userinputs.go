@@ -2,6 +2,8 @@ package node
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -129,13 +131,8 @@ func mergedRegistries(sets []mirrorSet) []registry {
 		}
 		bySource[s.source] = append(bySource[s.source], s.mirrors)
 	}
-	sources := make([]string, 0, len(bySource))
-	for src := range bySource {
-		sources = append(sources, src)
-	}
-	sort.Strings(sources)
 	var out []registry
-	for _, src := range sources {
+	for _, src := range slices.Sorted(maps.Keys(bySource)) {
 		g := newOrderGraph()
 		for _, chain := range bySource[src] {
 			for i := 0; i+1 < len(chain); i++ {

@@ -47,11 +47,7 @@ func readTree(t *testing.T, dir string) (map[string][]byte, map[string]fs.FileMo
 
 func certsOf(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	files, err := inventory.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv, err := inventory.FromFiles(files, time.Now())
+	inv, err := inventory.Read(dir, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,11 +60,7 @@ type certInfo struct {
 
 func certsByName(t *testing.T, dir string) map[string]certInfo {
 	t.Helper()
-	files, err := inventory.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv, err := inventory.FromFiles(files, time.Now())
+	inv, err := inventory.Read(dir, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -368,6 +369,23 @@ func markReason(o Options) string {
 	return fmt.Sprintf("--within %s: expires before %s", o.Within, o.Now.Add(o.Within).UTC().Format(time.RFC3339))
 }
 
+// renewal is the leaf Renewal of a certificate whose PEM changed from oldPEM to newPEM, for reason unless it was
+// marked (then markReason's); newPEM's first certificate comes back with it. The caller names it.
+func renewal(o Options, marked bool, oldPEM, newPEM []byte, reason string) (Renewal, *x509.Certificate, error) {
+	nc, err := firstCert(newPEM)
+	if err != nil {
+		return Renewal{}, nil, err
+	}
+	r := Renewal{Kind: "leaf", NewNotAfter: nc.NotAfter, Reason: reason}
+	if oc, err := firstCert(oldPEM); err == nil {
+		r.OldNotAfter = oc.NotAfter
+	}
+	if marked {
+		r.Reason = markReason(o)
+	}
+	return r, nc, nil
+}
+
 // renewals compares every secret and CA bundle of the state with the cluster after renew: a secret whose tls.crt
 // changed was renewed, a configmap whose ca-bundle.crt changed is a changed bundle. Revision copies (new objects)
 // are not renewals.
@@ -398,19 +416,14 @@ func renewals(ctx context.Context, o Options, st *state.State, m *marker, eng *p
 		if !ok || len(s.Data[corev1.TLSCertKey]) == 0 || bytes.Equal(old.Data[corev1.TLSCertKey], s.Data[corev1.TLSCertKey]) {
 			continue
 		}
-		nc, err := firstCert(s.Data[corev1.TLSCertKey])
+		r, nc, err := renewal(o, marked[key], old.Data[corev1.TLSCertKey], s.Data[corev1.TLSCertKey],
+			"due by library-go's rule (expired, past 80% of its validity or its refresh time, or its signer left the bundle)")
 		if err != nil {
 			return nil, nil, fmt.Errorf("secret %s: tls.crt: %w", key, err)
 		}
-		r := Renewal{Name: "secret " + key, Kind: "leaf", NewNotAfter: nc.NotAfter, Reason: "due by library-go's rule (expired, past 80% of its validity or its refresh time, or its signer left the bundle)"}
-		if oc, err := firstCert(old.Data[corev1.TLSCertKey]); err == nil {
-			r.OldNotAfter = oc.NotAfter
-		}
+		r.Name = "secret " + key
 		if nc.IsCA || s.Labels[certrotation.ManagedCertificateTypeLabelName] == string(certrotation.CertificateTypeSigner) {
 			r.Kind = "signer"
-		}
-		if marked[key] {
-			r.Reason = markReason(o)
 		}
 		out = append(out, r)
 	}
@@ -430,18 +443,12 @@ func renewals(ctx context.Context, o Options, st *state.State, m *marker, eng *p
 		if !ok || len(csr.Status.Certificate) == 0 || bytes.Equal(old, csr.Status.Certificate) {
 			continue
 		}
-		nc, err := firstCert(csr.Status.Certificate)
+		r, nc, err := renewal(o, marked["/"+csr.Name], old, csr.Status.Certificate,
+			"signed again by the render's stand-in for CSR approval (expired or its signer changed)")
 		if err != nil {
 			return nil, nil, fmt.Errorf("certificatesigningrequest %s: %w", csr.Name, err)
 		}
-		r := Renewal{Name: "certificatesigningrequest " + csr.Name + " (" + nc.Subject.CommonName + ")", Kind: "leaf", NewNotAfter: nc.NotAfter,
-			Reason: "signed again by the render's stand-in for CSR approval (expired or its signer changed)"}
-		if oc, err := firstCert(old); err == nil {
-			r.OldNotAfter = oc.NotAfter
-		}
-		if marked["/"+csr.Name] {
-			r.Reason = markReason(o)
-		}
+		r.Name = "certificatesigningrequest " + csr.Name + " (" + nc.Subject.CommonName + ")"
 		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool {
