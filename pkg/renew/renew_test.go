@@ -217,6 +217,9 @@ func TestRenew(t *testing.T) {
 	}
 
 	// --within: a new node IP first reissues etcd's three node certificates, so they expire later than the rest.
+	// Certificate times have second resolution and a render can take under two seconds on an idle machine: wait so
+	// that the reissued ones are issued (and expire) at least three whole seconds after the others.
+	time.Sleep(4 * time.Second)
 	render(t, dir, "192.168.126.11")
 	targets := managedTargets(t, dir)
 	csrs, _ := nodeCSRs(t, dir)
