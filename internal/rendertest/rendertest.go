@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
@@ -84,6 +86,31 @@ func FilesOf(tree *export.Tree) Files {
 		fs[f.Path] = f
 	}
 	return fs
+}
+
+// ReadDir reads the regular files below root (a node root: an installer's output, a render's rootfs) as Files:
+// by their path below root with the leading slash, with permission bits and contents.
+func ReadDir(t testing.TB, root string) Files {
+	t.Helper()
+	files := Files{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		f := export.File{Path: "/" + filepath.ToSlash(rel), Mode: info.Mode().Perm()}
+		f.Contents, err = os.ReadFile(p)
+		files[f.Path] = f
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
 
 // File returns a node file (with or without the leading slash).
@@ -193,6 +220,23 @@ func HostPath(pod *corev1.Pod, container, p string) (string, error) {
 		return host, nil
 	}
 	return "", fmt.Errorf("%s has no container %s", pod.Name, container)
+}
+
+// Container is the pod's container name (init containers aside), nil if it has none.
+func Container(pod *corev1.Pod, name string) *corev1.Container {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+// Dig is the value at fields of a decoded YAML or JSON object; nil where a field is missing or a value on the way
+// is not an object.
+func Dig(m map[string]interface{}, fields ...string) interface{} {
+	v, _, _ := unstructured.NestedFieldNoCopy(m, fields...)
+	return v
 }
 
 // MountedPath maps a path inside container c of pod to the node path through the longest volume mount of c that
