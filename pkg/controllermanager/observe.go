@@ -6,7 +6,6 @@ import (
 	configlistersv1 "github.com/openshift/client-go/config/listers/config/v1"
 	"github.com/openshift/library-go/pkg/operator/configobserver"
 	"github.com/openshift/library-go/pkg/operator/configobserver/apiserver"
-	"github.com/openshift/library-go/pkg/operator/configobserver/featuregates"
 	"github.com/openshift/library-go/pkg/operator/configobserver/network"
 	"github.com/openshift/library-go/pkg/operator/configobserver/proxy"
 	"github.com/openshift/library-go/pkg/operator/events"
@@ -41,8 +40,8 @@ func (k *Component) configObserver() loops.Loop {
 		observeClusterName,
 		observeNetworks(clusterCIDRPath, network.GetClusterCIDRs, true),
 		observeNetworks(serviceIPRangePath, network.GetServiceCIDRs, false),
-		featuregates.NewObserveFeatureFlagsFunc(nil, nil, featureGatesArg, k.Features),
-		featuregates.NewObserveFeatureFlagsFunc(nil, nil, featureGatesPath, k.Features),
+		operator.ObserveFeatureGates(k.Features, featureGatesArg...),
+		operator.ObserveFeatureGates(k.Features, featureGatesPath...),
 		proxy.NewProxyObserveFunc(operator.ProxyPath),
 		observeServiceCA,
 		apiserver.ObserveTLSSecurityProfile,
