@@ -10,7 +10,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -30,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/internal/treetest"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/conformance"
@@ -93,22 +93,10 @@ func FilesOf(tree *export.Tree) Files {
 func ReadDir(t testing.TB, root string) Files {
 	t.Helper()
 	files := Files{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
+	for rel, f := range treetest.Read(t, root) {
+		if f.Mode.IsRegular() {
+			files["/"+rel] = export.File{Path: "/" + rel, Mode: f.Mode.Perm(), Contents: f.Contents}
 		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		f := export.File{Path: "/" + filepath.ToSlash(rel), Mode: info.Mode().Perm()}
-		f.Contents, err = os.ReadFile(p)
-		files[f.Path] = f
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return files
 }
