@@ -477,7 +477,8 @@ func TestQuorumRestoreAndDisable(t *testing.T) {
 	}
 }
 
-// TestEtcdScriptsRefuse: usage errors exit 2; not root, no etcd.env, no backup in DIR, no etcd member exit 1 with
+// TestEtcdScriptsRefuse: usage errors (a wrong number of arguments, or an option) exit 2 with the script's usage
+// line (etcd-common-tools' start_script); not root, no etcd.env, no backup in DIR, no etcd member exit 1 with
 // a message saying so, before anything is stopped or written.
 func TestEtcdScriptsRefuse(t *testing.T) {
 	n := newScriptNode(t)
@@ -491,11 +492,13 @@ func TestEtcdScriptsRefuse(t *testing.T) {
 		code         int
 		says         string
 	}{
-		{"backup without DIR", "cluster-backup.sh", nil, nil, nil, 2, "usage:"},
+		{"backup without DIR", "cluster-backup.sh", nil, nil, nil, 2, "usage: /" + scriptsDir + "/cluster-backup.sh DIR\n"},
 		{"backup with an option", "cluster-backup.sh", []string{"-h"}, nil, nil, 2, "usage:"},
-		{"restore with two DIRs", "cluster-restore.sh", []string{"/a", "/b"}, nil, nil, 2, "usage:"},
-		{"quorum-restore with an argument", "quorum-restore.sh", []string{"x"}, nil, nil, 2, "usage:"},
-		{"disable with an argument", "disable-etcd.sh", []string{"x"}, nil, nil, 2, "usage:"},
+		{"restore with two DIRs", "cluster-restore.sh", []string{"/a", "/b"}, nil, nil, 2, "usage: /" + scriptsDir + "/cluster-restore.sh DIR\n"},
+		{"restore with an option", "cluster-restore.sh", []string{"--help"}, nil, nil, 2, "usage:"},
+		{"quorum-restore with an argument", "quorum-restore.sh", []string{"x"}, nil, nil, 2, "usage: /" + scriptsDir + "/quorum-restore.sh\n"},
+		{"disable with an argument", "disable-etcd.sh", []string{"x"}, nil, nil, 2, "usage: /" + scriptsDir + "/disable-etcd.sh\n"},
+		{"disable with an option", "disable-etcd.sh", []string{"-h"}, nil, nil, 2, "usage:"},
 		{"not root", "cluster-backup.sh", []string{"/backup"}, []string{"id"}, nil, 1, "must run as root"},
 		{"restore from a missing DIR", "cluster-restore.sh", []string{"/nonexistent"}, nil, nil, 1, "/nonexistent does not exist"},
 		{"restore without a backup", "cluster-restore.sh", []string{"/empty"}, nil, nil, 1, "no snapshot_*.db in /empty"},

@@ -230,77 +230,68 @@ type turnOperator struct {
 	t *Turn
 }
 
-func (o turnOperator) GetObjectMeta() (*metav1.ObjectMeta, error) {
+// inTurn waits for the turn and returns the client: every method below goes through it.
+func (o turnOperator) inTurn() v1helpers.StaticPodOperatorClient {
 	o.t.Wait()
-	return o.StaticPodOperatorClient.GetObjectMeta()
+	return o.StaticPodOperatorClient
+}
+
+func (o turnOperator) GetObjectMeta() (*metav1.ObjectMeta, error) {
+	return o.inTurn().GetObjectMeta()
 }
 
 func (o turnOperator) GetOperatorState() (*operatorv1.OperatorSpec, *operatorv1.OperatorStatus, string, error) {
-	o.t.Wait()
-	return o.StaticPodOperatorClient.GetOperatorState()
+	return o.inTurn().GetOperatorState()
 }
 
 func (o turnOperator) GetOperatorStateWithQuorum(ctx context.Context) (*operatorv1.OperatorSpec, *operatorv1.OperatorStatus, string, error) {
-	o.t.Wait()
-	return o.StaticPodOperatorClient.GetOperatorStateWithQuorum(ctx)
+	return o.inTurn().GetOperatorStateWithQuorum(ctx)
 }
 
 func (o turnOperator) UpdateOperatorSpec(ctx context.Context, rv string, in *operatorv1.OperatorSpec) (*operatorv1.OperatorSpec, string, error) {
-	o.t.Wait()
-	return o.StaticPodOperatorClient.UpdateOperatorSpec(ctx, rv, in)
+	return o.inTurn().UpdateOperatorSpec(ctx, rv, in)
 }
 
 func (o turnOperator) UpdateOperatorStatus(ctx context.Context, rv string, in *operatorv1.OperatorStatus) (*operatorv1.OperatorStatus, error) {
-	o.t.Wait()
-	return o.StaticPodOperatorClient.UpdateOperatorStatus(ctx, rv, in)
+	return o.inTurn().UpdateOperatorStatus(ctx, rv, in)
 }
 
 func (o turnOperator) ApplyOperatorSpec(ctx context.Context, mgr string, cfg *applyoperatorv1.OperatorSpecApplyConfiguration) error {
-	o.t.Wait()
-	return o.StaticPodOperatorClient.ApplyOperatorSpec(ctx, mgr, cfg)
+	return o.inTurn().ApplyOperatorSpec(ctx, mgr, cfg)
 }
 
 func (o turnOperator) ApplyOperatorStatus(ctx context.Context, mgr string, cfg *applyoperatorv1.OperatorStatusApplyConfiguration) error {
-	o.t.Wait()
-	return o.StaticPodOperatorClient.ApplyOperatorStatus(ctx, mgr, cfg)
+	return o.inTurn().ApplyOperatorStatus(ctx, mgr, cfg)
 }
 
 func (o turnOperator) PatchOperatorStatus(ctx context.Context, p *jsonpatch.PatchSet) error {
-	o.t.Wait()
-	return o.StaticPodOperatorClient.PatchOperatorStatus(ctx, p)
+	return o.inTurn().PatchOperatorStatus(ctx, p)
 }
 
 func (o turnOperator) GetStaticPodOperatorState() (*operatorv1.StaticPodOperatorSpec, *operatorv1.StaticPodOperatorStatus, string, error) {
-	o.t.Wait()
-	return o.StaticPodOperatorClient.GetStaticPodOperatorState()
+	return o.inTurn().GetStaticPodOperatorState()
 }
 
 func (o turnOperator) GetStaticPodOperatorStateWithQuorum(ctx context.Context) (*operatorv1.StaticPodOperatorSpec, *operatorv1.StaticPodOperatorStatus, string, error) {
-	o.t.Wait()
-	return o.StaticPodOperatorClient.GetStaticPodOperatorStateWithQuorum(ctx)
+	return o.inTurn().GetStaticPodOperatorStateWithQuorum(ctx)
 }
 
 func (o turnOperator) UpdateStaticPodOperatorStatus(ctx context.Context, rv string, in *operatorv1.StaticPodOperatorStatus) (*operatorv1.StaticPodOperatorStatus, error) {
-	o.t.Wait()
-	return o.StaticPodOperatorClient.UpdateStaticPodOperatorStatus(ctx, rv, in)
+	return o.inTurn().UpdateStaticPodOperatorStatus(ctx, rv, in)
 }
 
 func (o turnOperator) UpdateStaticPodOperatorSpec(ctx context.Context, rv string, in *operatorv1.StaticPodOperatorSpec) (*operatorv1.StaticPodOperatorSpec, string, error) {
-	o.t.Wait()
-	return o.StaticPodOperatorClient.UpdateStaticPodOperatorSpec(ctx, rv, in)
+	return o.inTurn().UpdateStaticPodOperatorSpec(ctx, rv, in)
 }
 
 func (o turnOperator) ApplyStaticPodOperatorSpec(ctx context.Context, mgr string, cfg *applyoperatorv1.StaticPodOperatorSpecApplyConfiguration) error {
-	o.t.Wait()
-	return o.StaticPodOperatorClient.ApplyStaticPodOperatorSpec(ctx, mgr, cfg)
+	return o.inTurn().ApplyStaticPodOperatorSpec(ctx, mgr, cfg)
 }
 
 func (o turnOperator) ApplyStaticPodOperatorStatus(ctx context.Context, mgr string, cfg *applyoperatorv1.StaticPodOperatorStatusApplyConfiguration) error {
-	o.t.Wait()
-	return o.StaticPodOperatorClient.ApplyStaticPodOperatorStatus(ctx, mgr, cfg)
+	return o.inTurn().ApplyStaticPodOperatorStatus(ctx, mgr, cfg)
 }
 
 func (o turnOperator) PatchStaticOperatorStatus(ctx context.Context, p *jsonpatch.PatchSet) error {
-	o.t.Wait()
-	return o.StaticPodOperatorClient.PatchStaticOperatorStatus(ctx, p)
+	return o.inTurn().PatchStaticOperatorStatus(ctx, p)
 }

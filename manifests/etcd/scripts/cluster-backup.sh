@@ -10,11 +10,7 @@ set -euo pipefail
 # shellcheck source=/dev/null
 . /etc/kubernetes/static-pod-resources/etcd-certs/configmaps/etcd-scripts/etcd-common-tools
 
-if [ $# -ne 1 ] || [ "${1:0:1}" = "-" ]; then
-  echo "usage: $0 DIR" >&2
-  exit 2
-fi
-require_root
+start_script 1 "DIR" "$@"
 load_etcd_env
 
 dir=$(realpath -m "$1")

@@ -9,11 +9,7 @@ set -euo pipefail
 # shellcheck source=/dev/null
 . /etc/kubernetes/static-pod-resources/etcd-certs/configmaps/etcd-scripts/etcd-common-tools
 
-if [ $# -ne 0 ]; then
-  echo "usage: $0" >&2
-  exit 2
-fi
-require_root
+start_script 0 "" "$@"
 stop_static_pod "${ETCD_MANIFEST}"
 wait_for_etcd_gone
 log "etcd is disabled; move ${STOPPED_MANIFESTS_DIR}/${ETCD_MANIFEST} back to ${MANIFESTS_DIR} to enable it"

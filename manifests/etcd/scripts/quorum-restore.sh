@@ -10,11 +10,7 @@ set -euo pipefail
 # shellcheck source=/dev/null
 . /etc/kubernetes/static-pod-resources/etcd-certs/configmaps/etcd-scripts/etcd-common-tools
 
-if [ $# -ne 0 ]; then
-  echo "usage: $0" >&2
-  exit 2
-fi
-require_root
+start_script 0 "" "$@"
 load_etcd_env
 [ -d "${ETCD_DATA}/member" ] || die "no etcd member in ${ETCD_DATA}: restore a backup with cluster-restore.sh"
 [ -f "${ETCD_RESTORE_PODS_DIR}/quorum-restore-pod.yaml" ] || die "the quorum-restore pod is missing"
