@@ -72,8 +72,8 @@ func newApplyEnv(t *testing.T) *applyEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	a := &applyEnv{root: filepath.Join(dir, "root"), api: filepath.Join(dir, "api"), log: filepath.Join(dir, "calls.log"), tree: tr, bin: stubBin(t)}
+	a := newStubRun(t, filepath.Join(t.TempDir(), "root"), unitOf(t, tr, AIOKubeUnit).Contents)
+	a.tree = tr
 	if err := export.WriteRootfs(a.root, tr); err != nil {
 		t.Fatal(err)
 	}
@@ -95,9 +95,17 @@ func newApplyEnv(t *testing.T) *applyEnv {
 	slices.Sort(a.manifests)
 	write(o.AdminKubeconfig, 0600, []byte("apiVersion: v1\nkind: Config\n"))
 	a.tokens = layDownLegacyTokens(t, f, a.root)
+	return a
+}
 
-	a.env = unitEnv(t, unitOf(t, tr, AIOKubeUnit).Contents)
-	a.env["AIOKUBE_ROOT"] = a.root
+// newStubRun is how to run aiokube on the node root root as aiokube.service (unit: its contents) would, with short
+// waits, the stub oc and systemctl, and a stub API of its own.
+func newStubRun(t *testing.T, root, unit string) *applyEnv {
+	t.Helper()
+	dir := t.TempDir()
+	a := &applyEnv{root: root, api: filepath.Join(dir, "api"), log: filepath.Join(dir, "calls.log"), bin: stubBin(t)}
+	a.env = unitEnv(t, unit)
+	a.env["AIOKUBE_ROOT"] = root
 	a.env["AIOKUBE_RETRY_SECONDS"] = "0"
 	a.env["AIOKUBE_ATTEMPTS"] = "3"
 	a.env["AIOKUBE_API_WAIT_SECONDS"] = "5"
@@ -142,6 +150,19 @@ func creates(calls []string) []string {
 		}
 	}
 	return out
+}
+
+// reboot is a node that stopped after aiokube recorded the apply and before its clean-up was done: the render's
+// files (the unit, the script, aiokube's state directory) come back as aio.ign laid them down, with only the apply
+// recorded in the state.
+func (a *applyEnv) reboot(t *testing.T) {
+	t.Helper()
+	if err := export.WriteRootfs(a.root, a.tree); err != nil {
+		t.Fatal(err)
+	}
+	if err := export.WriteFile(filepath.Join(a.root, StateDir, "applied"), 0644, nil); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (a *applyEnv) exists(p string) bool {
@@ -285,12 +306,7 @@ func TestApplyResumesAfterReboot(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	b.calls(t)
-	if err := export.WriteRootfs(b.root, b.tree); err != nil { // the unit, the script and the state come back
-		t.Fatal(err)
-	}
-	if err := export.WriteFile(filepath.Join(b.root, StateDir, "applied"), 0644, nil); err != nil {
-		t.Fatal(err)
-	}
+	b.reboot(t)
 	out, err = b.run(t)
 	if err != nil {
 		t.Fatalf("rerun after the apply: %v\n%s", err, out)
