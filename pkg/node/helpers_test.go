@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
-	"github.com/render-static/render-static/internal/testtools"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -215,10 +214,4 @@ func findIn[T any](t *testing.T, xs []T, match func(T) bool, what string) T {
 		t.Fatalf("the node tree has no %s", what)
 	}
 	return xs[i]
-}
-
-// requireTool finds a tool; without it the test is skipped, or fails when the tools are required.
-func requireTool(t *testing.T, name string) string {
-	t.Helper()
-	return testtools.Tool(t, name)
 }

@@ -220,7 +220,7 @@ func TestUnitParserIsStrict(t *testing.T) {
 // TestUnitsSystemdAnalyzeVerify: systemd-analyze verify accepts every unit laid down on a root holding the node's
 // files, the host's systemd units (targets) and stand-ins for what RHCOS ships (kubelet, CRI-O, coreutils).
 func TestUnitsSystemdAnalyzeVerify(t *testing.T) {
-	bin := requireTool(t, "systemd-analyze")
+	bin := testtools.Tool(t, "systemd-analyze")
 	hostUnits := "/usr/lib/systemd/system"
 	testtools.Path(t, filepath.Join(hostUnits, "multi-user.target"), "systemd unit (the package systemd installs the host's units)")
 	forEachConfig(t, func(t *testing.T, _ testConfig, _ *fixture, tr *export.Tree) {
@@ -236,11 +236,13 @@ func TestUnitsSystemdAnalyzeVerify(t *testing.T) {
 		}
 		// What RHCOS ships and the units use.
 		for _, cmd := range append(rhcosCommands, "/usr/bin/crio") {
-			writeExecutable(t, filepath.Join(root, cmd), "#!/bin/sh\n")
+			if err := export.WriteFile(filepath.Join(root, cmd), 0755, []byte("#!/bin/sh\n")); err != nil {
+				t.Fatal(err)
+			}
 		}
 		for _, u := range []string{"crio.service", "rpc-statd.service", "ostree-finalize-staged.service"} {
 			p := filepath.Join(root, "usr/lib/systemd/system", u)
-			if err := os.WriteFile(p, []byte("[Unit]\nDescription=stand-in for RHCOS's "+u+"\n[Service]\nExecStart=/usr/bin/crio\n"), 0644); err != nil {
+			if err := export.WriteFile(p, 0644, []byte("[Unit]\nDescription=stand-in for RHCOS's "+u+"\n[Service]\nExecStart=/usr/bin/crio\n")); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -256,16 +258,6 @@ func TestUnitsSystemdAnalyzeVerify(t *testing.T) {
 			t.Errorf("systemd-analyze %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	})
-}
-
-func writeExecutable(t *testing.T, p, contents string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(contents), 0755); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestNodeTreeIgnition: the node's tree alone packs into a valid Ignition config (the Ignition library parses
@@ -286,7 +278,7 @@ func TestNodeTreeIgnition(t *testing.T) {
 
 // TestScriptsShellcheck: the node's scripts and the test stubs pass shellcheck.
 func TestScriptsShellcheck(t *testing.T) {
-	bin := requireTool(t, "shellcheck")
+	bin := testtools.Tool(t, "shellcheck")
 	args := []string{repo("manifests/node/aiokube.sh"), repo("manifests/node/aio-csr-approver.sh"), repo("testdata/node/bin/oc"), repo("testdata/node/bin/systemctl")}
 	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
 		t.Errorf("shellcheck: %v\n%s", err, out)
