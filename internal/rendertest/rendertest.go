@@ -23,11 +23,13 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/internal/treetest"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/conformance"
@@ -84,6 +86,19 @@ func FilesOf(tree *export.Tree) Files {
 		fs[f.Path] = f
 	}
 	return fs
+}
+
+// ReadDir reads the regular files below root (a node root: an installer's output, a render's rootfs) as Files:
+// by their path below root with the leading slash, with permission bits and contents.
+func ReadDir(t testing.TB, root string) Files {
+	t.Helper()
+	files := Files{}
+	for rel, f := range treetest.Read(t, root) {
+		if f.Mode.IsRegular() {
+			files["/"+rel] = export.File{Path: "/" + rel, Mode: f.Mode.Perm(), Contents: f.Contents}
+		}
+	}
+	return files
 }
 
 // File returns a node file (with or without the leading slash).
@@ -193,6 +208,23 @@ func HostPath(pod *corev1.Pod, container, p string) (string, error) {
 		return host, nil
 	}
 	return "", fmt.Errorf("%s has no container %s", pod.Name, container)
+}
+
+// Container is the pod's container name (init containers aside), nil if it has none.
+func Container(pod *corev1.Pod, name string) *corev1.Container {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+// Dig is the value at fields of a decoded YAML or JSON object; nil where a field is missing or a value on the way
+// is not an object.
+func Dig(m map[string]interface{}, fields ...string) interface{} {
+	v, _, _ := unstructured.NestedFieldNoCopy(m, fields...)
+	return v
 }
 
 // MountedPath maps a path inside container c of pod to the node path through the longest volume mount of c that

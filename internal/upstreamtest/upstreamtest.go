@@ -13,7 +13,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"path"
@@ -389,21 +388,39 @@ func CheckVolumes(t testing.TB, r *Render, pod *corev1.Pod, c *corev1.Container,
 // (the bind address covers it); the pod is a host-network, node-critical pod.
 func CheckProbes(t testing.TB, pod *corev1.Pod, c *corev1.Container, nodeIP string, port int) {
 	t.Helper()
-	for what, pb := range map[string]*corev1.Probe{"startup": c.StartupProbe, "liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
-		if pb == nil || pb.HTTPGet == nil {
-			t.Errorf("no %s probe", what)
-			continue
-		}
-		g := pb.HTTPGet
-		if g.Path != "/healthz" || g.Port.IntValue() != port || g.Scheme != corev1.URISchemeHTTPS || net.ParseIP(g.Host).String() != nodeIP {
-			t.Errorf("%s probe %s://%s:%s%s, want HTTPS %s:%d/healthz", what, g.Scheme, g.Host, g.Port.String(), g.Path, nodeIP, port)
-		}
-	}
+	CheckHTTPProbes(t, c, Probes{Scheme: corev1.URISchemeHTTPS, Host: nodeIP, Port: port, Startup: "/healthz", Liveness: "/healthz", Readiness: "/healthz"})
 	if len(c.Ports) != 1 || int(c.Ports[0].ContainerPort) != port {
 		t.Errorf("ports %+v, want %d", c.Ports, port)
 	}
 	if !pod.Spec.HostNetwork || pod.Spec.PriorityClassName != "system-node-critical" {
 		t.Errorf("hostNetwork %v priorityClassName %q", pod.Spec.HostNetwork, pod.Spec.PriorityClassName)
+	}
+}
+
+// Probes is what a container's probes must GET: one scheme, host and port, and each probe's path.
+type Probes struct {
+	Scheme                       corev1.URIScheme
+	Host                         string
+	Port                         int
+	Startup, Liveness, Readiness string
+}
+
+// CheckHTTPProbes: the container has startup, liveness and readiness probes, each an HTTP GET of want.
+func CheckHTTPProbes(t testing.TB, c *corev1.Container, want Probes) {
+	t.Helper()
+	for _, p := range []struct {
+		what  string
+		probe *corev1.Probe
+		path  string
+	}{{"startup", c.StartupProbe, want.Startup}, {"liveness", c.LivenessProbe, want.Liveness}, {"readiness", c.ReadinessProbe, want.Readiness}} {
+		if p.probe == nil || p.probe.HTTPGet == nil {
+			t.Errorf("no %s probe", p.what)
+			continue
+		}
+		g := p.probe.HTTPGet
+		if g.Path != p.path || g.Port.IntValue() != want.Port || g.Scheme != want.Scheme || g.Host != want.Host {
+			t.Errorf("%s probe %s://%s:%s%s, want %s://%s:%d%s", p.what, g.Scheme, g.Host, g.Port.String(), g.Path, want.Scheme, want.Host, want.Port, p.path)
+		}
 	}
 }
 

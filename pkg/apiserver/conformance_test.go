@@ -92,18 +92,6 @@ func decodeYAML(t *testing.T, raw []byte) map[string]interface{} {
 	return out
 }
 
-func dig(m map[string]interface{}, path ...string) interface{} {
-	var cur interface{} = m
-	for _, p := range path {
-		mm, ok := cur.(map[string]interface{})
-		if !ok {
-			return nil
-		}
-		cur = mm[p]
-	}
-	return cur
-}
-
 func jwtClaims(t *testing.T, token string) map[string]interface{} {
 	t.Helper()
 	parts := strings.Split(token, ".")

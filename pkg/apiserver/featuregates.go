@@ -12,11 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/render-static/render-static/pkg/clusterconfig"
-)
-
-var (
-	featureGatesPath  = []string{"apiServerArguments", "feature-gates"}
-	runtimeConfigPath = []string{"apiServerArguments", "runtime-config"}
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // apiVersionsByGate: the API group versions kube-apiserver must serve when a feature gate is on, each for a range
@@ -58,7 +54,9 @@ func RuntimeConfig(gates featuregates.FeatureGate, kubeVersion string) ([]string
 // version, the version of the render's Kubernetes libraries), as the operator's
 // NewFeatureGateObserverWithRuntimeConfig does: both or neither.
 func observeFeatureGates(gates featuregates.FeatureGateAccess) configobserver.ObserveConfigFunc {
-	flags := featuregates.NewObserveFeatureFlagsFunc(nil, nil, featureGatesPath, gates)
+	featureGatesPath := []string{"apiServerArguments", "feature-gates"}
+	runtimeConfigPath := []string{"apiServerArguments", "runtime-config"}
+	flags := operator.ObserveFeatureGates(gates, featureGatesPath...)
 	return func(l configobserver.Listers, rec events.Recorder, existing map[string]interface{}) (out map[string]interface{}, errs []error) {
 		defer func() { out = configobserver.Pruned(out, featureGatesPath, runtimeConfigPath) }()
 		current, err := gates.CurrentFeatureGates()

@@ -3,10 +3,7 @@ package apiserver_test
 import (
 	"bytes"
 	"context"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/render-static/render-static/internal/rendertest"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/staticpod"
 )
@@ -55,30 +53,8 @@ func TestRealInstallerMatchesExport(t *testing.T) {
 		t.Fatalf("installer: %v", err)
 	}
 
-	real := map[string]export.File{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel := "/" + filepath.ToSlash(strings.TrimPrefix(p, root+string(filepath.Separator)))
-		real[rel] = export.File{Path: rel, Mode: info.Mode().Perm(), Contents: raw}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ours := map[string]export.File{}
-	for _, f := range r.tree.Files() {
-		ours[f.Path] = f
-	}
+	real := rendertest.ReadDir(t, root)
+	ours := rendertest.FilesOf(r.tree)
 	for p, f := range real {
 		o, ok := ours[p]
 		switch {

@@ -216,7 +216,7 @@ func TestEncryptionConfig(t *testing.T) {
 		}
 	}
 	conf := decodeYAML(t, r.file(t, revDir+"/configmaps/config/config.yaml"))
-	if got := dig(conf, "apiServerArguments", "encryption-provider-config"); fmt.Sprint(got) != "["+apiserver.EncryptionConfigPath+"]" {
+	if got := rendertest.Dig(conf, "apiServerArguments", "encryption-provider-config"); fmt.Sprint(got) != "["+apiserver.EncryptionConfigPath+"]" {
 		t.Errorf("encryption-provider-config = %v", got)
 	}
 }
@@ -285,17 +285,8 @@ func podOf(t *testing.T, raw []byte) *corev1.Pod {
 	return pod
 }
 
-func containerOf(pod *corev1.Pod, name string) *corev1.Container {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	return nil
-}
-
 func envOf(pod *corev1.Pod, container, name string) string {
-	c := containerOf(pod, container)
+	c := rendertest.Container(pod, container)
 	if c == nil {
 		return ""
 	}

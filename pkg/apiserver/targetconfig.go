@@ -10,7 +10,6 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	kubecontrolplanev1 "github.com/openshift/api/kubecontrolplane/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
-	"github.com/openshift/library-go/pkg/operator/resource/resourcemerge"
 	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,12 +113,7 @@ func (k *Component) targetConfigLoop() loops.Loop {
 		}
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: TargetNamespace, Name: "config",
 			Annotations: map[string]string{"openshift.io/owning-component": jira}}, Data: map[string]string{}}
-		merged, _, err := resourcemerge.MergePrunedConfigMap(&kubecontrolplanev1.KubeAPIServerConfig{}, cm, "config.yaml", nil, yamls...)
-		if err != nil {
-			return fmt.Errorf("config.yaml: %w", err)
-		}
-		_, _, err = resourceapply.ApplyConfigMap(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, merged)
-		return err
+		return k.ApplyMergedConfig(ctx, &kubecontrolplanev1.KubeAPIServerConfig{}, cm, yamls...)
 	}}, etcdEndpoints)
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -177,7 +178,7 @@ func TestUpstreamPod(t *testing.T) {
 					t.Errorf("admission plugin %s is not an upstream kube-apiserver plugin", p)
 				}
 			}
-			if !contains(plugins, "NodeRestriction") {
+			if !slices.Contains(plugins, "NodeRestriction") {
 				t.Errorf("admission plugins %v lack NodeRestriction", plugins)
 			}
 			if v := upstreamtest.Values(args, "disable-admission-plugins"); len(v) > 0 {
@@ -384,34 +385,13 @@ func TestUpstreamPod(t *testing.T) {
 			}
 
 			// Probes: kubeadm's, over HTTPS on the secure port of the advertised address.
-			for what, pb := range map[string]*corev1.Probe{"startup": c.StartupProbe, "liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
-				wantPath := "/livez"
-				if what == "readiness" {
-					wantPath = "/readyz"
-				}
-				if pb == nil || pb.HTTPGet == nil {
-					t.Errorf("no %s probe", what)
-					continue
-				}
-				g := pb.HTTPGet
-				if g.Path != wantPath || g.Port.IntValue() != 6443 || g.Scheme != corev1.URISchemeHTTPS || g.Host != ip.String() {
-					t.Errorf("%s probe %s://%s:%s%s, want HTTPS %s:6443%s", what, g.Scheme, g.Host, g.Port.String(), g.Path, ip, wantPath)
-				}
-			}
+			upstreamtest.CheckHTTPProbes(t, c, upstreamtest.Probes{Scheme: corev1.URISchemeHTTPS, Host: ip.String(), Port: 6443,
+				Startup: "/livez", Liveness: "/livez", Readiness: "/readyz"})
 			if !pod.Spec.HostNetwork {
 				t.Errorf("not on the host network")
 			}
 		})
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // TestUpstreamLayoutIsTheOpenShiftFlavors: the upstream flavor lays down the same files with the same modes as the

@@ -57,16 +57,16 @@ func TestNetworkVariants(t *testing.T) {
 					t.Errorf("%s = %v, want %v", what, got, want)
 				}
 			}
-			check("servingInfo.bindAddress", dig(conf, "servingInfo", "bindAddress"), tc.want.bindAddress)
-			check("servingInfo.bindNetwork", dig(conf, "servingInfo", "bindNetwork"), tc.want.bindNetwork)
-			check("servicesSubnet", dig(conf, "servicesSubnet"), tc.want.servicesSubnet)
-			check("etcd-servers", dig(conf, "apiServerArguments", "etcd-servers"), tc.want.etcdServers)
-			check("restrictedCIDRs", dig(conf, "admission", "pluginConfig", "network.openshift.io/RestrictedEndpointsAdmission", "configuration", "restrictedCIDRs"), tc.want.restricted)
+			check("servingInfo.bindAddress", rendertest.Dig(conf, "servingInfo", "bindAddress"), tc.want.bindAddress)
+			check("servingInfo.bindNetwork", rendertest.Dig(conf, "servingInfo", "bindNetwork"), tc.want.bindNetwork)
+			check("servicesSubnet", rendertest.Dig(conf, "servicesSubnet"), tc.want.servicesSubnet)
+			check("etcd-servers", rendertest.Dig(conf, "apiServerArguments", "etcd-servers"), tc.want.etcdServers)
+			check("restrictedCIDRs", rendertest.Dig(conf, "admission", "pluginConfig", "network.openshift.io/RestrictedEndpointsAdmission", "configuration", "restrictedCIDRs"), tc.want.restricted)
 			domain := r.in.InstallConfig.ClusterDomain()
-			check("service-account-jwks-uri", dig(conf, "apiServerArguments", "service-account-jwks-uri"), []string{"https://api." + domain + ":6443/openid/v1/jwks"})
+			check("service-account-jwks-uri", rendertest.Dig(conf, "apiServerArguments", "service-account-jwks-uri"), []string{"https://api." + domain + ":6443/openid/v1/jwks"})
 
 			pod := podOf(t, r.file(t, "etc/kubernetes/manifests/kube-apiserver-pod.yaml"))
-			ce := containerOf(pod, "kube-apiserver-check-endpoints")
+			ce := rendertest.Container(pod, "kube-apiserver-check-endpoints")
 			if ce == nil {
 				t.Fatal("no check-endpoints container")
 			}
@@ -79,10 +79,10 @@ func TestNetworkVariants(t *testing.T) {
 						env[e.Name] = e.Value
 					}
 				}
-				if (len(tc.want.proxyEnv) == 0 || containerOf(pod, c.Name) == nil) && len(env) > 0 {
+				if (len(tc.want.proxyEnv) == 0 || rendertest.Container(pod, c.Name) == nil) && len(env) > 0 {
 					t.Errorf("%s: proxy env %v, want none", c.Name, env)
 				}
-				if containerOf(pod, c.Name) == nil {
+				if rendertest.Container(pod, c.Name) == nil {
 					continue
 				}
 				for k, v := range tc.want.proxyEnv {

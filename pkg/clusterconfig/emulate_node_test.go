@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/installconfig"
@@ -31,6 +32,16 @@ func testInputs(t *testing.T, ips ...string) *Inputs {
 	return in
 }
 
+// testCluster is a cluster whose loops list namespaces, seeded with objs.
+func testCluster(t *testing.T, namespaces []string, objs ...runtime.Object) *loops.Cluster {
+	t.Helper()
+	c, err := loops.NewCluster(namespaces, nil, objs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // syncTwice runs a loop twice and fails if the second sync writes anything.
 func syncTwice(t *testing.T, c *loops.Cluster, l loops.Loop) {
 	t.Helper()
@@ -47,10 +58,7 @@ func syncTwice(t *testing.T, c *loops.Cluster, l loops.Loop) {
 }
 
 func TestNodeEmulation(t *testing.T) {
-	c, err := loops.NewCluster(Namespaces, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testCluster(t, Namespaces)
 	in := testInputs(t, "192.168.126.10", "fd00::10")
 	l := NodeEmulation(c, in)
 	if l.Name != "emulate/kubelet-node-registration" {

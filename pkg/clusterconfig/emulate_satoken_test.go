@@ -14,9 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/render-static/render-static/pkg/loops"
 )
 
 func TestLegacyServiceAccountTokens(t *testing.T) {
@@ -32,11 +29,7 @@ func TestLegacyServiceAccountTokens(t *testing.T) {
 	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "plain"}, Data: map[string][]byte{"a": []byte("b")}}
 	ca := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ServerCANamespace, Name: ServerCAConfigMap},
 		Data: map[string]string{"ca-bundle.crt": "CA"}}
-	c, err := loops.NewCluster([]string{"ns1", SAPrivateKeyNamespace, SAPublicKeyNamespace}, nil,
-		append(seeds, []runtime.Object{token, other, ca}...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testCluster(t, []string{"ns1", SAPrivateKeyNamespace, SAPublicKeyNamespace}, append(seeds, token, other, ca)...)
 	loop := LegacyServiceAccountTokens(c)
 	ctx := context.Background()
 	get := func() *corev1.Secret {
@@ -149,10 +142,7 @@ func TestLegacyServiceAccountTokensWaitForKey(t *testing.T) {
 		Type:       corev1.SecretTypeServiceAccountToken,
 	}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "client"}}
-	c, err := loops.NewCluster([]string{"ns1", SAPrivateKeyNamespace, SAPublicKeyNamespace}, nil, token, sa)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testCluster(t, []string{"ns1", SAPrivateKeyNamespace, SAPublicKeyNamespace}, token, sa)
 	if err := LegacyServiceAccountTokens(c).Sync(context.Background()); err != nil {
 		t.Fatalf("without the key the controller must wait, got %v", err)
 	}

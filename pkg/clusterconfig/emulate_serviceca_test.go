@@ -10,15 +10,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/render-static/render-static/pkg/certs"
-	"github.com/render-static/render-static/pkg/loops"
 )
 
 func TestServiceCA(t *testing.T) {
 	ctx := context.Background()
-	c, err := loops.NewCluster(Namespaces, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testCluster(t, Namespaces)
 	in := testInputs(t, "192.168.126.10")
 	l := ServiceCA(c, in)
 	if l.Name != "emulate/service-ca-operator" {

@@ -8,7 +8,6 @@ import (
 	"github.com/openshift/api/features"
 
 	"github.com/render-static/render-static/pkg/installconfig"
-	"github.com/render-static/render-static/pkg/loops"
 )
 
 func names(l []configv1.FeatureGateAttributes) []configv1.FeatureGateName {
@@ -98,10 +97,7 @@ func TestFeatureGatesAccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := loops.NewCluster(nil, nil, fg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testCluster(t, nil, fg)
 	gates, err := FeatureGates(c, in).CurrentFeatureGates()
 	if err != nil {
 		t.Fatal(err)
@@ -113,10 +109,7 @@ func TestFeatureGatesAccess(t *testing.T) {
 	if _, err := FeatureGates(c, other).CurrentFeatureGates(); err == nil {
 		t.Errorf("no error for a payload version the FeatureGate has no entry for")
 	}
-	empty, err := loops.NewCluster(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	empty := testCluster(t, nil)
 	if _, err := FeatureGates(empty, in).CurrentFeatureGates(); err == nil {
 		t.Errorf("no error without a FeatureGate")
 	}

@@ -106,11 +106,7 @@ func Compare(o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := newNormalizer(o)
-	if err != nil {
-		return nil, err
-	}
-	c := &comparison{opts: o, comps: comps, norm: n}
+	c := &comparison{opts: o, comps: comps, norm: newNormalizer(o)}
 	if err := c.pods(); err != nil {
 		return nil, err
 	}

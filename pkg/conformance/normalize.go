@@ -28,7 +28,7 @@ var (
 	spacesRE        = regexp.MustCompile(`\s+`)
 )
 
-func newNormalizer(o Options) (*normalizer, error) {
+func newNormalizer(o Options) *normalizer {
 	n := &normalizer{renderImages: map[string]string{}}
 	for comp, spec := range o.Images {
 		n.renderImages[spec] = "<image:" + comp + ">"
@@ -38,7 +38,7 @@ func newNormalizer(o Options) (*normalizer, error) {
 	sort.Slice(n.renderSpecs, func(i, j int) bool { return len(n.renderSpecs[i]) > len(n.renderSpecs[j]) })
 	n.expectedInfraID = findInfraID(o.ExpectedDir)
 	n.renderInfraID = renderInfraID(o.RenderDir)
-	return n, nil
+	return n
 }
 
 // findInfraID looks for kube-controller-manager's cluster name (the infrastructure name) in an expected tree.

@@ -3,9 +3,9 @@ package controllermanager
 import (
 	"strings"
 
+	configlistersv1 "github.com/openshift/client-go/config/listers/config/v1"
 	"github.com/openshift/library-go/pkg/operator/configobserver"
 	"github.com/openshift/library-go/pkg/operator/configobserver/apiserver"
-	"github.com/openshift/library-go/pkg/operator/configobserver/featuregates"
 	"github.com/openshift/library-go/pkg/operator/configobserver/network"
 	"github.com/openshift/library-go/pkg/operator/configobserver/proxy"
 	"github.com/openshift/library-go/pkg/operator/events"
@@ -38,10 +38,10 @@ func (k *Component) configObserver() loops.Loop {
 	l.ConfigMaps = k.Cluster.KubeInformers.InformersFor(TargetNamespace).Core().V1().ConfigMaps().Lister()
 	return k.ConfigObserverLoop(l,
 		observeClusterName,
-		observeClusterCIDRs,
-		observeServiceClusterIPRanges,
-		featuregates.NewObserveFeatureFlagsFunc(nil, nil, featureGatesArg, k.Features),
-		featuregates.NewObserveFeatureFlagsFunc(nil, nil, featureGatesPath, k.Features),
+		observeNetworks(clusterCIDRPath, network.GetClusterCIDRs, true),
+		observeNetworks(serviceIPRangePath, network.GetServiceCIDRs, false),
+		operator.ObserveFeatureGates(k.Features, featureGatesArg...),
+		operator.ObserveFeatureGates(k.Features, featureGatesPath...),
 		proxy.NewProxyObserveFunc(operator.ProxyPath),
 		observeServiceCA,
 		apiserver.ObserveTLSSecurityProfile,
@@ -79,33 +79,23 @@ func observeClusterName(generic configobserver.Listers, recorder events.Recorder
 	return out, errs(err)
 }
 
-// observeClusterCIDRs: --cluster-cidr, the cluster networks of Network status joined by commas into one value (one
-// flag for dual stack), as cluster-kube-controller-manager-operator pkg/operator/configobservation/network/
-// observe_network.go (ObserveClusterCIDRs) does.
-func observeClusterCIDRs(generic configobserver.Listers, recorder events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
-	l := generic.(operator.Listers)
-	cidrs, err := network.GetClusterCIDRs(l.Network, recorder)
-	if err != nil {
-		return previous(existing, clusterCIDRPath), []error{err}
+// observeNetworks is the observer of path, the networks of Network status that get reads (cluster or service
+// networks), joined by commas into one value (one flag for dual stack), as cluster-kube-controller-manager-operator
+// pkg/operator/configobservation/network/observe_network.go (ObserveClusterCIDRs, ObserveServiceClusterIPRanges)
+// does. Without a Network, the cluster networks' observer sets nothing (omitEmpty), the service networks' one an
+// empty value.
+func observeNetworks(path []string, get func(configlistersv1.NetworkLister, events.Recorder) ([]string, error), omitEmpty bool) configobserver.ObserveConfigFunc {
+	return func(generic configobserver.Listers, recorder events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
+		cidrs, err := get(generic.(operator.Listers).Network, recorder)
+		if err != nil {
+			return previous(existing, path), []error{err}
+		}
+		out := map[string]interface{}{}
+		if len(cidrs) > 0 || !omitEmpty {
+			err = unstructured.SetNestedStringSlice(out, []string{strings.Join(cidrs, ",")}, path...)
+		}
+		return out, errs(err)
 	}
-	out := map[string]interface{}{}
-	if len(cidrs) > 0 {
-		err = unstructured.SetNestedStringSlice(out, []string{strings.Join(cidrs, ",")}, clusterCIDRPath...)
-	}
-	return out, errs(err)
-}
-
-// observeServiceClusterIPRanges: --service-cluster-ip-range, the service networks of Network status joined by
-// commas (one flag for dual stack).
-func observeServiceClusterIPRanges(generic configobserver.Listers, recorder events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
-	l := generic.(operator.Listers)
-	cidrs, err := network.GetServiceCIDRs(l.Network, recorder)
-	if err != nil {
-		return previous(existing, serviceIPRangePath), []error{err}
-	}
-	out := map[string]interface{}{}
-	err = unstructured.SetNestedStringSlice(out, []string{strings.Join(cidrs, ",")}, serviceIPRangePath...)
-	return out, errs(err)
 }
 
 // observeServiceCA points serviceServingCert.certFile at the service CA bundle, once resource sync copied a

@@ -12,12 +12,12 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/openshift/library-go/pkg/crypto"
 	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
-	"github.com/openshift/library-go/pkg/operator/resource/resourcemerge"
 	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/render-static/render-static/pkg/loops"
@@ -66,21 +66,7 @@ func (k *Component) requiredConfigPresent(context.Context) error {
 // manageConfig: config.yaml is the default config, then the observed config, then unsupported overrides, pruned
 // to KubeControllerManagerConfig (servingInfo and featureGates of the observed config stay out).
 func (k *Component) manageConfig(ctx context.Context) error {
-	_, spec, err := k.ObservedConfig()
-	if err != nil {
-		return err
-	}
-	def, err := operator.ReadManifest(ComponentName + "/defaultconfig.yaml")
-	if err != nil {
-		return err
-	}
-	cm, _, err := resourcemerge.MergePrunedConfigMap(&kubecontrolplanev1.KubeControllerManagerConfig{},
-		operator.ConfigMap(TargetNamespace, "config"), "config.yaml", nil, def, spec.ObservedConfig.Raw, spec.UnsupportedConfigOverrides.Raw)
-	if err != nil {
-		return err
-	}
-	_, _, err = resourceapply.ApplyConfigMap(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, cm)
-	return err
+	return k.applyConfig(ctx, &kubecontrolplanev1.KubeControllerManagerConfig{}, "config", "defaultconfig.yaml")
 }
 
 // cpcServingCertSecret is the secret service-ca-operator issues for the kube-controller-manager service (see
@@ -90,30 +76,32 @@ const cpcServingCertSecret = "serving-cert"
 // manageCPCConfig: cluster-policy-controller's config.yaml from its default config, the observed config (feature
 // gates, TLS profile) and unsupported overrides, pruned to OpenShiftControllerManagerConfig.
 func (k *Component) manageCPCConfig(ctx context.Context) error {
+	var selfSigned [][]byte
+	_, err := k.Cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get(cpcServingCertSecret)
+	switch {
+	case apierrors.IsNotFound(err):
+		selfSigned = append(selfSigned, []byte(`{"servingInfo":{"certFile":"","keyFile":""}}`))
+	case err != nil:
+		return err
+	}
+	return k.applyConfig(ctx, &openshiftcontrolplanev1.OpenShiftControllerManagerConfig{}, "cluster-policy-controller-config",
+		"cluster-policy-controller-defaultconfig.yaml", selfSigned...)
+}
+
+// applyConfig applies configmap <name> of the operand namespace with config.yaml: the default config (manifest
+// <component>/<defaultConfig>), the observed config, layers and the unsupported overrides merged in that order,
+// pruned to schema.
+func (k *Component) applyConfig(ctx context.Context, schema runtime.Object, name, defaultConfig string, layers ...[]byte) error {
 	_, spec, err := k.ObservedConfig()
 	if err != nil {
 		return err
 	}
-	def, err := operator.ReadManifest(ComponentName + "/cluster-policy-controller-defaultconfig.yaml")
+	def, err := operator.ReadManifest(ComponentName + "/" + defaultConfig)
 	if err != nil {
 		return err
 	}
-	layers := [][]byte{def, spec.ObservedConfig.Raw}
-	_, err = k.Cluster.KubeInformers.SecretLister().Secrets(TargetNamespace).Get(cpcServingCertSecret)
-	switch {
-	case apierrors.IsNotFound(err):
-		layers = append(layers, []byte(`{"servingInfo":{"certFile":"","keyFile":""}}`))
-	case err != nil:
-		return err
-	}
-	layers = append(layers, spec.UnsupportedConfigOverrides.Raw)
-	cm, _, err := resourcemerge.MergePrunedConfigMap(&openshiftcontrolplanev1.OpenShiftControllerManagerConfig{},
-		operator.ConfigMap(TargetNamespace, "cluster-policy-controller-config"), "config.yaml", nil, layers...)
-	if err != nil {
-		return err
-	}
-	_, _, err = resourceapply.ApplyConfigMap(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, cm)
-	return err
+	layers = append(append([][]byte{def, spec.ObservedConfig.Raw}, layers...), spec.UnsupportedConfigOverrides.Raw)
+	return k.ApplyMergedConfig(ctx, schema, operator.ConfigMap(TargetNamespace, name), layers...)
 }
 
 // manageRecycler: the persistent-volume recycler pod template, with the payload's tools image.

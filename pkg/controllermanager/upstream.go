@@ -22,7 +22,9 @@ package controllermanager
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -102,51 +104,63 @@ func UpstreamArgs(in UpstreamInputs) ([]string, error) {
 	return flags.Args(), nil
 }
 
-// UpstreamControllerNames are the controllers of kube-controller-manager v1.34 (its --help lists them).
-var UpstreamControllerNames = []string{
-	"bootstrap-signer-controller", "certificatesigningrequest-approving-controller",
-	"certificatesigningrequest-cleaner-controller", "certificatesigningrequest-signing-controller",
-	"cloud-node-lifecycle-controller", "clusterrole-aggregation-controller", "cronjob-controller",
-	"daemonset-controller", "deployment-controller", "device-taint-eviction-controller", "disruption-controller",
-	"endpoints-controller", "endpointslice-controller", "endpointslice-mirroring-controller",
-	"ephemeral-volume-controller", "garbage-collector-controller", "horizontal-pod-autoscaler-controller",
-	"job-controller", "kube-apiserver-serving-clustertrustbundle-publisher-controller",
-	"legacy-serviceaccount-token-cleaner-controller", "namespace-controller", "node-ipam-controller",
-	"node-lifecycle-controller", "node-route-controller", "persistentvolume-attach-detach-controller",
-	"persistentvolume-binder-controller", "persistentvolume-expander-controller",
-	"persistentvolume-protection-controller", "persistentvolumeclaim-protection-controller",
-	"pod-garbage-collector-controller", "podcertificaterequest-cleaner-controller", "replicaset-controller",
-	"replicationcontroller-controller", "resourceclaim-controller", "resourcequota-controller",
-	"root-ca-certificate-publisher-controller", "selinux-warning-controller", "service-cidr-controller",
-	"service-lb-controller", "serviceaccount-controller", "serviceaccount-token-controller",
-	"statefulset-controller", "storage-version-migrator-controller", "storageversion-garbage-collector-controller",
-	"taint-eviction-controller", "token-cleaner-controller", "ttl-after-finished-controller", "ttl-controller",
-	"validatingadmissionpolicy-status-controller", "volumeattributesclass-protection-controller",
+// upstreamControllers are the controllers of kube-controller-manager v1.34 (its --help lists them), each with the
+// older name it still accepts (with a warning), as OpenShift's config.yaml spells some of them ("": none).
+var upstreamControllers = map[string]string{
+	"bootstrap-signer-controller":                                    "bootstrapsigner",
+	"certificatesigningrequest-approving-controller":                 "csrapproving",
+	"certificatesigningrequest-cleaner-controller":                   "csrcleaner",
+	"certificatesigningrequest-signing-controller":                   "csrsigning",
+	"cloud-node-lifecycle-controller":                                "cloud-node-lifecycle",
+	"clusterrole-aggregation-controller":                             "clusterrole-aggregation",
+	"cronjob-controller":                                             "cronjob",
+	"daemonset-controller":                                           "daemonset",
+	"deployment-controller":                                          "deployment",
+	"device-taint-eviction-controller":                               "",
+	"disruption-controller":                                          "disruption",
+	"endpoints-controller":                                           "endpoint",
+	"endpointslice-controller":                                       "endpointslice",
+	"endpointslice-mirroring-controller":                             "endpointslicemirroring",
+	"ephemeral-volume-controller":                                    "ephemeral-volume",
+	"garbage-collector-controller":                                   "garbagecollector",
+	"horizontal-pod-autoscaler-controller":                           "horizontalpodautoscaling",
+	"job-controller":                                                 "job",
+	"kube-apiserver-serving-clustertrustbundle-publisher-controller": "",
+	"legacy-serviceaccount-token-cleaner-controller":                 "legacy-service-account-token-cleaner",
+	"namespace-controller":                                           "namespace",
+	"node-ipam-controller":                                           "nodeipam",
+	"node-lifecycle-controller":                                      "nodelifecycle",
+	"node-route-controller":                                          "route",
+	"persistentvolume-attach-detach-controller":                      "attachdetach",
+	"persistentvolume-binder-controller":                             "persistentvolume-binder",
+	"persistentvolume-expander-controller":                           "persistentvolume-expander",
+	"persistentvolume-protection-controller":                         "pv-protection",
+	"persistentvolumeclaim-protection-controller":                    "pvc-protection",
+	"pod-garbage-collector-controller":                               "podgc",
+	"podcertificaterequest-cleaner-controller":                       "",
+	"replicaset-controller":                                          "replicaset",
+	"replicationcontroller-controller":                               "replicationcontroller",
+	"resourceclaim-controller":                                       "resource-claim-controller",
+	"resourcequota-controller":                                       "resourcequota",
+	"root-ca-certificate-publisher-controller":                       "root-ca-cert-publisher",
+	"selinux-warning-controller":                                     "",
+	"service-cidr-controller":                                        "",
+	"service-lb-controller":                                          "service",
+	"serviceaccount-controller":                                      "serviceaccount",
+	"serviceaccount-token-controller":                                "serviceaccount-token",
+	"statefulset-controller":                                         "statefulset",
+	"storage-version-migrator-controller":                            "svm",
+	"storageversion-garbage-collector-controller":                    "storage-version-gc",
+	"taint-eviction-controller":                                      "",
+	"token-cleaner-controller":                                       "tokencleaner",
+	"ttl-after-finished-controller":                                  "ttl-after-finished",
+	"ttl-controller":                                                 "ttl",
+	"validatingadmissionpolicy-status-controller":                    "",
+	"volumeattributesclass-protection-controller":                    "",
 }
 
-// upstreamControllerAliases are the older controller names kube-controller-manager v1.34 still accepts (with a
-// warning), as OpenShift's config.yaml spells some of them, with their current names.
-var upstreamControllerAliases = map[string]string{
-	"attachdetach": "persistentvolume-attach-detach-controller", "bootstrapsigner": "bootstrap-signer-controller",
-	"cloud-node-lifecycle": "cloud-node-lifecycle-controller", "clusterrole-aggregation": "clusterrole-aggregation-controller",
-	"cronjob": "cronjob-controller", "csrapproving": "certificatesigningrequest-approving-controller",
-	"csrcleaner": "certificatesigningrequest-cleaner-controller", "csrsigning": "certificatesigningrequest-signing-controller",
-	"daemonset": "daemonset-controller", "deployment": "deployment-controller", "disruption": "disruption-controller",
-	"endpoint": "endpoints-controller", "endpointslice": "endpointslice-controller",
-	"endpointslicemirroring": "endpointslice-mirroring-controller", "ephemeral-volume": "ephemeral-volume-controller",
-	"garbagecollector": "garbage-collector-controller", "horizontalpodautoscaling": "horizontal-pod-autoscaler-controller",
-	"job": "job-controller", "legacy-service-account-token-cleaner": "legacy-serviceaccount-token-cleaner-controller",
-	"namespace": "namespace-controller", "nodeipam": "node-ipam-controller", "nodelifecycle": "node-lifecycle-controller",
-	"persistentvolume-binder": "persistentvolume-binder-controller", "persistentvolume-expander": "persistentvolume-expander-controller",
-	"podgc": "pod-garbage-collector-controller", "pv-protection": "persistentvolume-protection-controller",
-	"pvc-protection": "persistentvolumeclaim-protection-controller", "replicaset": "replicaset-controller",
-	"replicationcontroller": "replicationcontroller-controller", "resource-claim-controller": "resourceclaim-controller",
-	"resourcequota": "resourcequota-controller", "root-ca-cert-publisher": "root-ca-certificate-publisher-controller",
-	"route": "node-route-controller", "service": "service-lb-controller", "serviceaccount": "serviceaccount-controller",
-	"serviceaccount-token": "serviceaccount-token-controller", "statefulset": "statefulset-controller",
-	"storage-version-gc": "storageversion-garbage-collector-controller", "svm": "storage-version-migrator-controller",
-	"tokencleaner": "token-cleaner-controller", "ttl": "ttl-controller", "ttl-after-finished": "ttl-after-finished-controller",
-}
+// UpstreamControllerNames are the controllers of kube-controller-manager v1.34, sorted.
+var UpstreamControllerNames = slices.Sorted(maps.Keys(upstreamControllers))
 
 // UpstreamControllers translates config.yaml's --controllers list ("*", "name", "-name") into kube-controller-manager
 // v1.34's current names; a name that is no upstream controller (an OpenShift-only one) is refused.
@@ -154,9 +168,12 @@ func UpstreamControllers(list []string) ([]string, error) {
 	if len(list) == 0 {
 		return nil, fmt.Errorf("config.yaml has no extendedArguments.controllers")
 	}
-	known := map[string]bool{}
-	for _, n := range UpstreamControllerNames {
-		known[n] = true
+	current := map[string]string{}
+	for name, alias := range upstreamControllers {
+		current[name] = name
+		if alias != "" {
+			current[alias] = name
+		}
 	}
 	var out []string
 	for _, entry := range list {
@@ -169,10 +186,8 @@ func UpstreamControllers(list []string) ([]string, error) {
 			if strings.HasPrefix(e, "-") {
 				sign, name = "-", e[1:]
 			}
-			if n, ok := upstreamControllerAliases[name]; ok {
-				name = n
-			}
-			if !known[name] {
+			name, ok := current[name]
+			if !ok {
 				return nil, fmt.Errorf("controller %q is not a controller of upstream kube-controller-manager", e)
 			}
 			out = append(out, sign+name)

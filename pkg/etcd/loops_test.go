@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/render-static/render-static/internal/testtools"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -65,7 +66,7 @@ func TestLoopsConvergeToRevision1(t *testing.T) {
 	}
 	// Every write of the converge phase is attributed to one of etcd's loops.
 	for _, w := range res.Writes {
-		if w.Phase == "converge" && !contains(want, w.Loop) {
+		if w.Phase == "converge" && !slices.Contains(want, w.Loop) {
 			t.Errorf("write by unknown loop %q: %v", w.Loop, w)
 		}
 	}
@@ -83,15 +84,6 @@ func TestLoopsConvergeToRevision1(t *testing.T) {
 			t.Errorf("condition %s = %q, want False (all: %v)", c, conds[c], conds)
 		}
 	}
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // TestResourceSync: what other components read exists where they read it.

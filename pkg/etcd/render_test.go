@@ -123,20 +123,22 @@ func (r *rendered) pod(t *testing.T) *corev1.Pod {
 
 func (r *rendered) configMap(t *testing.T, ns, name string) *corev1.ConfigMap {
 	t.Helper()
-	cm, err := r.cluster.Kube.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("configmap %s/%s: %v", ns, name, err)
-	}
-	return cm
+	return getObject(t, "configmap", ns, name, r.cluster.Kube.CoreV1().ConfigMaps(ns).Get)
 }
 
 func (r *rendered) secret(t *testing.T, ns, name string) *corev1.Secret {
 	t.Helper()
-	s, err := r.cluster.Kube.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
+	return getObject(t, "secret", ns, name, r.cluster.Kube.CoreV1().Secrets(ns).Get)
+}
+
+// getObject reads the kind ns/name of the render's cluster with get (a typed client's Get), or fails the test.
+func getObject[T any](t *testing.T, kind, ns, name string, get func(context.Context, string, metav1.GetOptions) (T, error)) T {
+	t.Helper()
+	o, err := get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("secret %s/%s: %v", ns, name, err)
+		t.Fatalf("%s %s/%s: %v", kind, ns, name, err)
 	}
-	return s
+	return o
 }
 
 func container(t *testing.T, pod *corev1.Pod, name string) corev1.Container {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -243,30 +244,14 @@ func TestUpstreamPod(t *testing.T) {
 			}
 			// kube-apiserver's etcd-servers (https://<primary IP>:2379, https://localhost:2379) are listened on.
 			for _, s := range []string{"https://" + primary + ":2379", "https://" + net.JoinHostPort(lo, "2379")} {
-				if !contains(strings.Split(args["listen-client-urls"], ","), s) {
+				if !slices.Contains(strings.Split(args["listen-client-urls"], ","), s) {
 					t.Errorf("--listen-client-urls=%s lacks %s", args["listen-client-urls"], s)
 				}
 			}
 
 			// Probes: kubeadm's, over HTTP on the loopback metrics listener.
-			metrics, err := url.Parse(args["listen-metrics-urls"])
-			if err != nil {
-				t.Fatal(err)
-			}
-			for what, pb := range map[string]*corev1.Probe{"startup": c.StartupProbe, "liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
-				wantPath := "/readyz"
-				if what == "liveness" {
-					wantPath = "/livez"
-				}
-				if pb == nil || pb.HTTPGet == nil {
-					t.Errorf("no %s probe", what)
-					continue
-				}
-				g := pb.HTTPGet
-				if g.Path != wantPath || g.Port.String() != metrics.Port() || g.Host != metrics.Hostname() || g.Scheme != corev1.URISchemeHTTP {
-					t.Errorf("%s probe %s://%s:%s%s, want %s%s", what, g.Scheme, g.Host, g.Port.String(), g.Path, metrics, wantPath)
-				}
-			}
+			upstreamtest.CheckHTTPProbes(t, c, upstreamtest.Probes{Scheme: corev1.URISchemeHTTP, Host: lo, Port: 2381,
+				Startup: "/readyz", Liveness: "/livez", Readiness: "/readyz"})
 			if !pod.Spec.HostNetwork {
 				t.Errorf("not on the host network")
 			}

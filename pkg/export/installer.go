@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,7 +52,7 @@ func Install(ctx context.Context, kube kubernetes.Interface, sp staticpod.Static
 		if _, ok := podCM.Data["pod.yaml"]; !ok {
 			return nil, fmt.Errorf("pod configmap %s/%s has no pod.yaml", sp.Namespace, podCM.Name)
 		}
-		for _, key := range sortedKeys(podCM.Data) {
+		for _, key := range slices.Sorted(maps.Keys(podCM.Data)) {
 			name := key
 			if key == "pod.yaml" {
 				name = sp.PodConfigMap + ".yaml"
@@ -91,27 +92,38 @@ func substituter(revision int, nodeName string) func(string) string {
 }
 
 func copyResources(ctx context.Context, kube kubernetes.Interface, t *Tree, ns, dir string, cms, secrets []staticpod.Resource, suffix string, subst func(string) string) error {
-	for _, r := range secrets {
-		s, err := kube.CoreV1().Secrets(ns).Get(ctx, r.Name+suffix, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) && r.Optional {
-			continue
-		}
+	core := kube.CoreV1()
+	err := copyEach(t, "secret", ns, path.Join(dir, "secrets"), secrets, suffix, 0700, subst, func(name string) (map[string][]byte, error) {
+		s, err := core.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return fmt.Errorf("secret %s/%s: %w", ns, r.Name+suffix, err)
+			return nil, err
 		}
-		if err := addResourceFiles(t, path.Join(dir, "secrets", r.Name), s.Data, 0700, subst); err != nil {
-			return err
-		}
+		return s.Data, nil
+	})
+	if err != nil {
+		return err
 	}
-	for _, r := range cms {
-		c, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, r.Name+suffix, metav1.GetOptions{})
+	return copyEach(t, "configmap", ns, path.Join(dir, "configmaps"), cms, suffix, 0755, subst, func(name string) (map[string]string, error) {
+		c, err := core.ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return c.Data, nil
+	})
+}
+
+// copyEach lays down the data of each resource (a secret or config map of ns, named with suffix, read by get)
+// under dir/<name> (name without suffix) with addResourceFiles; a missing optional resource is skipped.
+func copyEach[V string | []byte](t *Tree, kind, ns, dir string, rs []staticpod.Resource, suffix string, shMode fs.FileMode, subst func(string) string, get func(name string) (map[string]V, error)) error {
+	for _, r := range rs {
+		data, err := get(r.Name + suffix)
 		if apierrors.IsNotFound(err) && r.Optional {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("configmap %s/%s: %w", ns, r.Name+suffix, err)
+			return fmt.Errorf("%s %s/%s: %w", kind, ns, r.Name+suffix, err)
 		}
-		if err := addResourceFiles(t, path.Join(dir, "configmaps", r.Name), c.Data, 0755, subst); err != nil {
+		if err := addResourceFiles(t, path.Join(dir, r.Name), data, shMode, subst); err != nil {
 			return err
 		}
 	}
@@ -121,7 +133,7 @@ func copyResources(ctx context.Context, kube kubernetes.Interface, t *Tree, ns, 
 // addResourceFiles lays down every key of a secret's or config map's data as a file of dir, in key order, its
 // contents passed through subst: mode 0600, or shMode for a *.sh key (a script).
 func addResourceFiles[V string | []byte](t *Tree, dir string, data map[string]V, shMode fs.FileMode, subst func(string) string) error {
-	for _, k := range sortedKeys(data) {
+	for _, k := range slices.Sorted(maps.Keys(data)) {
 		mode := fs.FileMode(0600)
 		if strings.HasSuffix(k, ".sh") {
 			mode = shMode
@@ -131,13 +143,4 @@ func addResourceFiles[V string | []byte](t *Tree, dir string, data map[string]V,
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

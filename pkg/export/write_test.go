@@ -3,6 +3,7 @@ package export
 import (
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -98,13 +99,7 @@ func TestWriteDirAtomicCreates(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dest, MarkerFile)); err != nil {
 		t.Errorf("marker: %v", err)
 	}
-	st, err := os.Stat(dest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Mode().Perm() != 0o755 {
-		t.Errorf("dest mode %v, want 0755", st.Mode().Perm())
-	}
+	checkMode(t, dest, 0o755)
 }
 
 func TestWriteDirAtomicFillErrorLeavesNothing(t *testing.T) {
@@ -141,29 +136,15 @@ func TestWriteDirAtomicFillErrorKeepsPrevious(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	if after := snapshot(t, parent); !mapsEqual(before, after) {
+	if after := snapshot(t, parent); !maps.Equal(before, after) {
 		t.Errorf("failed run changed things:\nbefore %v\nafter  %v", before, after)
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 func TestWriteDirAtomicRefusesForeignDir(t *testing.T) {
 	parent := t.TempDir()
 	dest := filepath.Join(parent, "home")
-	if err := os.Mkdir(dest, 0o750); err != nil {
-		t.Fatal(err)
-	}
+	mkdir(t, dest, 0o750)
 	if err := os.WriteFile(filepath.Join(dest, "precious"), []byte("keep me"), 0o640); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +160,7 @@ func TestWriteDirAtomicRefusesForeignDir(t *testing.T) {
 	if called {
 		t.Error("fill was called")
 	}
-	if after := snapshot(t, parent); !mapsEqual(before, after) {
+	if after := snapshot(t, parent); !maps.Equal(before, after) {
 		t.Errorf("refused run changed things:\nbefore %v\nafter  %v", before, after)
 	}
 
@@ -193,9 +174,7 @@ func TestWriteDirAtomicRefusesForeignDir(t *testing.T) {
 	}
 	link := filepath.Join(parent, "link")
 	empty := filepath.Join(parent, "empty")
-	if err := os.Mkdir(empty, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	mkdir(t, empty, 0o755)
 	if err := os.Symlink(empty, link); err != nil {
 		t.Fatal(err)
 	}
@@ -210,12 +189,7 @@ func TestWriteDirAtomicRefusesForeignDir(t *testing.T) {
 func TestWriteDirAtomicEmptyDest(t *testing.T) {
 	parent := t.TempDir()
 	dest := filepath.Join(parent, "out")
-	if err := os.Mkdir(dest, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dest, 0o750); err != nil {
-		t.Fatal(err)
-	}
+	mkdir(t, dest, 0o750)
 	if err := WriteDirAtomic(dest, func(tmp string) error {
 		return WriteFile(filepath.Join(tmp, "a"), 0o644, []byte("a"))
 	}); err != nil {
@@ -224,13 +198,7 @@ func TestWriteDirAtomicEmptyDest(t *testing.T) {
 	if got := readFile(t, filepath.Join(dest, "a")); got != "a" {
 		t.Errorf("a = %q", got)
 	}
-	st, err := os.Stat(dest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Mode().Perm() != 0o750 {
-		t.Errorf("dest mode %v, want the existing 0750 kept", st.Mode().Perm())
-	}
+	checkMode(t, dest, 0o750) // the existing mode is kept
 	if got := entries(t, parent); !slices.Equal(got, []string{"out"}) {
 		t.Errorf("parent holds %v", got)
 	}
@@ -302,6 +270,17 @@ func TestWriteFileExactMode(t *testing.T) {
 		if err := WriteFile(link, 0o644, []byte("through link")); err == nil {
 			t.Error("WriteFile followed a symlink")
 		}
+	}
+}
+
+// mkdir makes the directory p with exactly mode (whatever the umask).
+func mkdir(t *testing.T, p string, mode fs.FileMode) {
+	t.Helper()
+	if err := os.Mkdir(p, mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
 	}
 }
 

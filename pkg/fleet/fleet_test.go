@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/render-static/render-static/internal/treetest"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/pipeline"
@@ -148,20 +149,8 @@ func copyTree(t *testing.T, from, to string) {
 func files(t *testing.T, dir string) []string {
 	t.Helper()
 	var out []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		out = append(out, fmt.Sprintf("%s %v", rel, info.Mode().Perm()))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	for rel, f := range treetest.Read(t, dir) {
+		out = append(out, fmt.Sprintf("%s %v", rel, f.Mode.Perm()))
 	}
 	sort.Strings(out)
 	return out

@@ -217,23 +217,16 @@ func (o *OperatorClient) apply(sub string, cfg interface{}) error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	patch, err := json.Marshal(cfg)
-	if err != nil {
-		return err
-	}
 	var target interface{} = &o.status
 	if sub == "spec" {
 		target = &o.spec
 	}
-	cur, err := json.Marshal(target)
+	curMap, err := jsonObject(target)
 	if err != nil {
 		return err
 	}
-	var curMap, patchMap map[string]interface{}
-	if err := json.Unmarshal(cur, &curMap); err != nil {
-		return err
-	}
-	if err := json.Unmarshal(patch, &patchMap); err != nil {
+	patchMap, err := jsonObject(cfg)
+	if err != nil {
 		return err
 	}
 	merged := mergeJSON(curMap, patchMap)
@@ -255,6 +248,17 @@ func (o *OperatorClient) apply(sub string, cfg interface{}) error {
 	}
 	o.commit("apply", sub, spec, status)
 	return nil
+}
+
+// jsonObject is v's JSON as a generic object.
+func jsonObject(v interface{}) (map[string]interface{}, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]interface{}
+	err = json.Unmarshal(b, &m)
+	return m, err
 }
 
 // listKeys names the fields that identify an element of each list the operator resources hold: server-side
@@ -410,11 +414,8 @@ func (o *OperatorClient) PatchStaticOperatorStatus(_ context.Context, p *jsonpat
 func (o *OperatorClient) Object() map[string]interface{} {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	var spec, status map[string]interface{}
-	b, _ := json.Marshal(&o.spec)
-	_ = json.Unmarshal(b, &spec)
-	b, _ = json.Marshal(&o.status)
-	_ = json.Unmarshal(b, &status)
+	spec, _ := jsonObject(&o.spec)
+	status, _ := jsonObject(&o.status)
 	for k, v := range o.KindSpec {
 		spec[k] = v
 	}

@@ -64,13 +64,7 @@ func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube-apiserver serving CA: %w", err)
 	}
-	internalURL := in.InstallConfig.APIServerInternalURL()
-	clusterName := in.InstallConfig.Metadata.Name
-	cert, key, err := n.clientCertificate(ctx, n.nodeIdentity())
-	if err != nil {
-		return nil, err
-	}
-	kubeletKubeconfig, err := certs.Kubeconfig(clusterName, internalURL, serverCA, cert, key, "kubelet")
+	kubeletKubeconfig, err := n.kubeconfig(ctx, n.nodeIdentity(), serverCA, "kubelet")
 	if err != nil {
 		return nil, err
 	}
@@ -111,11 +105,7 @@ func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
 	}
 
 	// The CSR approver.
-	acert, akey, err := n.clientCertificate(ctx, n.approverIdentity())
-	if err != nil {
-		return nil, err
-	}
-	approverKubeconfig, err := certs.Kubeconfig(clusterName, internalURL, serverCA, acert, akey, "csr-approver")
+	approverKubeconfig, err := n.kubeconfig(ctx, n.approverIdentity(), serverCA, "csr-approver")
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +171,17 @@ func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// kubeconfig is the api-int kubeconfig (context user) of a node-side client identity: its certificate as the
+// render's CSR approval signed it, trusting serverCA.
+func (n *Node) kubeconfig(ctx context.Context, id clientIdentity, serverCA []byte, user string) ([]byte, error) {
+	cert, key, err := n.clientCertificate(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	ic := n.in.InstallConfig
+	return certs.Kubeconfig(ic.Metadata.Name, ic.APIServerInternalURL(), serverCA, cert, key, user)
 }
 
 // approverEnv is aio-csr-approver.sh's configuration: its kubeconfig, the node, and the names a serving

@@ -2,14 +2,17 @@ package operator
 
 import (
 	"context"
+	"fmt"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/openshift/library-go/pkg/operator/configobserver"
 	"github.com/openshift/library-go/pkg/operator/configobserver/featuregates"
 	"github.com/openshift/library-go/pkg/operator/events"
 	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
+	"github.com/openshift/library-go/pkg/operator/resource/resourcemerge"
 	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
@@ -180,6 +183,18 @@ func (b *Base) ObservedConfig() (map[string]interface{}, *operatorv1.StaticPodOp
 // ApplyPodConfigMap applies the pod configmap <name> of the operand namespace with pod (see PodConfigMap).
 func (b *Base) ApplyPodConfigMap(ctx context.Context, namespace, name string, pod *corev1.Pod, spec *operatorv1.StaticPodOperatorSpec) error {
 	_, _, err := resourceapply.ApplyConfigMap(ctx, b.Cluster.Kube.CoreV1(), b.Recorder, PodConfigMap(namespace, name, pod, spec))
+	return err
+}
+
+// ApplyMergedConfig applies cm with config.yaml: the layers (YAML or JSON) merged in order, maps merged and lists
+// replaced, pruned to the fields of schema, as the operators' target-config controllers build config.yaml
+// (resourcemerge.MergePrunedConfigMap).
+func (b *Base) ApplyMergedConfig(ctx context.Context, schema runtime.Object, cm *corev1.ConfigMap, layers ...[]byte) error {
+	merged, _, err := resourcemerge.MergePrunedConfigMap(schema, cm, "config.yaml", nil, layers...)
+	if err != nil {
+		return fmt.Errorf("%s/%s config.yaml: %w", cm.Namespace, cm.Name, err)
+	}
+	_, _, err = resourceapply.ApplyConfigMap(ctx, b.Cluster.Kube.CoreV1(), b.Recorder, merged)
 	return err
 }
 

@@ -6,12 +6,21 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/openshift/library-go/pkg/operator/configobserver"
+	"github.com/openshift/library-go/pkg/operator/configobserver/featuregates"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // ProxyPath is where library-go's proxy observer puts the cluster-wide proxy in every operator's observed config.
 var ProxyPath = []string{"targetconfigcontroller", "proxy"}
+
+// ObserveFeatureGates is library-go's feature-gate observer: every gate of the cluster's FeatureGate (Base.Features),
+// as Name=true|false, at path (kube-apiserver's and kube-controller-manager's --feature-gates, cluster-policy-
+// controller's featureGates).
+func ObserveFeatureGates(gates featuregates.FeatureGateAccess, path ...string) configobserver.ObserveConfigFunc {
+	return featuregates.NewObserveFeatureFlagsFunc(nil, nil, path, gates)
+}
 
 // DecodeObserved decodes an operator's observed config (empty: an empty map).
 func DecodeObserved(raw []byte) (map[string]interface{}, error) {

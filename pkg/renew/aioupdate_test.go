@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/internal/treetest"
 	"github.com/render-static/render-static/pkg/node"
 )
 
@@ -54,7 +55,7 @@ func (e *aioUpdateEnv) run(t *testing.T, extra []string, args ...string) (string
 func nodeFiles(t *testing.T, root string) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	for p, b := range readTree(t, root) {
+	for p, b := range treetest.Contents(t, root) {
 		if !strings.HasPrefix("/"+p, node.AIOUpdateStateDir+"/") {
 			out["/"+p] = b
 		}

@@ -7,7 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,6 +22,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/render-static/render-static/internal/treetest"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/inventory"
@@ -30,25 +31,6 @@ import (
 )
 
 func repo(p string) string { return filepath.Join("..", "..", p) }
-
-// readTree reads every regular file under dir, by slash-separated relative path.
-func readTree(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	files := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		b, err := os.ReadFile(p)
-		files[filepath.ToSlash(rel)] = b
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
 
 // leaves are the certificates of a render directory that are not CAs, by inventory name (secret ns/name or file
 // path), with their fingerprint and not-after.
@@ -150,15 +132,6 @@ func renewedNames(r *Report, kind string) []string {
 	return out
 }
 
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func render(t *testing.T, dir, nodeIP string) {
 	t.Helper()
 	o := pipeline.Options{InstallConfig: repo("examples/sno/install-config.yaml"), NodeIP: nodeIP, NodeName: pipeline.DefaultNodeName,
@@ -186,7 +159,7 @@ func TestRenew(t *testing.T) {
 	render(t, dir, "192.168.126.10")
 
 	// Nothing due.
-	before := readTree(t, dir)
+	before := treetest.Contents(t, dir)
 	rep, err := Run(ctx, Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +172,7 @@ func TestRenew(t *testing.T) {
 			t.Errorf("%s: revision %d -> %d with nothing due", c.Name, c.From, c.To)
 		}
 	}
-	after := readTree(t, dir)
+	after := treetest.Contents(t, dir)
 	var differ []string
 	for p, b := range before {
 		if p != "trace.txt" && !bytes.Equal(after[p], b) {
@@ -283,7 +256,7 @@ func TestRenew(t *testing.T) {
 	if err := copyIfExists(filepath.Join(dir, "rootfs"), nodeRoot); err != nil {
 		t.Fatal(err)
 	}
-	old := readTree(t, dir)
+	old := treetest.Contents(t, dir)
 	oldCerts := certsByName(t, dir)
 	targets = managedTargets(t, dir)
 	csrs, csrFPs := nodeCSRs(t, dir)
@@ -295,7 +268,7 @@ func TestRenew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := renewedNames(rep, "leaf"), keys(targets); strings.Join(got, ",") != strings.Join(want, ",") {
+	if got, want := renewedNames(rep, "leaf"), slices.Sorted(maps.Keys(targets)); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("--force renewed leaves\n  %v\nwant every managed leaf\n  %v", got, want)
 	}
 	newCerts := certsByName(t, dir)
@@ -325,7 +298,7 @@ func TestRenew(t *testing.T) {
 			t.Errorf("signer %s changed with --force", k)
 		}
 	}
-	neu := readTree(t, dir)
+	neu := treetest.Contents(t, dir)
 	moved := 0
 	for _, c := range rep.Components {
 		oldDir := "rootfs/etc/kubernetes/static-pod-resources/" + strings.TrimSuffix(c.Manifest, ".yaml") + "-" + itoa(c.From) + "/"
@@ -451,14 +424,11 @@ func checkUpdate(t *testing.T, dir string, u *Update, neu map[string][]byte) {
 	if err != nil || st.Mode().Perm() != 0o700 {
 		t.Errorf("update/ mode: %v", st.Mode())
 	}
-	_ = filepath.WalkDir(filepath.Join(dir, UpdateDir), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			if info, _ := d.Info(); info.Mode().Perm() != 0o600 {
-				t.Errorf("%s: mode %v, want 0600", p, info.Mode().Perm())
-			}
+	for p, f := range treetest.Read(t, filepath.Join(dir, UpdateDir)) {
+		if f.Mode.IsRegular() && f.Mode.Perm() != 0o600 {
+			t.Errorf("%s/%s: mode %v, want 0600", UpdateDir, p, f.Mode.Perm())
 		}
-		return err
-	})
+	}
 }
 
 // TestRenewBadInput: no state, a negative --within, --force with --within: errors naming the field, nothing
@@ -494,8 +464,8 @@ func TestRenewBadInput(t *testing.T) {
 			t.Errorf("%+v: %v; want %s: ...%s...", tc.o, err, tc.field, tc.text)
 		}
 	}
-	if files := readTree(t, dir); len(files) != 1 {
-		t.Errorf("a failed renew wrote into the directory: %v", keys(files))
+	if files := treetest.Contents(t, dir); len(files) != 1 {
+		t.Errorf("a failed renew wrote into the directory: %v", slices.Sorted(maps.Keys(files)))
 	}
 }
 

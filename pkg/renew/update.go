@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -18,7 +20,9 @@ import (
 	"github.com/openshift/library-go/pkg/operator/certrotation"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/inventory"
@@ -390,66 +394,51 @@ func renewal(o Options, marked bool, oldPEM, newPEM []byte, reason string) (Rene
 // changed was renewed, a configmap whose ca-bundle.crt changed is a changed bundle. Revision copies (new objects)
 // are not renewals.
 func renewals(ctx context.Context, o Options, st *state.State, m *marker, eng *pipeline.Engine) ([]Renewal, []string, error) {
-	oldSecrets := map[string]*corev1.Secret{}
-	oldCMs := map[string]*corev1.ConfigMap{}
-	for _, obj := range st.Objects {
-		switch v := obj.(type) {
-		case *corev1.Secret:
-			oldSecrets[v.Namespace+"/"+v.Name] = v
-		case *corev1.ConfigMap:
-			oldCMs[v.Namespace+"/"+v.Name] = v
-		}
-	}
 	marked := map[string]bool{}
 	for _, l := range m.marked {
 		marked[l.Namespace+"/"+l.Name] = true
 	}
-	secrets, err := eng.Cluster.Kube.CoreV1().Secrets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	kube := eng.Cluster.Kube
+	secrets, err := listed[*corev1.Secret](kube.CoreV1().Secrets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{}))
 	if err != nil {
 		return nil, nil, err
 	}
 	var out []Renewal
-	for i := range secrets.Items {
-		s := &secrets.Items[i]
-		key := s.Namespace + "/" + s.Name
-		old, ok := oldSecrets[key]
-		if !ok || len(s.Data[corev1.TLSCertKey]) == 0 || bytes.Equal(old.Data[corev1.TLSCertKey], s.Data[corev1.TLSCertKey]) {
-			continue
-		}
-		r, nc, err := renewal(o, marked[key], old.Data[corev1.TLSCertKey], s.Data[corev1.TLSCertKey],
+	tlsCert := func(s *corev1.Secret) []byte { return s.Data[corev1.TLSCertKey] }
+	err = changed(indexed[*corev1.Secret](st.Objects), secrets, tlsCert, func(key string, old, s *corev1.Secret) error {
+		r, nc, err := renewal(o, marked[key], tlsCert(old), tlsCert(s),
 			"due by library-go's rule (expired, past 80% of its validity or its refresh time, or its signer left the bundle)")
 		if err != nil {
-			return nil, nil, fmt.Errorf("secret %s: tls.crt: %w", key, err)
+			return fmt.Errorf("secret %s: tls.crt: %w", key, err)
 		}
 		r.Name = "secret " + key
 		if nc.IsCA || s.Labels[certrotation.ManagedCertificateTypeLabelName] == string(certrotation.CertificateTypeSigner) {
 			r.Kind = "signer"
 		}
 		out = append(out, r)
-	}
-	// The node's render-time credentials (pkg/node's emulated CSR approval).
-	oldCSRs := map[string][]byte{}
-	for _, obj := range st.Objects {
-		if v, ok := obj.(*certificatesv1.CertificateSigningRequest); ok {
-			oldCSRs[v.Name] = v.Status.Certificate
-		}
-	}
-	csrs, err := eng.Cluster.Kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		return nil
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, csr := range csrs.Items {
-		old, ok := oldCSRs[csr.Name]
-		if !ok || len(csr.Status.Certificate) == 0 || bytes.Equal(old, csr.Status.Certificate) {
-			continue
-		}
-		r, nc, err := renewal(o, marked["/"+csr.Name], old, csr.Status.Certificate,
+	// The node's render-time credentials (pkg/node's emulated CSR approval).
+	csrs, err := listed[*certificatesv1.CertificateSigningRequest](kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{}))
+	if err != nil {
+		return nil, nil, err
+	}
+	issued := func(csr *certificatesv1.CertificateSigningRequest) []byte { return csr.Status.Certificate }
+	err = changed(indexed[*certificatesv1.CertificateSigningRequest](st.Objects), csrs, issued, func(key string, old, csr *certificatesv1.CertificateSigningRequest) error {
+		r, nc, err := renewal(o, marked[key], issued(old), issued(csr),
 			"signed again by the render's stand-in for CSR approval (expired or its signer changed)")
 		if err != nil {
-			return nil, nil, fmt.Errorf("certificatesigningrequest %s: %w", csr.Name, err)
+			return fmt.Errorf("certificatesigningrequest %s: %w", csr.Name, err)
 		}
 		r.Name = "certificatesigningrequest " + csr.Name + " (" + nc.Subject.CommonName + ")"
 		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Kind != out[j].Kind {
@@ -457,18 +446,57 @@ func renewals(ctx context.Context, o Options, st *state.State, m *marker, eng *p
 		}
 		return out[i].Name < out[j].Name
 	})
-	cms, err := eng.Cluster.Kube.CoreV1().ConfigMaps(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	cms, err := listed[*corev1.ConfigMap](kube.CoreV1().ConfigMaps(metav1.NamespaceAll).List(ctx, metav1.ListOptions{}))
 	if err != nil {
 		return nil, nil, err
 	}
-	var bundles []string
-	for i := range cms.Items {
-		cm := &cms.Items[i]
-		key := cm.Namespace + "/" + cm.Name
-		if old, ok := oldCMs[key]; ok && cm.Data["ca-bundle.crt"] != "" && old.Data["ca-bundle.crt"] != cm.Data["ca-bundle.crt"] {
-			bundles = append(bundles, "configmap "+key)
+	var bundles []string // in key order
+	caBundle := func(cm *corev1.ConfigMap) string { return cm.Data["ca-bundle.crt"] }
+	err = changed(indexed[*corev1.ConfigMap](st.Objects), cms, caBundle, func(key string, _, _ *corev1.ConfigMap) error {
+		bundles = append(bundles, "configmap "+key)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, bundles, nil
+}
+
+// indexed are the objects of type T among objs by their key, "namespace/name" ("/name" for a cluster-scoped
+// object: how marks name a CSR).
+func indexed[T metav1.Object](objs []runtime.Object) map[string]T {
+	out := map[string]T{}
+	for _, obj := range objs {
+		if v, ok := obj.(T); ok {
+			out[v.GetNamespace()+"/"+v.GetName()] = v
 		}
 	}
-	sort.Strings(bundles)
-	return out, bundles, nil
+	return out
+}
+
+// listed indexes the items of a list the cluster returned (with its error) like indexed.
+func listed[T metav1.Object](list runtime.Object, err error) (map[string]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	objs, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	return indexed[T](objs), nil
+}
+
+// changed calls fn, in key order, for every object of now whose namespace/name is in old with other data (what
+// data returns; an object now without data is not a change).
+func changed[T any, D string | []byte](old, now map[string]T, data func(T) D, fn func(key string, old, now T) error) error {
+	for _, key := range slices.Sorted(maps.Keys(now)) {
+		prev, ok := old[key]
+		if d := data(now[key]); !ok || len(d) == 0 || string(d) == string(data(prev)) {
+			continue
+		}
+		if err := fn(key, prev, now[key]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
