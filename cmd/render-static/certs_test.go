@@ -16,14 +16,8 @@ import (
 // one the render summary names (by what it is, not by CN), and --expiring-within exits 1 exactly when a
 // certificate expires within the window.
 func TestCertsAgreesWithSummary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("renders the example")
-	}
 	dir := filepath.Join(t.TempDir(), "aio")
-	code, stdout, stderr := runCLI("--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", "192.168.126.10", "--dir", dir)
-	if code != 0 {
-		t.Fatalf("render: exit %d: %s", code, stderr)
-	}
+	stdout := renderExample(t, dir)
 	m := regexp.MustCompile(`earliest expiry:\s+(\S+) \((.*)\)\n`).FindStringSubmatch(stdout)
 	if m == nil {
 		t.Fatalf("summary has no earliest expiry:\n%s", stdout)
@@ -77,7 +71,7 @@ func TestCertsAgreesWithSummary(t *testing.T) {
 	if code, _, _ := runCLI("certs", "--dir", dir, "--expiring-within", (left - time.Hour).String()); code != 0 {
 		t.Errorf("--expiring-within %s (before the first expiry): exit %d, want 0", left-time.Hour, code)
 	}
-	code, _, stderr = runCLI("certs", "--dir", dir, "--expiring-within", (left + time.Hour).String())
+	code, _, stderr := runCLI("certs", "--dir", dir, "--expiring-within", (left + time.Hour).String())
 	if code != 1 || !strings.Contains(stderr, first.Name) {
 		t.Errorf("--expiring-within %s (past the first expiry): exit %d, stderr %q; want 1 naming %s", left+time.Hour, code, stderr, first.Name)
 	}

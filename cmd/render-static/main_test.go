@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/render-static/render-static/internal/testtools"
 )
 
 func repo(p string) string { return filepath.Join("..", "..", p) }
@@ -16,6 +18,18 @@ func runCLI(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	code := run(args, &out, &errb)
 	return code, out.String(), errb.String()
+}
+
+// renderExample renders the bundled example (node IP 192.168.126.10) through the CLI into dir, with more flags,
+// fails the test unless it exits 0 and returns the summary it printed. Under -short it skips the test.
+func renderExample(t *testing.T, dir string, flags ...string) string {
+	t.Helper()
+	testtools.Long(t, "renders the example")
+	code, stdout, stderr := runCLI(append([]string{"--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", "192.168.126.10", "--dir", dir}, flags...)...)
+	if code != 0 {
+		t.Fatalf("render %v: exit %d: %s", flags, code, stderr)
+	}
+	return stdout
 }
 
 // TestBadInstallConfigs runs every bad install-config of the catalogue through the CLI: exit 1, every expected
@@ -106,14 +120,8 @@ func TestMissingFlags(t *testing.T) {
 
 // TestRenderExample renders the bundled example through the CLI and checks the summary and the output layout.
 func TestRenderExample(t *testing.T) {
-	if testing.Short() {
-		t.Skip("renders the example")
-	}
 	dir := filepath.Join(t.TempDir(), "aio")
-	code, stdout, stderr := runCLI("--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", "192.168.126.10", "--node-name", "sno-0", "--dir", dir)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	stdout := renderExample(t, dir, "--node-name", "sno-0")
 	for _, want := range []string{"loops:", "fixpoint after", "objects:", "files:", "aio.ign:", "earliest expiry:", "elapsed:"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("summary lacks %q:\n%s", want, stdout)
@@ -131,9 +139,7 @@ func TestRenderExample(t *testing.T) {
 	if code, _, stderr := runCLI("--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", "192.168.126.10", "--dir", dir); code != 1 || !strings.Contains(stderr, "--node-name") {
 		t.Fatalf("re-render as another node without --fresh: exit %d: %s", code, stderr)
 	}
-	if code, _, stderr := runCLI("--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", "192.168.126.10", "--dir", dir, "--fresh"); code != 0 {
-		t.Fatalf("re-render: exit %d: %s", code, stderr)
-	}
+	renderExample(t, dir, "--fresh")
 	if b, _ := os.ReadFile(filepath.Join(dir, "rootfs/etc/hostname")); string(b) != "master-0\n" {
 		t.Errorf("re-render did not replace the output: hostname %q", b)
 	}

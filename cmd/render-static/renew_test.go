@@ -31,13 +31,8 @@ func TestRenewCLI(t *testing.T) {
 		t.Errorf("a failed renew wrote into %s", empty)
 	}
 
-	if testing.Short() {
-		t.Skip("renders the example")
-	}
 	dir := filepath.Join(t.TempDir(), "aio")
-	if code, _, stderr := runCLI("--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", "192.168.126.10", "--dir", dir); code != 0 {
-		t.Fatalf("render: exit %d: %s", code, stderr)
-	}
+	renderExample(t, dir)
 	code, stdout, stderr := runCLI("renew", "--dir", dir, "--force")
 	if code != 0 {
 		t.Fatalf("renew --force: exit %d: %s", code, stderr)

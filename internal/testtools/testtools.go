@@ -1,8 +1,8 @@
 // Package testtools is the one rule for tests that need something outside Go: an external tool on PATH, the
 // operators' reference output in ../shared, an e2e-built binary. Where the tools are required
 // (RENDER_STATIC_REQUIRE_TOOLS=1, as `make test` sets it) a missing one fails the test; otherwise (`make unit`) it
-// skips it, saying what is missing and how to get it. It is for tests only and imports nothing of the project, so
-// any package's tests can use it.
+// skips it, saying what is missing and how to get it. It also holds the rule for tests that take long (Long:
+// -short skips them). It is for tests only and imports nothing of the project, so any package's tests can use it.
 package testtools
 
 import (
@@ -46,6 +46,15 @@ func Path(t testing.TB, path, what string) {
 	t.Helper()
 	if _, err := os.Stat(path); err != nil {
 		Missing(t, "no %s at %s: %v", what, path, err)
+	}
+}
+
+// Long skips a test that takes long (a whole render or more) under -short; why says what it does ("renders the
+// whole cluster").
+func Long(t testing.TB, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("%s", why)
 	}
 }
 

@@ -1,6 +1,7 @@
 package testtools
 
 import (
+	"flag"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -67,5 +68,21 @@ func TestMissingFailsOnlyWhenRequired(t *testing.T) {
 	}
 	if f := run(func(t testing.TB) { Missing(t, "x") }); !strings.Contains(f.msg, "required") {
 		t.Errorf("message %q does not say it is required", f.msg)
+	}
+}
+
+func TestLongSkipsOnlyUnderShort(t *testing.T) {
+	short := flag.Lookup("test.short")
+	defer func(v string) { _ = short.Value.Set(v) }(short.Value.String())
+	for _, tc := range []struct {
+		short    string
+		wantSkip bool
+	}{{"true", true}, {"false", false}} {
+		if err := short.Value.Set(tc.short); err != nil {
+			t.Fatal(err)
+		}
+		if f := run(func(t testing.TB) { Long(t, "renders") }); f.skipped != tc.wantSkip || f.failed {
+			t.Errorf("-short=%s: skipped %v failed %v, want skipped %v", tc.short, f.skipped, f.failed, tc.wantSkip)
+		}
 	}
 }

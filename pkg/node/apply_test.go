@@ -45,16 +45,57 @@ func stubBin(t *testing.T) string {
 	return p
 }
 
-// applyEnv is a laid-down node root, with everything the first boot finds there, and how to run aiokube on it.
-type applyEnv struct {
-	root, api, log string
-	tree           *export.Tree
-	manifests      []string // file names, sorted
-	env            map[string]string
-	bin            string
+// stubAPI is the stub oc and systemctl with an API server storage of their own, and how to run the node's scripts
+// against them.
+type stubAPI struct {
+	api, log string // the stub's storage and its record of calls
+	bin      string // the stubs
 	// hostPath replaces the host's PATH after bin ("": the host's own).
 	hostPath string
-	tokens   []offlineToken // the legacy token secrets the render minted, with their files on the node
+}
+
+func newStubAPI(t *testing.T) stubAPI {
+	t.Helper()
+	dir := t.TempDir()
+	return stubAPI{api: filepath.Join(dir, "api"), log: filepath.Join(dir, "calls.log"), bin: stubBin(t)}
+}
+
+// runScript runs a script with bash against the stub API, with the environment env and extra ("K=V"), and
+// returns its output and error.
+func (s *stubAPI) runScript(script string, env map[string]string, extra ...string) (string, error) {
+	cmd := exec.Command("bash", script)
+	host := s.hostPath
+	if host == "" {
+		host = os.Getenv("PATH")
+	}
+	cmd.Env = []string{"PATH=" + s.bin + ":" + host, "STUB_LOG=" + s.log, "STUB_API=" + s.api}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, extra...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// calls returns the stub's recorded calls so far, and empties the record.
+func (s *stubAPI) calls(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(s.log)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	_ = os.Remove(s.log)
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// applyEnv is a laid-down node root, with everything the first boot finds there, and how to run aiokube on it.
+type applyEnv struct {
+	stubAPI
+	root      string
+	tree      *export.Tree
+	manifests []string // file names, sorted
+	env       map[string]string
+	tokens    []offlineToken // the legacy token secrets the render minted, with their files on the node
 }
 
 // newApplyEnv lays down the node's files, the exported manifests of the fixture (plus a CRD), an admin kubeconfig
@@ -72,8 +113,8 @@ func newApplyEnv(t *testing.T) *applyEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	a := &applyEnv{root: filepath.Join(dir, "root"), api: filepath.Join(dir, "api"), log: filepath.Join(dir, "calls.log"), tree: tr, bin: stubBin(t)}
+	a := newStubRun(t, filepath.Join(t.TempDir(), "root"), unitOf(t, tr, AIOKubeUnit).Contents)
+	a.tree = tr
 	if err := export.WriteRootfs(a.root, tr); err != nil {
 		t.Fatal(err)
 	}
@@ -95,9 +136,16 @@ func newApplyEnv(t *testing.T) *applyEnv {
 	slices.Sort(a.manifests)
 	write(o.AdminKubeconfig, 0600, []byte("apiVersion: v1\nkind: Config\n"))
 	a.tokens = layDownLegacyTokens(t, f, a.root)
+	return a
+}
 
-	a.env = unitEnv(t, unitOf(t, tr, AIOKubeUnit).Contents)
-	a.env["AIOKUBE_ROOT"] = a.root
+// newStubRun is how to run aiokube on the node root root as aiokube.service (unit: its contents) would, with short
+// waits, the stub oc and systemctl, and a stub API of its own.
+func newStubRun(t *testing.T, root, unit string) *applyEnv {
+	t.Helper()
+	a := &applyEnv{stubAPI: newStubAPI(t), root: root}
+	a.env = unitEnv(t, unit)
+	a.env["AIOKUBE_ROOT"] = root
 	a.env["AIOKUBE_RETRY_SECONDS"] = "0"
 	a.env["AIOKUBE_ATTEMPTS"] = "3"
 	a.env["AIOKUBE_API_WAIT_SECONDS"] = "5"
@@ -108,29 +156,7 @@ func newApplyEnv(t *testing.T) *applyEnv {
 // run runs aiokube.sh as aiokube.service would, with extra environment, and returns its output and error.
 func (a *applyEnv) run(t *testing.T, extra ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command("bash", filepath.Join(a.root, AIOKubeScript))
-	host := a.hostPath
-	if host == "" {
-		host = os.Getenv("PATH")
-	}
-	cmd.Env = []string{"PATH=" + a.bin + ":" + host, "STUB_LOG=" + a.log, "STUB_API=" + a.api}
-	for k, v := range a.env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Env = append(cmd.Env, extra...)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
-// calls returns the stub's recorded calls so far, and empties the record.
-func (a *applyEnv) calls(t *testing.T) []string {
-	t.Helper()
-	b, err := os.ReadFile(a.log)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	_ = os.Remove(a.log)
-	return strings.Split(strings.TrimSpace(string(b)), "\n")
+	return a.runScript(filepath.Join(a.root, AIOKubeScript), a.env, extra...)
 }
 
 // creates returns the manifest file names of the create calls, in order.
@@ -142,6 +168,19 @@ func creates(calls []string) []string {
 		}
 	}
 	return out
+}
+
+// reboot is a node that stopped after aiokube recorded the apply and before its clean-up was done: the render's
+// files (the unit, the script, aiokube's state directory) come back as aio.ign laid them down, with only the apply
+// recorded in the state.
+func (a *applyEnv) reboot(t *testing.T) {
+	t.Helper()
+	if err := export.WriteRootfs(a.root, a.tree); err != nil {
+		t.Fatal(err)
+	}
+	if err := export.WriteFile(filepath.Join(a.root, StateDir, "applied"), 0644, nil); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (a *applyEnv) exists(p string) bool {
@@ -285,12 +324,7 @@ func TestApplyResumesAfterReboot(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	b.calls(t)
-	if err := export.WriteRootfs(b.root, b.tree); err != nil { // the unit, the script and the state come back
-		t.Fatal(err)
-	}
-	if err := export.WriteFile(filepath.Join(b.root, StateDir, "applied"), 0644, nil); err != nil {
-		t.Fatal(err)
-	}
+	b.reboot(t)
 	out, err = b.run(t)
 	if err != nil {
 		t.Fatalf("rerun after the apply: %v\n%s", err, out)

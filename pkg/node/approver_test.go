@@ -11,11 +11,12 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/render-static/render-static/internal/testtools"
 )
 
 // testCSR is a pending CSR the stub API serves to the approver.
@@ -48,7 +49,7 @@ func (c testCSR) request(t *testing.T) []byte {
 // TestApprover runs aio-csr-approver.sh against a stub API holding pending CSRs, with the real openssl: it
 // approves the node's own serving and client-renewal requests, and leaves everything else alone.
 func TestApprover(t *testing.T) {
-	requireTool(t, "openssl")
+	testtools.Tool(t, "openssl")
 	f := newFixture(t, "testdata/installconfig/good/dualstack.yaml", "", true)
 	f.converge(t)
 	tr := f.tree(t)
@@ -71,7 +72,7 @@ func TestApprover(t *testing.T) {
 		{name: "csr-other-signer", signer: "kubernetes.io/kube-apiserver-client", user: node, cn: node, orgs: nodes},
 	}
 	dir := t.TempDir()
-	csrDir, log := filepath.Join(dir, "csrs"), filepath.Join(dir, "calls.log")
+	csrDir := filepath.Join(dir, "csrs")
 	if err := os.MkdirAll(csrDir, 0755); err != nil {
 		t.Fatal(err)
 	}
@@ -93,18 +94,13 @@ func TestApprover(t *testing.T) {
 	if err := os.WriteFile(script, fileOf(t, tr, ApproverScript).Contents, 0755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("bash", script)
-	cmd.Env = []string{"PATH=" + stubBin(t) + ":" + os.Getenv("PATH"), "STUB_LOG=" + log, "STUB_API=" + filepath.Join(dir, "api"), "STUB_CSRS=" + csrDir}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	out, err := cmd.CombinedOutput()
+	stub := newStubAPI(t)
+	out, err := stub.runScript(script, env, "STUB_CSRS="+csrDir)
 	if err != nil {
 		t.Fatalf("approver: %v\n%s", err, out)
 	}
-	calls, _ := os.ReadFile(log)
 	var approved []string
-	for _, l := range strings.Split(string(calls), "\n") {
+	for _, l := range stub.calls(t) {
 		if i := strings.Index(l, "adm certificate approve "); i >= 0 {
 			approved = append(approved, strings.TrimSpace(l[i+len("adm certificate approve "):]))
 		}
@@ -115,7 +111,7 @@ func TestApprover(t *testing.T) {
 		t.Errorf("approved %v, want %v\n%s", approved, want, out)
 	}
 	for _, c := range csrs {
-		if !c.approve && c.user == node && (c.signer == serving || c.signer == client) && !strings.Contains(string(out), "leaving "+c.name+" ") {
+		if !c.approve && c.user == node && (c.signer == serving || c.signer == client) && !strings.Contains(out, "leaving "+c.name+" ") {
 			t.Errorf("%s is not reported as left pending:\n%s", c.name, out)
 		}
 	}

@@ -26,41 +26,55 @@ func manifest(group, version, kind, ns, name string, obj map[string]any) export.
 // that do not run, or that only record the render are dropped; configuration, operator resources and plain
 // aggregated-API registrations stay.
 func TestFilterExport(t *testing.T) {
-	in := []export.Manifest{
-		manifest("", "v1", "Pod", "openshift-kube-apiserver", "installer-1-sno-0", nil),
-		manifest("", "v1", "Node", "", "sno-0", nil),
-		manifest("coordination.k8s.io", "v1", "Lease", "kube-system", "kube-controller-manager", nil),
-		manifest("", "v1", "Event", "default", "e", nil),
-		manifest("events.k8s.io", "v1", "Event", "default", "e2", nil),
-		manifest("certificates.k8s.io", "v1", "CertificateSigningRequest", "", "render-static-node-client-sno-0", nil),
-		manifest("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "", "v", nil),
-		manifest("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "", "m", nil),
-		manifest("apiregistration.k8s.io", "v1", "APIService", "", "v1.apps.openshift.io", map[string]any{"spec": map[string]any{"service": map[string]any{"name": "api"}}}),
-		manifest("apiregistration.k8s.io", "v1", "APIService", "", "v1.local", map[string]any{"spec": map[string]any{}}),
-		manifest("monitoring.coreos.com", "v1", "ServiceMonitor", "openshift-kube-apiserver", "kube-apiserver", nil),
-		manifest("monitoring.coreos.com", "v1", "PrometheusRule", "openshift-kube-apiserver", "rules", nil),
-		manifest("", "v1", "ConfigMap", "openshift-config", "x", nil),
-		manifest("", "v1", "Secret", "openshift-config", "pull-secret", nil),
-		manifest("", "v1", "Namespace", "", "openshift-config", nil),
-		manifest("operator.openshift.io", "v1", "KubeAPIServer", "", "cluster", nil),
-		manifest("config.openshift.io", "v1", "Infrastructure", "", "cluster", nil),
-		manifest("rbac.authorization.k8s.io", "v1", "ClusterRole", "", "r", nil),
+	list := func(ms ...export.Manifest) []export.Manifest { return ms }
+	// Each rule with the objects it drops; "" with the objects that stay.
+	cases := []struct {
+		rule string
+		ms   []export.Manifest
+	}{
+		{"pods", list(manifest("", "v1", "Pod", "openshift-kube-apiserver", "installer-1-sno-0", nil))},
+		{"nodes", list(manifest("", "v1", "Node", "", "sno-0", nil))},
+		{"leases", list(manifest("coordination.k8s.io", "v1", "Lease", "kube-system", "kube-controller-manager", nil))},
+		{"events", list(manifest("", "v1", "Event", "default", "e", nil), manifest("events.k8s.io", "v1", "Event", "default", "e2", nil))},
+		{"certificate-signing-requests", list(
+			manifest("certificates.k8s.io", "v1", "CertificateSigningRequest", "", "render-static-node-client-sno-0", nil))},
+		{"admission-webhooks", list(
+			manifest("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "", "v", nil),
+			manifest("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "", "m", nil))},
+		{"aggregated-apis", list(manifest("apiregistration.k8s.io", "v1", "APIService", "", "v1.apps.openshift.io",
+			map[string]any{"spec": map[string]any{"service": map[string]any{"name": "api"}}}))},
+		{"monitoring", list(
+			manifest("monitoring.coreos.com", "v1", "ServiceMonitor", "openshift-kube-apiserver", "kube-apiserver", nil),
+			manifest("monitoring.coreos.com", "v1", "PrometheusRule", "openshift-kube-apiserver", "rules", nil))},
+		{"", list(
+			manifest("apiregistration.k8s.io", "v1", "APIService", "", "v1.local", map[string]any{"spec": map[string]any{}}),
+			manifest("", "v1", "ConfigMap", "openshift-config", "x", nil), manifest("", "v1", "Secret", "openshift-config", "pull-secret", nil),
+			manifest("", "v1", "Namespace", "", "openshift-config", nil), manifest("operator.openshift.io", "v1", "KubeAPIServer", "", "cluster", nil),
+			manifest("config.openshift.io", "v1", "Infrastructure", "", "cluster", nil), manifest("rbac.authorization.k8s.io", "v1", "ClusterRole", "", "r", nil))},
+	}
+	var in []export.Manifest
+	var wantKept []string
+	var wantDropped []Dropped
+	for _, c := range cases {
+		for _, m := range c.ms {
+			in = append(in, m)
+			if c.rule == "" {
+				wantKept = append(wantKept, m.File)
+			} else {
+				wantDropped = append(wantDropped, Dropped{File: m.File, Rule: c.rule})
+			}
+		}
 	}
 	kept, dropped := FilterExport(in)
-	var keptNames, droppedRules []string
+	var keptFiles []string
 	for _, m := range kept {
-		keptNames = append(keptNames, m.GVK.Kind+"/"+m.Name)
+		keptFiles = append(keptFiles, m.File)
 	}
-	for _, d := range dropped {
-		droppedRules = append(droppedRules, d.Rule)
+	if !slices.Equal(keptFiles, wantKept) {
+		t.Errorf("kept %v, want %v", keptFiles, wantKept)
 	}
-	wantKept := []string{"APIService/v1.local", "ConfigMap/x", "Secret/pull-secret", "Namespace/openshift-config", "KubeAPIServer/cluster", "Infrastructure/cluster", "ClusterRole/r"}
-	if !slices.Equal(keptNames, wantKept) {
-		t.Errorf("kept %v, want %v", keptNames, wantKept)
-	}
-	wantRules := []string{"pods", "nodes", "leases", "events", "events", "certificate-signing-requests", "admission-webhooks", "admission-webhooks", "aggregated-apis", "monitoring", "monitoring"}
-	if !slices.Equal(droppedRules, wantRules) {
-		t.Errorf("dropped by %v, want %v", droppedRules, wantRules)
+	if !slices.Equal(dropped, wantDropped) {
+		t.Errorf("dropped %v, want %v", dropped, wantDropped)
 	}
 	for _, r := range ExportRules {
 		if r.Name == "" || r.Why == "" {

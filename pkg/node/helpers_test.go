@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
-	"github.com/render-static/render-static/internal/testtools"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -26,12 +26,38 @@ import (
 // repo is the repository root, for testdata.
 func repo(p string) string { return filepath.Join("..", "..", p) }
 
-// testConfigs are the install-configs the node tests render for, with their node IPs.
-var testConfigs = []struct{ name, config, nodeIPs string }{
-	{"ipv4", "examples/sno/install-config.yaml", "192.168.126.10"},
-	{"ipv6", "testdata/installconfig/good/ipv6.yaml", ""},
-	{"dualstack", "testdata/installconfig/good/dualstack.yaml", ""},
-	{"proxy", "testdata/installconfig/good/proxy.yaml", ""},
+// testConfig is an install-config the node tests render for, and what the node side must make of it.
+type testConfig struct {
+	name, config string
+	nodeIPs      string // "": the install-config's "# node-ip:" comment
+	clusterDNS   string // the kubelet's clusterDNS
+	address      string // the address the kubelet serves on
+	apiHosts     string // the /etc/hosts entry of api and api-int
+}
+
+// testConfigs are the install-configs the node tests render for, one per IP family and one with a proxy.
+var testConfigs = []testConfig{
+	{name: "ipv4", config: "examples/sno/install-config.yaml", nodeIPs: "192.168.126.10", clusterDNS: "172.30.0.10", address: "0.0.0.0",
+		apiHosts: "192.168.126.10 api.sno.example.com api-int.sno.example.com"},
+	{name: "ipv6", config: "testdata/installconfig/good/ipv6.yaml", clusterDNS: "fd02::a", address: "::",
+		apiHosts: "fd00:0:0:1::10 api.edge-01.lab.example.org api-int.edge-01.lab.example.org"},
+	{name: "dualstack", config: "testdata/installconfig/good/dualstack.yaml", clusterDNS: "172.30.0.10", address: "::",
+		apiHosts: "192.168.126.10 api.dual.example.com api-int.dual.example.com"},
+	{name: "proxy", config: "testdata/installconfig/good/proxy.yaml", clusterDNS: "172.30.0.10", address: "0.0.0.0",
+		apiHosts: "10.0.0.5 api.hub-site-7.corp.example.net api-int.hub-site-7.corp.example.net"},
+}
+
+// forEachConfig runs check as a subtest for each of testConfigs, with the config's fixture (with the CSR signer)
+// converged and the node's tree.
+func forEachConfig(t *testing.T, check func(t *testing.T, tc testConfig, f *fixture, tr *export.Tree)) {
+	t.Helper()
+	for _, tc := range testConfigs {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.config, tc.nodeIPs, true)
+			f.converge(t)
+			check(t, tc, f, f.tree(t))
+		})
+	}
 }
 
 func testInputs(t *testing.T, config, nodeIPs string) *clusterconfig.Inputs {
@@ -172,28 +198,20 @@ func (f *fixture) tree(t *testing.T) *export.Tree {
 
 func fileOf(t *testing.T, tr *export.Tree, p string) export.File {
 	t.Helper()
-	for _, f := range tr.Files() {
-		if f.Path == p {
-			return f
-		}
-	}
-	t.Fatalf("the node tree has no %s", p)
-	return export.File{}
+	return findIn(t, tr.Files(), func(f export.File) bool { return f.Path == p }, p)
 }
 
 func unitOf(t *testing.T, tr *export.Tree, name string) export.Unit {
 	t.Helper()
-	for _, u := range tr.Units() {
-		if u.Name == name {
-			return u
-		}
-	}
-	t.Fatalf("the node tree has no unit %s", name)
-	return export.Unit{}
+	return findIn(t, tr.Units(), func(u export.Unit) bool { return u.Name == name }, "unit "+name)
 }
 
-// requireTool finds a tool; without it the test is skipped, or fails when the tools are required.
-func requireTool(t *testing.T, name string) string {
+// findIn returns the first of a node tree's files or units that matches, or fails the test naming what is missing.
+func findIn[T any](t *testing.T, xs []T, match func(T) bool, what string) T {
 	t.Helper()
-	return testtools.Tool(t, name)
+	i := slices.IndexFunc(xs, match)
+	if i < 0 {
+		t.Fatalf("the node tree has no %s", what)
+	}
+	return xs[i]
 }

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/export"
 )
 
 // decodeKubeletConfigStrict decodes kubelet.conf the strict way: apiVersion/kind through a scheme that knows only
@@ -37,92 +38,79 @@ func decodeKubeletConfigStrict(t *testing.T, data []byte) *kubeletv1beta1.Kubele
 }
 
 func TestKubeletConfiguration(t *testing.T) {
-	wantDNS := map[string]string{"ipv4": "172.30.0.10", "ipv6": "fd02::a", "dualstack": "172.30.0.10", "proxy": "172.30.0.10"}
-	wantAddress := map[string]string{"ipv4": "0.0.0.0", "ipv6": "::", "dualstack": "::", "proxy": "0.0.0.0"}
-	for _, tc := range testConfigs {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, tc.config, tc.nodeIPs, true)
-			f.converge(t)
-			tr := f.tree(t)
-			conf := fileOf(t, tr, KubeletConfigPath)
-			cfg := decodeKubeletConfigStrict(t, conf.Contents)
-			if strings.Contains(string(conf.Contents), ": 0s") || strings.Contains(string(conf.Contents), "null") {
-				t.Errorf("kubelet.conf carries unset values:\n%s", conf.Contents)
+	forEachConfig(t, func(t *testing.T, tc testConfig, f *fixture, tr *export.Tree) {
+		conf := fileOf(t, tr, KubeletConfigPath)
+		cfg := decodeKubeletConfigStrict(t, conf.Contents)
+		if strings.Contains(string(conf.Contents), ": 0s") || strings.Contains(string(conf.Contents), "null") {
+			t.Errorf("kubelet.conf carries unset values:\n%s", conf.Contents)
+		}
+		checks := []struct {
+			what      string
+			got, want any
+		}{
+			{"staticPodPath", cfg.StaticPodPath, "/etc/kubernetes/manifests"},
+			{"containerRuntimeEndpoint", cfg.ContainerRuntimeEndpoint, "unix:///var/run/crio/crio.sock"},
+			{"cgroupDriver", cfg.CgroupDriver, "systemd"},
+			{"authentication.x509.clientCAFile", cfg.Authentication.X509.ClientCAFile, KubeletClientCAPath},
+			{"authentication.anonymous.enabled", *cfg.Authentication.Anonymous.Enabled, false},
+			{"authentication.webhook.enabled", *cfg.Authentication.Webhook.Enabled, true},
+			{"authorization.mode", cfg.Authorization.Mode, kubeletv1beta1.KubeletAuthorizationModeWebhook},
+			{"serverTLSBootstrap", cfg.ServerTLSBootstrap, true},
+			{"rotateCertificates", cfg.RotateCertificates, true},
+			{"clusterDNS", strings.Join(cfg.ClusterDNS, ","), tc.clusterDNS},
+			{"address", cfg.Address, tc.address},
+			{"readOnlyPort", cfg.ReadOnlyPort, int32(0)},
+		}
+		for _, c := range checks {
+			if c.got != c.want {
+				t.Errorf("%s = %v, want %v", c.what, c.got, c.want)
 			}
-			checks := []struct {
-				what      string
-				got, want any
-			}{
-				{"staticPodPath", cfg.StaticPodPath, "/etc/kubernetes/manifests"},
-				{"containerRuntimeEndpoint", cfg.ContainerRuntimeEndpoint, "unix:///var/run/crio/crio.sock"},
-				{"cgroupDriver", cfg.CgroupDriver, "systemd"},
-				{"authentication.x509.clientCAFile", cfg.Authentication.X509.ClientCAFile, KubeletClientCAPath},
-				{"authentication.anonymous.enabled", *cfg.Authentication.Anonymous.Enabled, false},
-				{"authentication.webhook.enabled", *cfg.Authentication.Webhook.Enabled, true},
-				{"authorization.mode", cfg.Authorization.Mode, kubeletv1beta1.KubeletAuthorizationModeWebhook},
-				{"serverTLSBootstrap", cfg.ServerTLSBootstrap, true},
-				{"rotateCertificates", cfg.RotateCertificates, true},
-				{"clusterDNS", strings.Join(cfg.ClusterDNS, ","), wantDNS[tc.name]},
-				{"address", cfg.Address, wantAddress[tc.name]},
-				{"readOnlyPort", cfg.ReadOnlyPort, int32(0)},
-			}
-			for _, c := range checks {
-				if c.got != c.want {
-					t.Errorf("%s = %v, want %v", c.what, c.got, c.want)
-				}
-			}
-			if conf.Mode != 0644 {
-				t.Errorf("kubelet.conf mode %o", conf.Mode)
-			}
+		}
+		if conf.Mode != 0644 {
+			t.Errorf("kubelet.conf mode %o", conf.Mode)
+		}
 
-			// The client CA is kube-apiserver's kubelet client CA.
-			if ca := fileOf(t, tr, KubeletClientCAPath); string(ca.Contents) != string(f.kubeletC.certPEM) {
-				t.Errorf("%s is not openshift-kube-apiserver-operator/kube-apiserver-to-kubelet-client-ca", KubeletClientCAPath)
-			}
+		// The client CA is kube-apiserver's kubelet client CA.
+		if ca := fileOf(t, tr, KubeletClientCAPath); string(ca.Contents) != string(f.kubeletC.certPEM) {
+			t.Errorf("%s is not openshift-kube-apiserver-operator/kube-apiserver-to-kubelet-client-ca", KubeletClientCAPath)
+		}
 
-			// kubelet.service: enabled, after CRI-O, node name and IPs (primary first) as flags.
-			u := unitOf(t, tr, KubeletUnit)
-			var ips []string
-			for _, ip := range f.in.NodeIPs {
-				ips = append(ips, ip.String())
+		// kubelet.service: enabled, after CRI-O, node name and IPs (primary first) as flags.
+		u := unitOf(t, tr, KubeletUnit)
+		var ips []string
+		for _, ip := range f.in.NodeIPs {
+			ips = append(ips, ip.String())
+		}
+		for _, want := range []string{
+			"--node-ip=" + strings.Join(ips, ","), "--hostname-override=sno-0", "--config=" + KubeletConfigPath,
+			"--kubeconfig=" + KubeletKubeconfigPath, "Requires=crio.service", "After=network-online.target crio.service",
+			"node-role.kubernetes.io/master", "WantedBy=multi-user.target",
+		} {
+			if !strings.Contains(u.Contents, want) {
+				t.Errorf("kubelet.service lacks %q:\n%s", want, u.Contents)
 			}
-			for _, want := range []string{
-				"--node-ip=" + strings.Join(ips, ","), "--hostname-override=sno-0", "--config=" + KubeletConfigPath,
-				"--kubeconfig=" + KubeletKubeconfigPath, "Requires=crio.service", "After=network-online.target crio.service",
-				"node-role.kubernetes.io/master", "WantedBy=multi-user.target",
-			} {
-				if !strings.Contains(u.Contents, want) {
-					t.Errorf("kubelet.service lacks %q:\n%s", want, u.Contents)
-				}
-			}
-			if !u.Enabled {
-				t.Error("kubelet.service is not enabled")
-			}
+		}
+		if !u.Enabled {
+			t.Error("kubelet.service is not enabled")
+		}
 
-			// CRI-O reads the pull secret from /var/lib/kubelet/config.json (0600).
-			ps := fileOf(t, tr, PullSecretPath)
-			if ps.Mode != 0600 || strings.TrimSpace(string(ps.Contents)) != strings.TrimSpace(f.in.InstallConfig.PullSecret) {
-				t.Errorf("%s: mode %o, contents %q", PullSecretPath, ps.Mode, ps.Contents)
+		// CRI-O reads the pull secret from /var/lib/kubelet/config.json (0600).
+		ps := fileOf(t, tr, PullSecretPath)
+		if ps.Mode != 0600 || strings.TrimSpace(string(ps.Contents)) != strings.TrimSpace(f.in.InstallConfig.PullSecret) {
+			t.Errorf("%s: mode %o, contents %q", PullSecretPath, ps.Mode, ps.Contents)
+		}
+		crio := string(fileOf(t, tr, CRIODropinPath).Contents)
+		for _, want := range []string{`global_auth_file = "/var/lib/kubelet/config.json"`, `pause_image = "` + f.in.Images.Image("pod") + `"`} {
+			if !strings.Contains(crio, want) {
+				t.Errorf("CRI-O drop-in lacks %s:\n%s", want, crio)
 			}
-			crio := string(fileOf(t, tr, CRIODropinPath).Contents)
-			for _, want := range []string{`global_auth_file = "/var/lib/kubelet/config.json"`, `pause_image = "` + f.in.Images.Image("pod") + `"`} {
-				if !strings.Contains(crio, want) {
-					t.Errorf("CRI-O drop-in lacks %s:\n%s", want, crio)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestHosts: api and api-int resolve to the node's primary IP (the family kube-apiserver listens on), after
 // RHCOS's loopback entries.
 func TestHosts(t *testing.T) {
-	want := map[string]string{
-		"ipv4":      "192.168.126.10 api.sno.example.com api-int.sno.example.com",
-		"ipv6":      "fd00:0:0:1::10 api.edge-01.lab.example.org api-int.edge-01.lab.example.org",
-		"dualstack": "192.168.126.10 api.dual.example.com api-int.dual.example.com",
-		"proxy":     "10.0.0.5 api.hub-site-7.corp.example.net api-int.hub-site-7.corp.example.net",
-	}
 	for _, tc := range testConfigs {
 		t.Run(tc.name, func(t *testing.T) {
 			in := testInputs(t, tc.config, tc.nodeIPs)
@@ -136,8 +124,8 @@ func TestHosts(t *testing.T) {
 					entries = append(entries, l)
 				}
 			}
-			if len(entries) != 1 || entries[0] != want[tc.name] {
-				t.Errorf("API entries %q, want %q", entries, want[tc.name])
+			if len(entries) != 1 || entries[0] != tc.apiHosts {
+				t.Errorf("API entries %q, want %q", entries, tc.apiHosts)
 			}
 		})
 	}

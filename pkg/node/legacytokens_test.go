@@ -429,12 +429,7 @@ func TestApplyLegacyTokens(t *testing.T) {
 
 	// Without its records (a reboot after the files were written, before they were recorded), a run reads the
 	// secrets again and finds the files up to date.
-	if err := export.WriteRootfs(a.root, a.tree); err != nil { // the unit, the script and the state come back
-		t.Fatal(err)
-	}
-	if err := export.WriteFile(filepath.Join(a.root, StateDir, "applied"), 0644, nil); err != nil {
-		t.Fatal(err)
-	}
+	a.reboot(t)
 	out, err = a.run(t)
 	if err != nil {
 		t.Fatalf("rerun without records: %v\n%s", err, out)

@@ -1,13 +1,10 @@
 package node_test
 
 import (
-	"bufio"
-	"context"
 	"crypto/x509"
 	"encoding/base64"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -16,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/render-static/render-static/internal/rendertest"
+	"github.com/render-static/render-static/internal/testtools"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/node"
 	"github.com/render-static/render-static/pkg/pipeline"
@@ -30,22 +29,10 @@ import (
 // every manifest in order, puts the live legacy tokens into the revision directories, and leaves nothing only the
 // first boot needed.
 func TestRenderedNode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("renders the whole cluster")
-	}
-	config := filepath.Join("..", "..", "testdata/installconfig/good/dualstack.yaml")
+	testtools.Long(t, "renders the whole cluster")
 	dir := filepath.Join(t.TempDir(), "out")
-	o := pipeline.Options{InstallConfig: config, NodeIP: "192.168.126.10,fd00::10", NodeName: "sno-0", Dir: dir,
-		CertValidity: certs.DefaultLeafValidity, InfraID: "dual-x7k2p"}
-	in, err := pipeline.Validate(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := pipeline.RunEngine(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := pipeline.Export(context.Background(), eng)
+	_, _, out, err := rendertest.Pipeline(pipeline.Options{InstallConfig: rendertest.Repo("testdata/installconfig/good/dualstack.yaml"),
+		NodeIP: "192.168.126.10,fd00::10", NodeName: rendertest.NodeName, Dir: dir, CertValidity: certs.DefaultLeafValidity, InfraID: "dual-x7k2p"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,42 +171,12 @@ func csrSigner(t *testing.T, manifests string) string {
 // the apply and the clean-up.
 func runFirstBoot(t *testing.T, rootfs string, manifests int) {
 	t.Helper()
-	unit, err := os.ReadFile(filepath.Join(rootfs, "/etc/systemd/system", node.AIOKubeUnit))
+	out, created, err := node.FirstBoot(t, rootfs)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("aiokube on the rendered rootfs: %v\n%s", err, out)
 	}
-	bin, err := filepath.Abs(filepath.Join("..", "..", "testdata/node/bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	work := t.TempDir()
-	log := filepath.Join(work, "calls.log")
-	cmd := exec.Command("bash", filepath.Join(rootfs, node.AIOKubeScript))
-	cmd.Env = []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "STUB_LOG=" + log, "STUB_API=" + filepath.Join(work, "api"),
-		"AIOKUBE_ROOT=" + rootfs, "AIOKUBE_RETRY_SECONDS=0", "AIOKUBE_ATTEMPTS=2", "AIOKUBE_TOKEN_WAIT_SECONDS=10"}
-	unesc := strings.NewReplacer(`\\`, `\`, `\"`, `"`, "%%", "%")
-	sc := bufio.NewScanner(strings.NewReader(string(unit)))
-	for sc.Scan() {
-		if l := sc.Text(); strings.HasPrefix(l, `Environment="`) {
-			kv := unesc.Replace(strings.TrimSuffix(strings.TrimPrefix(l, `Environment="`), `"`))
-			if !strings.HasPrefix(kv, "AIOKUBE_RETRY_SECONDS=") && !strings.HasPrefix(kv, "AIOKUBE_ATTEMPTS=") && !strings.HasPrefix(kv, "AIOKUBE_TOKEN_WAIT_SECONDS=") {
-				cmd.Env = append(cmd.Env, kv)
-			}
-		}
-	}
-	outb, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("aiokube on the rendered rootfs: %v\n%s", err, outb)
-	}
-	if !strings.Contains(string(outb), "every legacy service-account token on the node is the live one") {
-		t.Errorf("aiokube did not put the live legacy tokens on the node:\n%s", outb)
-	}
-	calls, _ := os.ReadFile(log)
-	var created []string
-	for _, l := range strings.Split(string(calls), "\n") {
-		if f := strings.Fields(l); len(f) > 2 && f[2] == "create" {
-			created = append(created, filepath.Base(f[len(f)-1]))
-		}
+	if !strings.Contains(out, "every legacy service-account token on the node is the live one") {
+		t.Errorf("aiokube did not put the live legacy tokens on the node:\n%s", out)
 	}
 	if len(created) != manifests {
 		t.Errorf("aiokube created %d manifests, the render exported %d", len(created), manifests)

@@ -162,41 +162,36 @@ func nodeCommands(tr *export.Tree) func(string) bool {
 // TestUnitsParse: every unit and drop-in of the node parses with the strict parser, enabled units have an
 // [Install] section, every service has an ExecStart, and the timer's service exists.
 func TestUnitsParse(t *testing.T) {
-	for _, tc := range testConfigs {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, tc.config, tc.nodeIPs, true)
-			f.converge(t)
-			tr := f.tree(t)
-			names := map[string]bool{}
-			for _, u := range tr.Units() {
-				names[u.Name] = true
-			}
-			for _, u := range tr.Units() {
-				for _, d := range u.Dropins {
-					if _, err := parseUnit(d.Name, d.Contents, nodeCommands(tr)); err != nil {
-						t.Error(err)
-					}
-				}
-				if u.Contents == "" {
-					continue
-				}
-				kv, err := parseUnit(u.Name, u.Contents, nodeCommands(tr))
-				if err != nil {
+	forEachConfig(t, func(t *testing.T, _ testConfig, _ *fixture, tr *export.Tree) {
+		names := map[string]bool{}
+		for _, u := range tr.Units() {
+			names[u.Name] = true
+		}
+		for _, u := range tr.Units() {
+			for _, d := range u.Dropins {
+				if _, err := parseUnit(d.Name, d.Contents, nodeCommands(tr)); err != nil {
 					t.Error(err)
-					continue
-				}
-				if u.Enabled && len(kv["Install.WantedBy"]) == 0 {
-					t.Errorf("%s is enabled but has no [Install] WantedBy", u.Name)
-				}
-				if strings.HasSuffix(u.Name, ".service") && len(kv["Service.ExecStart"]) != 1 {
-					t.Errorf("%s has %d ExecStart", u.Name, len(kv["Service.ExecStart"]))
-				}
-				if strings.HasSuffix(u.Name, ".timer") && !names[strings.TrimSuffix(u.Name, ".timer")+".service"] {
-					t.Errorf("%s has no service", u.Name)
 				}
 			}
-		})
-	}
+			if u.Contents == "" {
+				continue
+			}
+			kv, err := parseUnit(u.Name, u.Contents, nodeCommands(tr))
+			if err != nil {
+				t.Error(err)
+				continue
+			}
+			if u.Enabled && len(kv["Install.WantedBy"]) == 0 {
+				t.Errorf("%s is enabled but has no [Install] WantedBy", u.Name)
+			}
+			if strings.HasSuffix(u.Name, ".service") && len(kv["Service.ExecStart"]) != 1 {
+				t.Errorf("%s has %d ExecStart", u.Name, len(kv["Service.ExecStart"]))
+			}
+			if strings.HasSuffix(u.Name, ".timer") && !names[strings.TrimSuffix(u.Name, ".timer")+".service"] {
+				t.Errorf("%s has no service", u.Name)
+			}
+		}
+	})
 }
 
 // TestUnitParserIsStrict: the parser rejects what systemd would ignore or refuse.
@@ -225,57 +220,44 @@ func TestUnitParserIsStrict(t *testing.T) {
 // TestUnitsSystemdAnalyzeVerify: systemd-analyze verify accepts every unit laid down on a root holding the node's
 // files, the host's systemd units (targets) and stand-ins for what RHCOS ships (kubelet, CRI-O, coreutils).
 func TestUnitsSystemdAnalyzeVerify(t *testing.T) {
-	bin := requireTool(t, "systemd-analyze")
+	bin := testtools.Tool(t, "systemd-analyze")
 	hostUnits := "/usr/lib/systemd/system"
 	testtools.Path(t, filepath.Join(hostUnits, "multi-user.target"), "systemd unit (the package systemd installs the host's units)")
-	for _, tc := range testConfigs {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, tc.config, tc.nodeIPs, true)
-			f.converge(t)
-			tr := f.tree(t)
-			root := filepath.Join(t.TempDir(), "root")
-			if err := export.WriteRootfs(root, tr); err != nil {
+	forEachConfig(t, func(t *testing.T, _ testConfig, _ *fixture, tr *export.Tree) {
+		root := filepath.Join(t.TempDir(), "root")
+		if err := export.WriteRootfs(root, tr); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(root, "usr/lib/systemd"), 0755); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("cp", "-r", hostUnits, filepath.Join(root, "usr/lib/systemd")).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		// What RHCOS ships and the units use.
+		for _, cmd := range append(rhcosCommands, "/usr/bin/crio") {
+			if err := export.WriteFile(filepath.Join(root, cmd), 0755, []byte("#!/bin/sh\n")); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.MkdirAll(filepath.Join(root, "usr/lib/systemd"), 0755); err != nil {
+		}
+		for _, u := range []string{"crio.service", "rpc-statd.service", "ostree-finalize-staged.service"} {
+			p := filepath.Join(root, "usr/lib/systemd/system", u)
+			if err := export.WriteFile(p, 0644, []byte("[Unit]\nDescription=stand-in for RHCOS's "+u+"\n[Service]\nExecStart=/usr/bin/crio\n")); err != nil {
 				t.Fatal(err)
 			}
-			if out, err := exec.Command("cp", "-r", hostUnits, filepath.Join(root, "usr/lib/systemd")).CombinedOutput(); err != nil {
-				t.Fatalf("%v: %s", err, out)
+		}
+		var units []string
+		for _, u := range tr.Units() {
+			if u.Contents != "" {
+				units = append(units, u.Name)
 			}
-			// What RHCOS ships and the units use.
-			for _, cmd := range append(rhcosCommands, "/usr/bin/crio") {
-				writeExecutable(t, filepath.Join(root, cmd), "#!/bin/sh\n")
-			}
-			for _, u := range []string{"crio.service", "rpc-statd.service", "ostree-finalize-staged.service"} {
-				p := filepath.Join(root, "usr/lib/systemd/system", u)
-				if err := os.WriteFile(p, []byte("[Unit]\nDescription=stand-in for RHCOS's "+u+"\n[Service]\nExecStart=/usr/bin/crio\n"), 0644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			var units []string
-			for _, u := range tr.Units() {
-				if u.Contents != "" {
-					units = append(units, u.Name)
-				}
-			}
-			args := append([]string{"verify", "--root=" + root, "--man=no"}, units...)
-			out, err := exec.Command(bin, args...).CombinedOutput()
-			if err != nil || len(strings.TrimSpace(string(out))) > 0 {
-				t.Errorf("systemd-analyze %s: %v\n%s", strings.Join(args, " "), err, out)
-			}
-		})
-	}
-}
-
-func writeExecutable(t *testing.T, p, contents string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(contents), 0755); err != nil {
-		t.Fatal(err)
-	}
+		}
+		args := append([]string{"verify", "--root=" + root, "--man=no"}, units...)
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if err != nil || len(strings.TrimSpace(string(out))) > 0 {
+			t.Errorf("systemd-analyze %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	})
 }
 
 // TestNodeTreeIgnition: the node's tree alone packs into a valid Ignition config (the Ignition library parses
@@ -296,7 +278,7 @@ func TestNodeTreeIgnition(t *testing.T) {
 
 // TestScriptsShellcheck: the node's scripts and the test stubs pass shellcheck.
 func TestScriptsShellcheck(t *testing.T) {
-	bin := requireTool(t, "shellcheck")
+	bin := testtools.Tool(t, "shellcheck")
 	args := []string{repo("manifests/node/aiokube.sh"), repo("manifests/node/aio-csr-approver.sh"), repo("testdata/node/bin/oc"), repo("testdata/node/bin/systemctl")}
 	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
 		t.Errorf("shellcheck: %v\n%s", err, out)

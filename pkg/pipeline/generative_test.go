@@ -652,7 +652,7 @@ func (c *genCheck) flagFiles() {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ct := containerNamed(pod, cfg.container)
+		ct := rendertest.Container(pod, cfg.container)
 		if ct == nil {
 			t.Fatalf("%s has no container %s", cfg.pod, cfg.container)
 		}

@@ -144,27 +144,6 @@ func join(ps []netip.Prefix) string {
 	return strings.Join(ss, ",")
 }
 
-func dig(m map[string]interface{}, path ...string) interface{} {
-	var v interface{} = m
-	for _, k := range path {
-		mm, ok := v.(map[string]interface{})
-		if !ok {
-			return nil
-		}
-		v = mm[k]
-	}
-	return v
-}
-
-func containerNamed(pod *corev1.Pod, name string) *corev1.Container {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	return nil
-}
-
 // expand replaces $(VAR) and ${VAR} with the container's environment values (what kubelet and the shell do).
 func expand(s string, c *corev1.Container) string {
 	env := map[string]string{}
@@ -235,7 +214,7 @@ var netRules = []struct {
 		// 0.0.0.0 on every family (etcd listens on both families on the wildcard).
 		wants := []string{"--listen-client-urls=https://0.0.0.0:2379", "--listen-peer-urls=https://0.0.0.0:2380",
 			"--listen-metrics-urls=https://0.0.0.0:9978"}
-		etcd := containerNamed(e.pod(t, "etcd-pod.yaml"), "etcd")
+		etcd := rendertest.Container(e.pod(t, "etcd-pod.yaml"), "etcd")
 		wantContains(t, "etcd container", script(etcd), append(wants, "--listen-client-http-urls=https://0.0.0.0:2381")...)
 		for _, key := range []string{"pod.yaml", "quorum-restore-pod.yaml"} {
 			wantContains(t, "restore-etcd-pod/"+key, string(e.file(t, etcdCertDir+"configmaps/restore-etcd-pod/"+key)), wants...)
@@ -245,7 +224,7 @@ var netRules = []struct {
 			"--initial-advertise-peer-urls=https://"+urlHost(e.preferred)+":2380")
 	}},
 	{"etcd-grpc-proxy", func(t *testing.T, e *netEnv) {
-		m := containerNamed(e.pod(t, "etcd-pod.yaml"), "etcd-metrics")
+		m := rendertest.Container(e.pod(t, "etcd-pod.yaml"), "etcd-metrics")
 		wantContains(t, "etcd-metrics", expand(script(m), m), "--endpoints https://"+urlHost(e.preferred)+":9978",
 			"--metrics-addr https://0.0.0.0:9979", "--listen-addr 127.0.0.1:9977")
 	}},
@@ -266,7 +245,7 @@ var netRules = []struct {
 	{"kas-etcd-servers", func(t *testing.T, e *netEnv) {
 		cfg := e.yamlFile(t, kasRevDir+"configmaps/config/config.yaml")
 		want := []string{"https://" + net.JoinHostPort(e.preferred.String(), "2379"), "https://localhost:2379"}
-		if got := fmt.Sprint(dig(cfg, "apiServerArguments", "etcd-servers")); got != fmt.Sprint(want) {
+		if got := fmt.Sprint(rendertest.Dig(cfg, "apiServerArguments", "etcd-servers")); got != fmt.Sprint(want) {
 			t.Errorf("etcd-servers %s, want %v", got, want)
 		}
 	}},
@@ -279,17 +258,17 @@ var netRules = []struct {
 			addr, network = "[::]:6443", "tcp6"
 		}
 		cfg := e.yamlFile(t, kasRevDir+"configmaps/config/config.yaml")
-		if got := fmt.Sprint(dig(cfg, "servingInfo", "bindAddress"), " ", dig(cfg, "servingInfo", "bindNetwork")); got != addr+" "+network {
+		if got := fmt.Sprint(rendertest.Dig(cfg, "servingInfo", "bindAddress"), " ", rendertest.Dig(cfg, "servingInfo", "bindNetwork")); got != addr+" "+network {
 			t.Errorf("servingInfo bindAddress bindNetwork = %s, want %s %s", got, addr, network)
 		}
 	}},
 	{"kas-service-networks", func(t *testing.T, e *netEnv) {
 		cfg := e.yamlFile(t, kasRevDir+"configmaps/config/config.yaml")
-		if got := fmt.Sprint(dig(cfg, "servicesSubnet")); got != join(e.service) {
+		if got := fmt.Sprint(rendertest.Dig(cfg, "servicesSubnet")); got != join(e.service) {
 			t.Errorf("servicesSubnet %s, want %s", got, join(e.service))
 		}
 		restricted := strings.Split(join(e.cluster)+","+join(e.service), ",")
-		got := dig(cfg, "admission", "pluginConfig", "network.openshift.io/RestrictedEndpointsAdmission", "configuration", "restrictedCIDRs")
+		got := rendertest.Dig(cfg, "admission", "pluginConfig", "network.openshift.io/RestrictedEndpointsAdmission", "configuration", "restrictedCIDRs")
 		if fmt.Sprint(got) != fmt.Sprint(restricted) {
 			t.Errorf("restrictedCIDRs %v, want %v", got, restricted)
 		}
@@ -299,7 +278,7 @@ var netRules = []struct {
 		if len(e.service) == 1 && e.service[0].Addr().Is6() {
 			want = "[::]:17697"
 		}
-		c := containerNamed(e.pod(t, "kube-apiserver-pod.yaml"), "kube-apiserver-check-endpoints")
+		c := rendertest.Container(e.pod(t, "kube-apiserver-pod.yaml"), "kube-apiserver-check-endpoints")
 		if c == nil {
 			t.Fatal("no check-endpoints container")
 		}
@@ -332,11 +311,11 @@ var netRules = []struct {
 	{"kcm-cidr-args", func(t *testing.T, e *netEnv) {
 		cfg := e.yamlFile(t, kcmRevDir+"configmaps/config/config.yaml")
 		for arg, want := range map[string]string{"cluster-cidr": join(e.cluster), "service-cluster-ip-range": join(e.service)} {
-			if got := fmt.Sprint(dig(cfg, "extendedArguments", arg)); got != fmt.Sprint([]string{want}) {
+			if got := fmt.Sprint(rendertest.Dig(cfg, "extendedArguments", arg)); got != fmt.Sprint([]string{want}) {
 				t.Errorf("extendedArguments.%s = %s, want [%s] (one comma-joined value)", arg, got, want)
 			}
 			// The pod's command line carries the flag once, with both families.
-			main := containerNamed(e.pod(t, "kube-controller-manager-pod.yaml"), "kube-controller-manager")
+			main := rendertest.Container(e.pod(t, "kube-controller-manager-pod.yaml"), "kube-controller-manager")
 			if n := strings.Count(script(main), "--"+arg+"="); n != 1 || !strings.Contains(script(main), "--"+arg+"="+want+" ") {
 				t.Errorf("kube-controller-manager has %d --%s flags, want one --%s=%s", n, arg, arg, want)
 			}

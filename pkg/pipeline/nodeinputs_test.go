@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/render-static/render-static/internal/testtools"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/node"
@@ -17,9 +18,7 @@ import (
 // Proxy without trustedCA (policy Proxyonly, no proxy) among the exported manifests; every static pod carries
 // the management workload annotation; ignition-validate accepts it.
 func TestRenderUserInputs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("renders the whole cluster")
-	}
+	testtools.Long(t, "renders the whole cluster")
 	r := render(t, "testdata/installconfig/nodeinputs/disconnected.yaml", "")
 	checkIgnitionValidate(t, filepath.Join(r.dir, "aio.ign"))
 	for p, mode := range map[string]int{

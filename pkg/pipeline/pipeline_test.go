@@ -141,12 +141,7 @@ func TestRender(t *testing.T) {
 			checkIgnitionValidate(t, filepath.Join(r.dir, "aio.ign"))
 			checkModes(t, r)
 			checkCertificates(t, r)
-			svc := parsePEMCerts(t, r.files["/etc/kubernetes/static-pod-resources/kube-apiserver-certs/secrets/service-network-serving-certkey/tls.crt"])
-			for _, ip := range tc.serviceIPs {
-				if err := svc[0].VerifyHostname(ip); err != nil {
-					t.Errorf("service-network cert: %v", err)
-				}
-			}
+			r.certFor(t, kasCerts+"secrets/service-network-serving-certkey/tls.crt", tc.serviceIPs...)
 			checkAdminKubeconfig(t, r)
 			checkTrace(t, r)
 			checkCRDs(t, r)
@@ -272,37 +267,45 @@ func checkCertificates(t *testing.T, r *rendered) {
 		}
 	}
 
-	certDir := "/etc/kubernetes/static-pod-resources/kube-apiserver-certs/secrets/"
-	sans := map[string][]string{
-		"localhost-serving-cert-certkey":        {"localhost", "127.0.0.1"},
-		"external-loadbalancer-serving-certkey": {"api." + r.domain},
-		"internal-loadbalancer-serving-certkey": {"api-int." + r.domain},
-		"service-network-serving-certkey":       append([]string{"kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "openshift.default.svc"}, r.serviceIPs()...),
-	}
-	for secret, want := range sans {
-		cs := parsePEMCerts(t, r.files[certDir+secret+"/tls.crt"])
-		if len(cs) == 0 {
-			t.Errorf("%s missing", secret)
-			continue
-		}
-		for _, name := range want {
-			if err := cs[0].VerifyHostname(name); err != nil {
-				t.Errorf("%s: %v", secret, err)
-			}
-		}
-	}
-	clientUsers := map[string]string{
-		"aggregator-client":                        "system:openshift-aggregator",
-		"kubelet-client":                           "system:kube-apiserver",
-		"control-plane-node-admin-client-cert-key": "system:control-plane-node-admin",
-		"check-endpoints-client-cert-key":          "system:serviceaccount:openshift-kube-apiserver:check-endpoints",
-	}
-	for secret, user := range clientUsers {
-		cs := parsePEMCerts(t, r.files[certDir+secret+"/tls.crt"])
-		if len(cs) == 0 || cs[0].Subject.CommonName != user {
-			t.Errorf("%s: want a client certificate for %s", secret, user)
+	// kube-apiserver's serving certificates carry the names the operator gives them; its client certificates
+	// are the users it authenticates as.
+	for _, c := range []struct {
+		secret string
+		names  []string // a serving certificate's SANs
+		user   string   // a client certificate's common name
+	}{
+		{secret: "localhost-serving-cert-certkey", names: []string{"localhost", "127.0.0.1"}},
+		{secret: "external-loadbalancer-serving-certkey", names: []string{"api." + r.domain}},
+		{secret: "internal-loadbalancer-serving-certkey", names: []string{"api-int." + r.domain}},
+		{secret: "service-network-serving-certkey",
+			names: append([]string{"kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "openshift.default.svc"}, r.serviceIPs()...)},
+		{secret: "aggregator-client", user: "system:openshift-aggregator"},
+		{secret: "kubelet-client", user: "system:kube-apiserver"},
+		{secret: "control-plane-node-admin-client-cert-key", user: "system:control-plane-node-admin"},
+		{secret: "check-endpoints-client-cert-key", user: "system:serviceaccount:openshift-kube-apiserver:check-endpoints"},
+	} {
+		cert := r.certFor(t, kasCerts+"secrets/"+c.secret+"/tls.crt", c.names...)
+		if cert != nil && c.user != "" && cert.Subject.CommonName != c.user {
+			t.Errorf("%s: a client certificate for %s, want %s", c.secret, cert.Subject.CommonName, c.user)
 		}
 	}
+}
+
+// certFor returns the first certificate of the node file p after checking that it is valid for every name; where
+// the render has no certificate there it reports it and returns nil.
+func (r *rendered) certFor(t *testing.T, p string, names ...string) *x509.Certificate {
+	t.Helper()
+	cs := parsePEMCerts(t, r.files[p])
+	if len(cs) == 0 {
+		t.Errorf("%s missing", p)
+		return nil
+	}
+	for _, name := range names {
+		if err := cs[0].VerifyHostname(name); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	return cs[0]
 }
 
 // caBundles returns every CA bundle aio.ign carries: ca-bundle.crt files, and the ca-bundle.crt key of every
@@ -368,7 +371,7 @@ func checkAdminKubeconfig(t *testing.T, r *rendered) {
 	}
 	serverRoots := x509.NewCertPool()
 	serverRoots.AppendCertsFromPEM(cluster.CertificateAuthorityData)
-	lb := parsePEMCerts(t, r.files["/etc/kubernetes/static-pod-resources/kube-apiserver-certs/secrets/external-loadbalancer-serving-certkey/tls.crt"])
+	lb := parsePEMCerts(t, r.files[kasCerts+"secrets/external-loadbalancer-serving-certkey/tls.crt"])
 	if _, err := lb[0].Verify(x509.VerifyOptions{Roots: serverRoots, DNSName: "api." + r.domain}); err != nil {
 		t.Errorf("kubeconfig CA does not verify the API serving cert: %v", err)
 	}
@@ -381,7 +384,7 @@ func checkAdminKubeconfig(t *testing.T, r *rendered) {
 		t.Errorf("admin client subject = %v", client.Subject)
 	}
 	clientCA := x509.NewCertPool()
-	clientCA.AppendCertsFromPEM(r.files["/etc/kubernetes/static-pod-resources/kube-apiserver-certs/configmaps/client-ca/ca-bundle.crt"])
+	clientCA.AppendCertsFromPEM(r.files[kasCerts+"configmaps/client-ca/ca-bundle.crt"])
 	if _, err := client.Verify(x509.VerifyOptions{Roots: clientCA, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
 		t.Errorf("admin client cert does not chain to kube-apiserver's client-ca: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/render-static/render-static/internal/testtools"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/inventory"
 )
@@ -19,9 +20,7 @@ import (
 // minutes out and warns; rendering again from the state a moment later rotates nothing (library-go refreshes at
 // 4/5 of the validity): aio.ign is byte-identical.
 func TestRenderShortLeaves(t *testing.T) {
-	if testing.Short() {
-		t.Skip("renders twice")
-	}
+	testtools.Long(t, "renders twice")
 	ctx := context.Background()
 	const leaf = 7 * time.Minute
 	dir := filepath.Join(t.TempDir(), "aio")
@@ -84,11 +83,7 @@ func TestRenderShortLeaves(t *testing.T) {
 // certsByName is every certificate of a render directory, as `render-static certs` lists them.
 func certsByName(t *testing.T, dir string) []*inventory.Certificate {
 	t.Helper()
-	files, err := inventory.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv, err := inventory.FromFiles(files, time.Now())
+	inv, err := inventory.Read(dir, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/render-static/render-static/internal/testtools"
 	"github.com/render-static/render-static/pkg/certs"
-	"github.com/render-static/render-static/pkg/inventory"
 	"github.com/render-static/render-static/pkg/state"
 )
 
@@ -45,14 +44,11 @@ func readTree(t *testing.T, dir string) (map[string][]byte, map[string]fs.FileMo
 	return files, modes
 }
 
+// certsOf is the inventory name of every certificate of a render directory, by fingerprint.
 func certsOf(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	inv, err := inventory.Read(dir, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]string{}
-	for _, c := range inv.Certificates {
+	for _, c := range certsByName(t, dir) {
 		out[c.Fingerprint] = c.Name
 	}
 	return out
@@ -64,9 +60,7 @@ func certsOf(t *testing.T, dir string) map[string]string {
 // peer, serving and metrics serving certificates) and rolls the revisions that use them; bad input leaves the
 // directory untouched; --fresh starts a new cluster.
 func TestStateContinues(t *testing.T) {
-	if testing.Short() {
-		t.Skip("renders four times")
-	}
+	testtools.Long(t, "renders four times")
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "aio")
 	o := Options{InstallConfig: repo("examples/sno/install-config.yaml"), NodeIP: "192.168.126.10", NodeName: DefaultNodeName,
