@@ -111,6 +111,9 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
+	if e.From != nil {
+		st.Continues(e.From) // unchanged objects keep their saved files
+	}
 	exp, subject := earliestExpiry(tree)
 	return &Output{
 		Tree: tree, Manifests: manifests, State: st, Ignition: ign, AdminKubeconfig: kubeconfig, Trace: e.Result.Trace(),
