@@ -63,6 +63,11 @@ type State struct {
 	Inputs Inputs `json:"inputs"`
 	// NodeKeys are the keys of the node's first client certificates, by CSR name (node.Node.SaveKeys).
 	NodeKeys map[string]string `json:"nodeKeys"`
+	// IgnitionEncoder is the export.EncoderID of the aio.ign written beside the state: a later run in the same
+	// directory reuses that aio.ign's encodings only when it encodes alike (export.IgnitionOptions.Previous).
+	IgnitionEncoder string `json:"ignitionEncoder,omitempty"`
+	// LoadedFrom is the output directory Load read the state from ("" for a captured state).
+	LoadedFrom string `json:"-"`
 
 	// Objects is every object of the fakes, typed where a scheme knows the kind, unstructured otherwise.
 	Objects []runtime.Object `json:"-"`
@@ -231,7 +236,7 @@ func Load(dir string) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	s := &State{Operators: map[string][]byte{}}
+	s := &State{Operators: map[string][]byte{}, LoadedFrom: dir}
 	if err := json.Unmarshal(head, s); err != nil {
 		return nil, fmt.Errorf("state %s: %w", filepath.Join(root, "render.json"), err)
 	}
