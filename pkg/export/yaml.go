@@ -3,10 +3,13 @@ package export
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"unicode/utf8"
 
 	goyaml "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 )
 
 // ObjectMap is o as an unstructured map that the caller owns: the converter's output for a typed object, a deep
@@ -129,4 +132,67 @@ func plainASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// UnmarshalYAML is sigs.k8s.io/yaml.Unmarshal(data, &m) for a map m, without its JSON round trip: go-yaml parses
+// data and what it gives is what the JSON decoder would give back (every number a float64); a document with
+// anything else (keys that are not strings, strings that are not UTF-8, infinities, other types) takes the round
+// trip itself.
+func UnmarshalYAML(data []byte) (map[string]interface{}, error) {
+	var parsed interface{}
+	if err := goyaml.Unmarshal(data, &parsed); err == nil {
+		if m, ok := parsed.(map[interface{}]interface{}); ok {
+			if v, ok := asDecoded(m); ok {
+				return v.(map[string]interface{}), nil
+			}
+		}
+	}
+	var m map[string]interface{}
+	if err := yaml.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// asDecoded is what encoding/json decodes from v's JSON, when v holds only what it can say.
+func asDecoded(v interface{}) (interface{}, bool) {
+	switch x := v.(type) {
+	case nil, bool:
+		return x, true
+	case string:
+		return x, utf8.ValidString(x)
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	case float64:
+		return x, !math.IsInf(x, 0) && !math.IsNaN(x)
+	case map[interface{}]interface{}:
+		out := make(map[string]interface{}, len(x))
+		for k, e := range x {
+			ks, ok := k.(string)
+			if !ok || !utf8.ValidString(ks) {
+				return nil, false
+			}
+			d, ok := asDecoded(e)
+			if !ok {
+				return nil, false
+			}
+			out[ks] = d
+		}
+		return out, true
+	case []interface{}:
+		out := make([]interface{}, len(x))
+		for i, e := range x {
+			d, ok := asDecoded(e)
+			if !ok {
+				return nil, false
+			}
+			out[i] = d
+		}
+		return out, true
+	}
+	return nil, false
 }

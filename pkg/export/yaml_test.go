@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"math"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +49,45 @@ func TestMarshalYAMLIsSigsYAML(t *testing.T) {
 		}
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: MarshalYAML differs from sigs.k8s.io/yaml:\n--- got\n%s\n--- want\n%s", name, got, want)
+		}
+	}
+}
+
+// UnmarshalYAML must decode what sigs.k8s.io/yaml.Unmarshal decodes into a map: the state is read with it.
+func TestUnmarshalYAMLIsSigsYAML(t *testing.T) {
+	docs := map[string]string{
+		"numbers":     "a: 1\nb: -2\nc: 1.5\nd: 9223372036854775807\ne: 18446744073709551615\nf: 1e400\ng: 0.1\nh: -0\n",
+		"scalars":     "a: yes\nb: \"yes\"\nc: null\nd: ~\ne: 2026-11-26T01:00:00Z\nf: '123'\ng: \"\\u00e9\"\nh: |\n  multi\n  line\n",
+		"keys":        "1: a\ntrue: b\n1.5: c\n",
+		"nested":      "a:\n  b: [1, {c: d}, [], {}]\n  e: !!binary aGVsbG8=\n",
+		"inf":         "a: .inf\n",
+		"not a map":   "- a\n",
+		"null doc":    "null\n",
+		"bad yaml":    "a: [\n",
+		"merge":       "x: &x {a: 1}\ny:\n  <<: *x\n  b: 2\n",
+		"invalid utf": "a: !!binary /w==\n",
+	}
+	vendored, err := vendoredCRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range vendored {
+		b, err := yaml.Marshal(f.object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs["crd "+f.name] = string(b)
+	}
+	for name, doc := range docs {
+		var want map[string]interface{}
+		werr := yaml.Unmarshal([]byte(doc), &want)
+		got, gerr := UnmarshalYAML([]byte(doc))
+		if (werr != nil) != (gerr != nil) {
+			t.Errorf("%s: errors differ: sigs.k8s.io/yaml %v, UnmarshalYAML %v", name, werr, gerr)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: UnmarshalYAML differs from sigs.k8s.io/yaml:\n got %#v\nwant %#v", name, got, want)
 		}
 	}
 }

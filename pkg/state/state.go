@@ -30,7 +30,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/export"
@@ -289,10 +288,11 @@ func Load(dir string) (*State, error) {
 // decode turns a saved object into the typed object a scheme knows, or keeps it unstructured (the dynamic
 // client's kinds).
 func decode(b []byte) (runtime.Object, error) {
-	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(b, &u.Object); err != nil {
+	m, err := export.UnmarshalYAML(b)
+	if err != nil {
 		return nil, err
 	}
+	u := &unstructured.Unstructured{Object: m}
 	gvk := u.GroupVersionKind()
 	if gvk.Kind == "" {
 		return nil, fmt.Errorf("no kind")
