@@ -32,6 +32,7 @@ no new update, and aio.ign stays byte-identical. Bad input exits 1 and leaves --
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			singleRenderGC()
 			o.Within = within
 			rep, err := renew.Run(cmd.Context(), o)
 			if err != nil {

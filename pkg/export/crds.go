@@ -273,7 +273,7 @@ func PruneToCRDs(ms []Manifest, crds []Manifest) (map[string][]string, error) {
 		if len(removed) > 0 {
 			sort.Strings(removed)
 			pruned[m.File] = removed
-			b, err := yaml.Marshal(m.Object)
+			b, err := MarshalYAML(m.Object)
 			if err != nil {
 				return nil, err
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"github.com/render-static/render-static/internal/testtools"
 	"io"
 	"io/fs"
@@ -372,7 +373,7 @@ func TestIgnitionParallelEncodingMatchesSerial(t *testing.T) {
 		mustAddFile(t, tr, filepath.Join("/etc/test", strings.Repeat("d", i%7), "f"+string(rune('a'+i%26))+strings.Repeat("x", i)), 0644, b.String())
 	}
 	files := tr.Files()
-	got, err := encodeAll(files)
+	got, err := encodeAll(files, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,5 +395,51 @@ func TestIgnitionParallelEncodingMatchesSerial(t *testing.T) {
 	}
 	if compressed == 0 || compressed == len(files) {
 		t.Errorf("%d of %d compressed: the tree does not exercise both encodings", compressed, len(files))
+	}
+}
+
+// TestIgnitionReusesPreviousEncodings: with an earlier aio.ign as Previous, Ignition gives exactly what it gives
+// without it, whatever changed in the tree (contents, added and removed files) and whatever the earlier aio.ign
+// holds (a file whose data URL decodes to other contents, garbage).
+func TestIgnitionReusesPreviousEncodings(t *testing.T) {
+	build := func(changed bool) *Tree {
+		tr := NewTree()
+		for i := 0; i < 40; i++ {
+			contents := strings.Repeat(fmt.Sprintf("line %d: value\n", i), i*10)
+			if changed && i%5 == 0 {
+				contents += "changed\n"
+			}
+			if changed && i == 7 {
+				continue
+			}
+			mustAddFile(t, tr, fmt.Sprintf("/etc/test/f%02d", i), 0644, contents)
+		}
+		if changed {
+			mustAddFile(t, tr, "/etc/test/new", 0600, "new\n")
+		}
+		return tr
+	}
+	opts := IgnitionOptions{SSHAuthorizedKeys: []string{"ssh-ed25519 AAAA test"}}
+	first, err := Ignition(build(false), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Ignition(build(true), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	swapped := strings.Replace(string(first), `"path":"/etc/test/f01"`, `"path":"/etc/test/fxx"`, 1)
+	swapped = strings.Replace(swapped, `"path":"/etc/test/f02"`, `"path":"/etc/test/f01"`, 1)
+	for name, prev := range map[string][]byte{"previous render": first, "same tree": want, "swapped paths": []byte(swapped),
+		"garbage": []byte("{not json"), "none": nil} {
+		o := opts
+		o.Previous = prev
+		got, err := Ignition(build(true), o)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: aio.ign differs from one made without Previous", name)
+		}
 	}
 }

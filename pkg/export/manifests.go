@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	clienttesting "k8s.io/client-go/testing"
-	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/pkg/loops"
 )
@@ -170,12 +169,9 @@ func listAll(tracker clienttesting.ObjectTracker, s *runtime.Scheme) ([]runtime.
 }
 
 func toManifest(o runtime.Object) (Manifest, error) {
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	u, err := ObjectMap(o)
 	if err != nil {
 		return Manifest{}, err
-	}
-	if uo, ok := o.(*unstructured.Unstructured); ok {
-		u = uo.DeepCopy().Object
 	}
 	return fromMap(u)
 }
@@ -210,7 +206,7 @@ func fromMap(u map[string]interface{}) (Manifest, error) {
 			}
 		}
 	}
-	b, err := yaml.Marshal(obj.Object)
+	b, err := MarshalYAML(obj.Object)
 	if err != nil {
 		return Manifest{}, err
 	}

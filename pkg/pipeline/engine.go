@@ -34,6 +34,8 @@ type Engine struct {
 	Loops     int
 	// KeygenTime is key generation outside the loops; LoopsTime is the loops (which generate most keys).
 	KeygenTime, LoopsTime time.Duration
+	// From is the saved state the engine continued (nil: a new cluster).
+	From *state.State
 }
 
 // Component returns the named component, or nil.
@@ -195,7 +197,7 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 	return &Engine{
 		Inputs: in, Cluster: c, Admin: admin, Components: comps, Node: nodeSide, Revisions: revs,
 		Result: r.Result(), Loops: len(converge.Loops) + len(revision.Loops),
-		KeygenTime: keygen, LoopsTime: time.Since(t),
+		KeygenTime: keygen, LoopsTime: time.Since(t), From: st,
 	}, nil
 }
 

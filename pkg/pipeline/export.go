@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -97,7 +98,7 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 	exportTime := time.Since(t)
 
 	t = time.Now()
-	ign, err := export.Ignition(tree, export.IgnitionOptions{SSHAuthorizedKeys: in.InstallConfig.SSHKeys()})
+	ign, err := export.Ignition(tree, export.IgnitionOptions{SSHAuthorizedKeys: in.InstallConfig.SSHKeys(), Previous: previousIgnition(e.From)})
 	if err != nil {
 		return nil, fmt.Errorf("ignition: %w", err)
 	}
@@ -111,6 +112,10 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
+	st.IgnitionEncoder = export.EncoderID
+	if e.From != nil {
+		st.Continues(e.From) // unchanged objects keep their saved files
+	}
 	exp, subject := earliestExpiry(tree)
 	return &Output{
 		Tree: tree, Manifests: manifests, State: st, Ignition: ign, AdminKubeconfig: kubeconfig, Trace: e.Result.Trace(),
@@ -121,6 +126,19 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 			Warnings: warnings(in),
 		},
 	}, nil
+}
+
+// previousIgnition is the aio.ign beside the state the engine continued, when it was encoded as this render
+// encodes (nil otherwise): Ignition keeps its encoding of every file that did not change.
+func previousIgnition(from *state.State) []byte {
+	if from == nil || from.LoadedFrom == "" || from.IgnitionEncoder != export.EncoderID {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(from.LoadedFrom, "aio.ign"))
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // adminKubeconfig points at the external API name and trusts kube-apiserver-server-ca, the union of every

@@ -19,6 +19,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -29,7 +30,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/export"
@@ -62,12 +62,33 @@ type State struct {
 	Inputs Inputs `json:"inputs"`
 	// NodeKeys are the keys of the node's first client certificates, by CSR name (node.Node.SaveKeys).
 	NodeKeys map[string]string `json:"nodeKeys"`
+	// IgnitionEncoder is the export.EncoderID of the aio.ign written beside the state: a later run in the same
+	// directory reuses that aio.ign's encodings only when it encodes alike (export.IgnitionOptions.Previous).
+	IgnitionEncoder string `json:"ignitionEncoder,omitempty"`
+	// LoadedFrom is the output directory Load read the state from ("" for a captured state).
+	LoadedFrom string `json:"-"`
 
 	// Objects is every object of the fakes, typed where a scheme knows the kind, unstructured otherwise.
 	Objects []runtime.Object `json:"-"`
 	// Operators is every operator resource's saved state (loops.OperatorClient.SaveState), by resource.
 	Operators map[string][]byte `json:"-"`
+
+	// loaded is what Load read: every object file's contents and the object decoded from them, by file path.
+	loaded map[string]loadedObject
+	// previous is the state this one continues (Continues): its files are reused for unchanged objects.
+	previous *State
 }
+
+type loadedObject struct {
+	object   runtime.Object
+	contents []byte
+}
+
+// Continues says that s is the state of a run that started from prev (a loaded state): Files then writes prev's
+// own file for every object that is exactly (reflect.DeepEqual) the object prev decoded from that file, instead
+// of marshalling it again. Such a file decodes to the object by construction; on a re-render nearly every object
+// is unchanged.
+func (s *State) Continues(prev *State) { s.previous = prev }
 
 // Inputs are a render's inputs as given: the install-config and --images files' contents and the flags.
 type Inputs struct {
@@ -124,7 +145,7 @@ func (s *State) Files() ([]File, error) {
 	out := []File{{Path: "README", Contents: []byte(readme)}, {Path: "render.json", Contents: append(head, '\n')}}
 	objs := make([]File, len(s.Objects))
 	err = export.Parallel(len(s.Objects), func(i int) (err error) {
-		objs[i], err = objectFile(s.Objects[i])
+		objs[i], err = s.objectFile(s.Objects[i])
 		return err
 	})
 	if err != nil {
@@ -145,23 +166,15 @@ func (s *State) Files() ([]File, error) {
 	return out, nil
 }
 
-// objectFile is one object's file: objects/<group>_<kind>_<namespace>_<name>.yaml.
-func objectFile(o runtime.Object) (File, error) {
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+// objectFile is one object's file: objects/<group>_<kind>_<namespace>_<name>.yaml; the previous state's file when
+// the object is the one it holds unchanged (Continues).
+func (s *State) objectFile(o runtime.Object) (File, error) {
+	m, err := meta.Accessor(o)
 	if err != nil {
 		return File{}, err
 	}
-	if uo, ok := o.(*unstructured.Unstructured); ok {
-		u = uo.Object
-	}
-	obj := &unstructured.Unstructured{Object: u}
 	gvk := o.GetObjectKind().GroupVersionKind()
-	obj.SetGroupVersionKind(gvk)
-	b, err := yaml.Marshal(obj.Object)
-	if err != nil {
-		return File{}, err
-	}
-	ns := obj.GetNamespace()
+	ns := m.GetNamespace()
 	if ns == "" {
 		ns = "cluster"
 	}
@@ -169,7 +182,23 @@ func objectFile(o runtime.Object) (File, error) {
 	if group == "" {
 		group = "core"
 	}
-	return File{Path: fmt.Sprintf("objects/%s_%s_%s_%s.yaml", group, strings.ToLower(gvk.Kind), ns, obj.GetName()), Contents: b}, nil
+	p := fmt.Sprintf("objects/%s_%s_%s_%s.yaml", group, strings.ToLower(gvk.Kind), ns, m.GetName())
+	if s.previous != nil {
+		if l, ok := s.previous.loaded[p]; ok && reflect.DeepEqual(l.object, o) {
+			return File{Path: p, Contents: l.contents}, nil
+		}
+	}
+	u, err := export.ObjectMap(o)
+	if err != nil {
+		return File{}, err
+	}
+	obj := &unstructured.Unstructured{Object: u}
+	obj.SetGroupVersionKind(gvk)
+	b, err := export.MarshalYAML(obj.Object)
+	if err != nil {
+		return File{}, err
+	}
+	return File{Path: p, Contents: b}, nil
 }
 
 // Write writes the state into dir/state (dir is a temporary output directory being filled, see
@@ -206,7 +235,7 @@ func Load(dir string) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	s := &State{Operators: map[string][]byte{}}
+	s := &State{Operators: map[string][]byte{}, LoadedFrom: dir}
 	if err := json.Unmarshal(head, s); err != nil {
 		return nil, fmt.Errorf("state %s: %w", filepath.Join(root, "render.json"), err)
 	}
@@ -225,18 +254,22 @@ func Load(dir string) (*State, error) {
 		return nil, err
 	}
 	s.Objects = make([]runtime.Object, len(paths))
-	err = export.Parallel(len(paths), func(i int) error {
-		b, err := os.ReadFile(paths[i])
-		if err != nil {
+	contents := make([][]byte, len(paths))
+	err = export.Parallel(len(paths), func(i int) (err error) {
+		if contents[i], err = os.ReadFile(paths[i]); err != nil {
 			return err
 		}
-		if s.Objects[i], err = decode(b); err != nil {
+		if s.Objects[i], err = decode(contents[i]); err != nil {
 			return fmt.Errorf("state %s: %w", paths[i], err)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	s.loaded = make(map[string]loadedObject, len(paths))
+	for i, p := range paths {
+		s.loaded["objects/"+filepath.Base(p)] = loadedObject{object: s.Objects[i], contents: contents[i]}
 	}
 	ops, err := filepath.Glob(filepath.Join(root, "operators", "*.json"))
 	if err != nil {
@@ -255,10 +288,11 @@ func Load(dir string) (*State, error) {
 // decode turns a saved object into the typed object a scheme knows, or keeps it unstructured (the dynamic
 // client's kinds).
 func decode(b []byte) (runtime.Object, error) {
-	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(b, &u.Object); err != nil {
+	m, err := export.UnmarshalYAML(b)
+	if err != nil {
 		return nil, err
 	}
+	u := &unstructured.Unstructured{Object: m}
 	gvk := u.GroupVersionKind()
 	if gvk.Kind == "" {
 		return nil, fmt.Errorf("no kind")
