@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +23,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/render-static/render-static/pkg/certs"
 )
 
 // The parts of the renewal end-to-end test (renew_test.go) that need no node: copying an update into the node,
@@ -69,42 +70,40 @@ func CertificatesIn(root string) ([]FoundCert, error) {
 		if err != nil {
 			return nil
 		}
-		out = append(out, certificatesOf(p, data)...)
-		return nil
+		found, err := certificatesOf(p, data)
+		out = append(out, found...)
+		return err
 	})
 	return out, err
 }
 
 // certificatesOf parses one file's certificates: PEM blocks, else a kubeconfig's embedded client certificates.
-func certificatesOf(path string, data []byte) []FoundCert {
+// A CERTIFICATE block that does not parse is an error (naming the file), not a certificate less to check.
+func certificatesOf(path string, data []byte) ([]FoundCert, error) {
 	var out []FoundCert
-	rest := data
-	for {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			break
+	add := func(where string, pemData []byte) error {
+		cs, err := certs.ParseCertificates(pemData)
+		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
 		}
-		if b.Type != "CERTIFICATE" {
-			continue
+		for _, c := range cs {
+			out = append(out, FoundCert{Path: where, Cert: c})
 		}
-		if c, err := x509.ParseCertificate(b.Bytes); err == nil {
-			out = append(out, FoundCert{Path: path, Cert: c})
-		}
+		return nil
 	}
-	if len(out) > 0 || !bytes.Contains(data, []byte("client-certificate-data")) {
-		return out
+	if err := add(path, data); err != nil || len(out) > 0 || !bytes.Contains(data, []byte("client-certificate-data")) {
+		return out, err
 	}
 	cfg, err := clientcmd.Load(data)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.AuthInfos)) {
-		for _, f := range certificatesOf(path, cfg.AuthInfos[name].ClientCertificateData) {
-			out = append(out, FoundCert{Path: path + "#" + name, Cert: f.Cert})
+		if err := add(path+"#"+name, cfg.AuthInfos[name].ClientCertificateData); err != nil {
+			return out, err
 		}
 	}
-	return out
+	return out, nil
 }
 
 // Leaves keeps the certificates that are not CAs.

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/render-static/render-static/pkg/certs"
 )
 
 // The renewal end to end (issue 12): the IPv4 install-config rendered with leaves of renewLeaf; the original
@@ -407,8 +409,12 @@ func checkKubeletClientRenewed(t *testing.T, cs *kubernetes.Clientset, n *Node, 
 		if x.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName || x.Spec.Username != "system:node:"+n.NodeName {
 			continue
 		}
-		for _, f := range certificatesOf(x.Name, x.Status.Certificate) {
-			if Fingerprint(f.Cert) == Fingerprint(c) {
+		issued, err := certs.ParseCertificates(x.Status.Certificate)
+		if err != nil {
+			t.Errorf("CSR %s: %v", x.Name, err)
+		}
+		for _, ic := range issued {
+			if Fingerprint(ic) == Fingerprint(c) {
 				csr = x
 			}
 		}
