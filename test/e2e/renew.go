@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/renew"
 )
 
 // The parts of the renewal end-to-end test (renew_test.go) that need no node: copying an update into the node,
@@ -159,54 +160,14 @@ func ServedCertificate(ctx context.Context, addr, serverName string, roots *x509
 	return st.PeerCertificates[0], nil
 }
 
-// CopyTree copies the directory src to dst (which must not exist), keeping file modes; it refuses symlinks and
-// special files, so what is copied is exactly the update's regular files and directories.
+// CopyTree copies the update directory src to dst (which must not exist) the way render-static renew keeps its
+// updates (renew.CopyTree): files with their modes, directories 0700; symlinks and special files are refused, so
+// what is copied is exactly the update's regular files and directories.
 func CopyTree(src, dst string) error {
 	if _, err := os.Lstat(dst); err == nil {
 		return fmt.Errorf("copy %s: %s exists", src, dst)
 	}
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, info.Mode().Perm()|0o700)
-		case d.Type().IsRegular():
-			return copyFile(p, target, info.Mode().Perm())
-		default:
-			return fmt.Errorf("copy %s: %s is not a regular file or directory (%s)", src, rel, d.Type())
-		}
-	})
-}
-
-func copyFile(src, dst string, mode fs.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	return os.Chmod(dst, mode) // the umask must not narrow nor the copy widen it
+	return renew.CopyTree(src, dst)
 }
 
 // RunLogged runs argv bounded by timeout, in its own process group, with its output appended to logPath; on
