@@ -84,12 +84,7 @@ func dumpNodeLogs(t *testing.T, n *Node) {
 	if n.CRISocket == "" {
 		return
 	}
-	c, err := DialCRI(n.CRISocket)
-	if err != nil {
-		return
-	}
-	defer c.Close()
-	cs, err := c.Containers(context.Background())
+	cs, err := ListContainers(context.Background(), n.CRISocket)
 	if err != nil {
 		t.Logf("CRI containers: %v", err)
 		return
@@ -102,17 +97,12 @@ func dumpNodeLogs(t *testing.T, n *Node) {
 // crashLooping lists the containers that exited with an error at least twice (a static pod that cannot run,
 // as opposed to one that lost a race with the API server once), each with its log's tail.
 func crashLooping(ctx context.Context, n *Node) (string, error) {
-	c, err := DialCRI(n.CRISocket)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	failed, err := c.Failed(ctx)
+	all, err := ListContainers(ctx, n.CRISocket)
 	if err != nil {
 		return "", err
 	}
 	byName := map[string][]Container{}
-	for _, k := range failed {
+	for _, k := range Failed(all) {
 		byName[k.Namespace+"/"+k.Pod+"/"+k.Name] = append(byName[k.Namespace+"/"+k.Pod+"/"+k.Name], k)
 	}
 	var b strings.Builder

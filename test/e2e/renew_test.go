@@ -488,12 +488,7 @@ func sleepWatching(t *testing.T, n *Node, d time.Duration) {
 // runningContainers are the node's running containers: namespace/pod/container → container ID.
 func runningContainers(t *testing.T, n *Node) map[string]string {
 	t.Helper()
-	c, err := DialCRI(n.CRISocket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	all, err := c.Containers(context.Background())
+	all, err := ListContainers(context.Background(), n.CRISocket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,17 +505,12 @@ func runningContainers(t *testing.T, n *Node) map[string]string {
 // restarts included), with their logs' last lines.
 func logFailedContainers(t *testing.T, n *Node) {
 	t.Helper()
-	c, err := DialCRI(n.CRISocket)
+	all, err := ListContainers(context.Background(), n.CRISocket)
 	if err != nil {
 		t.Errorf("CRI: %v", err)
 		return
 	}
-	defer c.Close()
-	failed, err := c.Failed(context.Background())
-	if err != nil {
-		t.Errorf("CRI: %v", err)
-		return
-	}
+	failed := Failed(all)
 	for _, k := range failed {
 		t.Logf("exited with an error during the boot: %s; log:\n%s", k, LogTail(k, 5))
 	}
