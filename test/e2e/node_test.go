@@ -245,6 +245,20 @@ func startCSRApprover(t *testing.T, n *Node) {
 var aiokubeEnv = []string{"AIOKUBE_API_WAIT_SECONDS=120", "AIOKUBE_RETRY_SECONDS=2", "AIOKUBE_ATTEMPTS=5",
 	"AIOKUBE_CRD_WAIT_SECONDS=60", "AIOKUBE_REQUEST_TIMEOUT_SECONDS=15", "AIOKUBE_TOKEN_WAIT_SECONDS=120"}
 
+// runAiokube runs the first-boot apply to its end, as its unit would (bounded); it returns its log's last lines.
+func runAiokube(t *testing.T, n *Node) (string, error) {
+	t.Helper()
+	ak := n.unitCmd(t, "aiokube", "aiokube.service", aiokubeEnv...)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	if err := ak.Start(); err != nil {
+		return "", err
+	}
+	go func() { <-ctx.Done(); ak.Process.Kill() }()
+	err := ak.Wait()
+	return tail(filepath.Join(n.LogDir(), "aiokube.log"), 25), err
+}
+
 // aiokubeState is the state directory the rendered aiokube unit names.
 func aiokubeState(t *testing.T) (dir string, namespaces int) {
 	_, env := unitCommand(t, "/etc/systemd/system/aiokube.service")
@@ -374,15 +388,8 @@ func innerReboot(t *testing.T, spec *innerSpec) {
 		t.Fatalf("exported manifests: %v", err)
 	}
 	tm.step("aiokube", func() {
-		ak := n.unitCmd(t, "aiokube", "aiokube.service", aiokubeEnv...)
-		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-		defer cancel()
-		if err := ak.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { <-ctx.Done(); ak.Process.Kill() }()
-		err := ak.Wait()
-		t.Logf("aiokube (rerun after the reboot; %d manifests were done before):\n%s", st.AiokubeDone, tail(filepath.Join(n.LogDir(), "aiokube.log"), 25))
+		log, err := runAiokube(t, n)
+		t.Logf("aiokube (rerun after the reboot; %d manifests were done before):\n%s", st.AiokubeDone, log)
 		if err != nil {
 			t.Fatalf("aiokube after the reboot: %v", err)
 		}
@@ -723,9 +730,8 @@ func innerLab(t *testing.T, spec *innerSpec) {
 	cs, _ := clients(t, spec.Kubeconfig)
 	waitAPI(t, n, cs, 4*time.Minute)
 	startCSRApprover(t, n)
-	ak := n.unitCmd(t, "aiokube", "aiokube.service", aiokubeEnv...)
-	if err := ak.Run(); err != nil {
-		t.Logf("aiokube: %v (log: %s)", err, filepath.Join(n.LogDir(), "aiokube.log"))
+	if log, err := runAiokube(t, n); err != nil {
+		t.Logf("aiokube: %v (log: %s):\n%s", err, filepath.Join(n.LogDir(), "aiokube.log"), log)
 	}
 	waitMirrorPods(t, n, cs, 4*time.Minute)
 	fmt.Printf("\nThe node %s is up (logs: %s). This shell runs inside its network, mount and PID namespaces;\n"+

@@ -83,7 +83,11 @@ func innerRenew(t *testing.T, spec *innerSpec) {
 	cs, _ := clients(t, spec.Kubeconfig)
 	tm.add("kubelet->readyz", waitAPI(t, n, cs, 4*time.Minute))
 	startCSRApprover(t, n)
-	tm.step("aiokube", func() { runAiokube(t, n) })
+	tm.step("aiokube", func() {
+		if log, err := runAiokube(t, n); err != nil {
+			t.Fatalf("aiokube: %v\n%s", err, log)
+		}
+	})
 	tm.add("kubelet->mirror-pods-ready", waitMirrorPods(t, n, cs, 4*time.Minute))
 	checkServingCSR(t, cs, n)
 
@@ -175,21 +179,6 @@ func innerRenew(t *testing.T, spec *innerSpec) {
 		logFailedContainers(t, n)
 	})
 	t.Log(tm.String())
-}
-
-// runAiokube runs the first-boot apply to its end, as its unit would (bounded).
-func runAiokube(t *testing.T, n *Node) {
-	t.Helper()
-	ak := n.unitCmd(t, "aiokube", "aiokube.service", aiokubeEnv...)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	if err := ak.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { <-ctx.Done(); ak.Process.Kill() }()
-	if err := ak.Wait(); err != nil {
-		t.Fatalf("aiokube: %v\n%s", err, tail(filepath.Join(n.LogDir(), "aiokube.log"), 25))
-	}
 }
 
 // waitReadyz waits (bounded) for /readyz ok after the apply restarted the control plane; it returns how long it
