@@ -133,10 +133,18 @@ func (s *innerSpec) ips() []string {
 	return out
 }
 
-// runNode writes the spec, saves what a kubelet changes on the machine (kernel.go), re-executes this test binary as
-// TestInner inside new network, mount and PID namespaces (one boot of the node; every line it prints goes to
-// logf), and puts the machine back afterwards, whatever happened inside.
+// runNode re-executes this test binary as TestInner inside new network, mount and PID namespaces (one boot of the
+// node; every line it prints goes to logf), with the machine saved and put back around it (onHost).
 func runNode(t *testing.T, spec *innerSpec, timeout time.Duration, logf func(string, ...any)) error {
+	t.Helper()
+	return onHost(t, spec, func(specPath string) error {
+		return RunInner(context.Background(), "TestInner", specPath, timeout, logf)
+	})
+}
+
+// onHost writes the spec, saves what a kubelet changes on the machine (kernel.go), runs boot (one boot of the node:
+// the inner test started on the spec's path), and puts the machine back afterwards, whatever happened inside.
+func onHost(t *testing.T, spec *innerSpec, boot func(specPath string) error) error {
 	t.Helper()
 	data, _ := json.MarshalIndent(spec, "", "  ")
 	path := filepath.Join(spec.Work, "inner-"+spec.Phase+".json")
@@ -156,7 +164,7 @@ func runNode(t *testing.T, spec *innerSpec, timeout time.Duration, logf func(str
 			t.Errorf("restoring the machine after the %s boot: %v", spec.Phase, err)
 		}
 	}()
-	return RunInner(context.Background(), "TestInner", path, timeout, logf)
+	return boot(path)
 }
 
 // runInner is runNode with the inner test's output in this test's log; a failure inside fails this test.

@@ -699,26 +699,15 @@ func TestLab(t *testing.T) {
 	}
 	spec := prepareUpstreamCase(t, renderStaticCLI(t), binaries(t), c)
 	spec.Phase = "lab"
-	data, _ := json.MarshalIndent(spec, "", "  ")
-	path := filepath.Join(spec.Work, "inner-lab.json")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	hs, err := SaveHostState()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if changed, err := hs.Restore(); err != nil || len(changed) > 0 {
-			t.Logf("restored: %v %v", changed, err)
+	err := onHost(t, spec, func(specPath string) error {
+		cmd, err := InnerCommand(context.Background(), "TestInner", specPath, 24*time.Hour)
+		if err != nil {
+			return err
 		}
-	}()
-	cmd, err := InnerCommand(context.Background(), "TestInner", path, 24*time.Hour)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		return cmd.Run()
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
 		t.Fatalf("lab: %v", err)
 	}
 }
