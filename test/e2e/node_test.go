@@ -198,15 +198,13 @@ func (n *Node) unitCmd(t *testing.T, name, unit string, extraEnv ...string) *exe
 		t.Fatalf("the render has no %s", unit)
 	}
 	env = overrideEnv(env, extraEnv...)
-	f, err := os.OpenFile(filepath.Join(n.LogDir(), name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := openLog(filepath.Join(n.LogDir(), name+".log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}, env...)
+	cmd := nodeCommand(context.Background(), env, argv...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	return cmd
 }
 

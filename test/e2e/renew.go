@@ -14,7 +14,6 @@ import (
 	"maps"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -181,10 +180,7 @@ func RunLogged(ctx context.Context, timeout time.Duration, logPath string, env [
 	var buf bytes.Buffer
 	var w io.Writer = &buf
 	if logPath != "" {
-		if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-			return "", err
-		}
-		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		f, err := openLog(logPath)
 		if err != nil {
 			return "", err
 		}
@@ -192,10 +188,8 @@ func RunLogged(ctx context.Context, timeout time.Duration, logPath string, env [
 		fmt.Fprintf(f, "--- %s: %s\n", time.Now().UTC().Format(time.RFC3339), strings.Join(argv, " "))
 		w = io.MultiWriter(&buf, f)
 	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}, env...)
+	cmd := nodeCommand(ctx, env, argv...)
 	cmd.Stdout, cmd.Stderr = w, w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
 	err := cmd.Run()
