@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/render-static/render-static/internal/testtools"
 )
 
@@ -182,12 +180,8 @@ func TestInner(t *testing.T) {
 	if p == "" {
 		t.Skip("runs only inside the namespaces TestUpstreamE2E creates")
 	}
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var spec innerSpec
-	if err := json.Unmarshal(data, &spec); err != nil {
+	if err := readYAML(p, &spec); err != nil {
 		t.Fatal(err)
 	}
 	switch spec.Phase {
@@ -250,20 +244,16 @@ func breakContainerArg(t *testing.T, root, breakSpec string) {
 	if !ok {
 		t.Fatalf("Break %q is not <container>=<argument>", breakSpec)
 	}
-	files, _ := filepath.Glob(filepath.Join(root, "etc", "kubernetes", "manifests", "*"))
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var pod corev1.Pod
-		if err := json.Unmarshal(raw, &pod); err != nil {
-			continue
-		}
+	pods, err := StaticPods(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range sortedKeys(pods) {
+		pod, f := pods[name], filepath.Join(root, "etc", "kubernetes", "manifests", name)
 		for i := range pod.Spec.Containers {
 			if c := &pod.Spec.Containers[i]; c.Name == container {
 				c.Args = append(c.Args, arg)
-				out, err := json.Marshal(&pod)
+				out, err := json.Marshal(pod)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -431,17 +431,16 @@ func kubeletConfigPath(argv []string) string {
 	return ""
 }
 
-// readYAMLMap reads a YAML file into a map.
-func readYAMLMap(path string) (map[string]any, error) {
+// readYAML reads a YAML (or JSON: YAML holds it) file into v.
+func readYAML(path string, v any) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var m map[string]any
-	if err := yaml.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := yaml.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	return m, nil
+	return nil
 }
 
 // crioPauseImage is pause_image of the rendered CRI-O drop-ins (/etc/crio/crio.conf.d/*).

@@ -363,11 +363,9 @@ func innerFirstBoot(t *testing.T, spec *innerSpec) {
 func innerReboot(t *testing.T, spec *innerSpec) {
 	tm := newTimings("upstream/" + spec.Case + " (reboot)")
 	var st nodeState
-	data, err := os.ReadFile(statePath(spec))
-	if err != nil {
+	if err := readYAML(statePath(spec), &st); err != nil {
 		t.Fatalf("the first boot left no state: %v", err)
 	}
-	json.Unmarshal(data, &st)
 	n := bootNode(t, spec, tm)
 	cs, cfg := clients(t, spec.Kubeconfig)
 	tm.add("kubelet->readyz", waitAPI(t, n, cs, 4*time.Minute))
