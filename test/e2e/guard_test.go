@@ -42,29 +42,31 @@ func TestRefusesHostNamespaces(t *testing.T) {
 	}
 }
 
-func TestImageComponent(t *testing.T) {
-	for in, want := range map[string]string{
-		"registry.k8s.io/kube-apiserver:v1.34.3":  "kube-apiserver",
-		"registry.k8s.io/etcd:3.6.5-0":            "etcd",
-		"quay.io/coreos/etcd@sha256:0123":         "etcd",
-		"localhost:5000/kube-scheduler:v1.34.3":   "kube-scheduler",
-		"quay.io/openshift/origin-hyperkube:4.20": "hyperkube",
-		"kube-controller-manager":                 "kube-controller-manager",
+// TestNames: the names the harness derives from a reference: an image's component, a package's executable.
+func TestNames(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		f    func(string) string
+		want map[string]string // argument → result
+	}{
+		{"ImageComponent", ImageComponent, map[string]string{
+			"registry.k8s.io/kube-apiserver:v1.34.3":  "kube-apiserver",
+			"registry.k8s.io/etcd:3.6.5-0":            "etcd",
+			"quay.io/coreos/etcd@sha256:0123":         "etcd",
+			"localhost:5000/kube-scheduler:v1.34.3":   "kube-scheduler",
+			"quay.io/openshift/origin-hyperkube:4.20": "hyperkube",
+			"kube-controller-manager":                 "kube-controller-manager",
+		}},
+		{"defaultExeName", defaultExeName, map[string]string{
+			"go.etcd.io/etcd/server/v3":            "server",
+			"go.etcd.io/etcd/etcdctl/v3":           "etcdctl",
+			"k8s.io/kubernetes/cmd/kube-apiserver": "kube-apiserver",
+		}},
 	} {
-		if got := ImageComponent(in); got != want {
-			t.Errorf("ImageComponent(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func TestDefaultExeName(t *testing.T) {
-	for in, want := range map[string]string{
-		"go.etcd.io/etcd/server/v3":            "server",
-		"go.etcd.io/etcd/etcdctl/v3":           "etcdctl",
-		"k8s.io/kubernetes/cmd/kube-apiserver": "kube-apiserver",
-	} {
-		if got := defaultExeName(in); got != want {
-			t.Errorf("defaultExeName(%q) = %q, want %q", in, got, want)
+		for in, want := range c.want {
+			if got := c.f(in); got != want {
+				t.Errorf("%s(%q) = %q, want %q", c.name, in, got, want)
+			}
 		}
 	}
 }

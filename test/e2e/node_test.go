@@ -390,7 +390,7 @@ func innerReboot(t *testing.T, spec *innerSpec) {
 			t.Fatalf("aiokube after the reboot: %v", err)
 		}
 	})
-	checkObjectsExist(t, cfg, objs)
+	checkObjectsExist(t, cs, cfg, objs)
 	// The approver's RBAC is one of the exported manifests: only now can it approve the kubelet's serving CSR.
 	checkServingCSR(t, cs, n)
 	checkNoBootstrapLeftovers(t, spec)
