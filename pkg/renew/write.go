@@ -106,12 +106,18 @@ func readUpdate(dir string) (*Update, error) {
 	return u, nil
 }
 
-// copyIfExists copies the tree at src to dst (files with their modes, directories 0700); nothing when src does
-// not exist. Only regular files and directories are copied.
+// copyIfExists is CopyTree, doing nothing when src does not exist.
 func copyIfExists(src, dst string) error {
 	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	return CopyTree(src, dst)
+}
+
+// CopyTree copies the tree at src to dst (files with their modes, directories 0700: an update carries keys). Only
+// regular files and directories are copied; anything else is an error. The e2e test copies an update into the
+// node with it.
+func CopyTree(src, dst string) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

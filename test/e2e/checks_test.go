@@ -23,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -352,17 +351,13 @@ func overrideEnv(env []string, set ...string) []string {
 }
 
 // checkObjectsExist: every object (read from the exported manifests) exists on the live API.
-func checkObjectsExist(t *testing.T, cfg *rest.Config, objs []*unstructured.Unstructured) {
+func checkObjectsExist(t *testing.T, cs *kubernetes.Clientset, cfg *rest.Config, objs []*unstructured.Unstructured) {
 	t.Helper()
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cached := memory.NewMemCacheClient(dc)
+	cached := memory.NewMemCacheClient(cs.Discovery())
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
 	missing := map[string]error{}
 	for _, o := range objs {

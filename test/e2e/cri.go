@@ -80,19 +80,25 @@ func (c *CRI) Containers(ctx context.Context) ([]Container, error) {
 	return out, nil
 }
 
-// Failed lists the containers that ended with an error: a static pod that cannot run.
-func (c *CRI) Failed(ctx context.Context) ([]Container, error) {
-	all, err := c.Containers(ctx)
+// ListContainers lists every container of the runtime at socket (a path), on a connection of its own.
+func ListContainers(ctx context.Context, socket string) ([]Container, error) {
+	c, err := DialCRI(socket)
 	if err != nil {
 		return nil, err
 	}
+	defer c.Close()
+	return c.Containers(ctx)
+}
+
+// Failed keeps the containers that ended with an error: a static pod that cannot run.
+func Failed(all []Container) []Container {
 	var out []Container
 	for _, k := range all {
 		if k.State == runtimeapi.ContainerState_CONTAINER_EXITED && k.ExitCode != 0 {
 			out = append(out, k)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // LogTail is the last n lines of a container's log, read at the path the CRI reports (CRI log format: each

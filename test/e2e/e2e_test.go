@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/render-static/render-static/internal/testtools"
 )
 
@@ -133,10 +131,18 @@ func (s *innerSpec) ips() []string {
 	return out
 }
 
-// runNode writes the spec, saves what a kubelet changes on the machine (kernel.go), re-executes this test binary as
-// TestInner inside new network, mount and PID namespaces (one boot of the node; every line it prints goes to
-// logf), and puts the machine back afterwards, whatever happened inside.
+// runNode re-executes this test binary as TestInner inside new network, mount and PID namespaces (one boot of the
+// node; every line it prints goes to logf), with the machine saved and put back around it (onHost).
 func runNode(t *testing.T, spec *innerSpec, timeout time.Duration, logf func(string, ...any)) error {
+	t.Helper()
+	return onHost(t, spec, func(specPath string) error {
+		return RunInner(context.Background(), "TestInner", specPath, timeout, logf)
+	})
+}
+
+// onHost writes the spec, saves what a kubelet changes on the machine (kernel.go), runs boot (one boot of the node:
+// the inner test started on the spec's path), and puts the machine back afterwards, whatever happened inside.
+func onHost(t *testing.T, spec *innerSpec, boot func(specPath string) error) error {
 	t.Helper()
 	data, _ := json.MarshalIndent(spec, "", "  ")
 	path := filepath.Join(spec.Work, "inner-"+spec.Phase+".json")
@@ -156,7 +162,7 @@ func runNode(t *testing.T, spec *innerSpec, timeout time.Duration, logf func(str
 			t.Errorf("restoring the machine after the %s boot: %v", spec.Phase, err)
 		}
 	}()
-	return RunInner(context.Background(), "TestInner", path, timeout, logf)
+	return boot(path)
 }
 
 // runInner is runNode with the inner test's output in this test's log; a failure inside fails this test.
@@ -174,12 +180,8 @@ func TestInner(t *testing.T) {
 	if p == "" {
 		t.Skip("runs only inside the namespaces TestUpstreamE2E creates")
 	}
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var spec innerSpec
-	if err := json.Unmarshal(data, &spec); err != nil {
+	if err := readYAML(p, &spec); err != nil {
 		t.Fatal(err)
 	}
 	switch spec.Phase {
@@ -242,20 +244,16 @@ func breakContainerArg(t *testing.T, root, breakSpec string) {
 	if !ok {
 		t.Fatalf("Break %q is not <container>=<argument>", breakSpec)
 	}
-	files, _ := filepath.Glob(filepath.Join(root, "etc", "kubernetes", "manifests", "*"))
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var pod corev1.Pod
-		if err := json.Unmarshal(raw, &pod); err != nil {
-			continue
-		}
+	pods, err := StaticPods(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range sortedKeys(pods) {
+		pod, f := pods[name], filepath.Join(root, "etc", "kubernetes", "manifests", name)
 		for i := range pod.Spec.Containers {
 			if c := &pod.Spec.Containers[i]; c.Name == container {
 				c.Args = append(c.Args, arg)
-				out, err := json.Marshal(&pod)
+				out, err := json.Marshal(pod)
 				if err != nil {
 					t.Fatal(err)
 				}

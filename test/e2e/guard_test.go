@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -40,29 +42,31 @@ func TestRefusesHostNamespaces(t *testing.T) {
 	}
 }
 
-func TestImageComponent(t *testing.T) {
-	for in, want := range map[string]string{
-		"registry.k8s.io/kube-apiserver:v1.34.3":  "kube-apiserver",
-		"registry.k8s.io/etcd:3.6.5-0":            "etcd",
-		"quay.io/coreos/etcd@sha256:0123":         "etcd",
-		"localhost:5000/kube-scheduler:v1.34.3":   "kube-scheduler",
-		"quay.io/openshift/origin-hyperkube:4.20": "hyperkube",
-		"kube-controller-manager":                 "kube-controller-manager",
+// TestNames: the names the harness derives from a reference: an image's component, a package's executable.
+func TestNames(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		f    func(string) string
+		want map[string]string // argument → result
+	}{
+		{"ImageComponent", ImageComponent, map[string]string{
+			"registry.k8s.io/kube-apiserver:v1.34.3":  "kube-apiserver",
+			"registry.k8s.io/etcd:3.6.5-0":            "etcd",
+			"quay.io/coreos/etcd@sha256:0123":         "etcd",
+			"localhost:5000/kube-scheduler:v1.34.3":   "kube-scheduler",
+			"quay.io/openshift/origin-hyperkube:4.20": "hyperkube",
+			"kube-controller-manager":                 "kube-controller-manager",
+		}},
+		{"defaultExeName", defaultExeName, map[string]string{
+			"go.etcd.io/etcd/server/v3":            "server",
+			"go.etcd.io/etcd/etcdctl/v3":           "etcdctl",
+			"k8s.io/kubernetes/cmd/kube-apiserver": "kube-apiserver",
+		}},
 	} {
-		if got := ImageComponent(in); got != want {
-			t.Errorf("ImageComponent(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func TestDefaultExeName(t *testing.T) {
-	for in, want := range map[string]string{
-		"go.etcd.io/etcd/server/v3":            "server",
-		"go.etcd.io/etcd/etcdctl/v3":           "etcdctl",
-		"k8s.io/kubernetes/cmd/kube-apiserver": "kube-apiserver",
-	} {
-		if got := defaultExeName(in); got != want {
-			t.Errorf("defaultExeName(%q) = %q, want %q", in, got, want)
+		for in, want := range c.want {
+			if got := c.f(in); got != want {
+				t.Errorf("%s(%q) = %q, want %q", c.name, in, got, want)
+			}
 		}
 	}
 }
@@ -122,5 +126,30 @@ func TestImageContent(t *testing.T) {
 	}
 	if _, err := imageContent("quay.io/openshift/origin-hyperkube:4.20", "p", have); err == nil {
 		t.Error("an image with no local binary was accepted")
+	}
+}
+
+// TestReadYAMLReadsJSON: what the outer test writes as JSON for the inner one (the spec, the first boot's state)
+// reads back unchanged through readYAML, values YAML would take for other types included.
+func TestReadYAMLReadsJSON(t *testing.T) {
+	spec := innerSpec{Phase: "boot", Case: "ipv6", Root: "/tmp/x y/root", Work: "no", BinDir: "0700", Images: "1.10",
+		NodeName: "null", NodeAddrs: []string{"fd2e:6f44:5dd8:c956::14/64", "192.168.126.10/24"}, Kubeconfig: "~",
+		Domain: "on.example.com", OpenShiftPods: "yes: no", CLI: `C:\render "static"`}
+	st := nodeState{Marker: "0x1f", AiokubeDone: 7}
+	for _, c := range []struct{ in, out any }{{&spec, &innerSpec{}}, {&st, &nodeState{}}} {
+		data, err := json.MarshalIndent(c.in, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(t.TempDir(), "spec.json")
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := readYAML(p, c.out); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(c.in, c.out) {
+			t.Errorf("read back %+v, wrote %+v", c.out, c.in)
+		}
 	}
 }

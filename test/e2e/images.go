@@ -14,7 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 )
 
 // Nothing can be pulled here, so every image the node runs is built locally from the binaries of build.go,
@@ -68,13 +67,9 @@ func StaticPods(root string) (map[string]*corev1.Pod, error) {
 		if !strings.HasSuffix(f, ".yaml") && !strings.HasSuffix(f, ".json") {
 			continue
 		}
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
 		var p corev1.Pod
-		if err := yaml.Unmarshal(data, &p); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
+		if err := readYAML(f, &p); err != nil {
+			return nil, err
 		}
 		out[filepath.Base(f)] = &p
 	}

@@ -32,13 +32,11 @@ func hostStateFile() string { return filepath.Join(DefaultCacheDir(), "host-stat
 // with a node up, its saved settings are restored first.
 func SaveHostState() (*HostState, error) {
 	s := &HostState{sysctls: map[string]string{}, cgroups: map[string]bool{}}
-	if data, err := os.ReadFile(hostStateFile()); err == nil {
-		var saved map[string]string
-		if json.Unmarshal(data, &saved) == nil && len(saved) > 0 {
-			s.sysctls = saved
-			if _, err := s.Restore(); err != nil {
-				return nil, fmt.Errorf("repairing what an interrupted run left (%s): %w", hostStateFile(), err)
-			}
+	var saved map[string]string
+	if readYAML(hostStateFile(), &saved) == nil && len(saved) > 0 {
+		s.sysctls = saved
+		if _, err := s.Restore(); err != nil {
+			return nil, fmt.Errorf("repairing what an interrupted run left (%s): %w", hostStateFile(), err)
 		}
 	}
 	for _, k := range kubeletSysctls {

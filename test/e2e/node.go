@@ -160,21 +160,33 @@ func writeFile(path string, data []byte, mode os.FileMode) error {
 	return os.WriteFile(path, data, mode)
 }
 
+// nodeCommand is argv as the node runs it: the node's PATH and HOME, then env; in its own process group, and it
+// dies with this process (the PID namespace's init).
+func nodeCommand(ctx context.Context, env []string, argv ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}, env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+// openLog opens a log file for appending, creating it and its directory.
+func openLog(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+}
+
 // start starts a node process with its output in LogDir/<name>.log. It is a child of this process (the PID
 // namespace's init), dies with it, and is stopped by its PID.
 func (n *Node) start(name string, argv, env []string) (*exec.Cmd, error) {
-	if err := os.MkdirAll(n.LogDir(), 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(filepath.Join(n.LogDir(), name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := openLog(filepath.Join(n.LogDir(), name+".log"))
 	if err != nil {
 		return nil, err
 	}
 	n.logs = append(n.logs, f)
-	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd := nodeCommand(context.Background(), env, argv...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}, env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
@@ -419,17 +431,16 @@ func kubeletConfigPath(argv []string) string {
 	return ""
 }
 
-// readYAMLMap reads a YAML file into a map.
-func readYAMLMap(path string) (map[string]any, error) {
+// readYAML reads a YAML (or JSON: YAML holds it) file into v.
+func readYAML(path string, v any) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var m map[string]any
-	if err := yaml.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := yaml.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	return m, nil
+	return nil
 }
 
 // crioPauseImage is pause_image of the rendered CRI-O drop-ins (/etc/crio/crio.conf.d/*).

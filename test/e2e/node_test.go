@@ -84,12 +84,7 @@ func dumpNodeLogs(t *testing.T, n *Node) {
 	if n.CRISocket == "" {
 		return
 	}
-	c, err := DialCRI(n.CRISocket)
-	if err != nil {
-		return
-	}
-	defer c.Close()
-	cs, err := c.Containers(context.Background())
+	cs, err := ListContainers(context.Background(), n.CRISocket)
 	if err != nil {
 		t.Logf("CRI containers: %v", err)
 		return
@@ -102,17 +97,12 @@ func dumpNodeLogs(t *testing.T, n *Node) {
 // crashLooping lists the containers that exited with an error at least twice (a static pod that cannot run,
 // as opposed to one that lost a race with the API server once), each with its log's tail.
 func crashLooping(ctx context.Context, n *Node) (string, error) {
-	c, err := DialCRI(n.CRISocket)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	failed, err := c.Failed(ctx)
+	all, err := ListContainers(ctx, n.CRISocket)
 	if err != nil {
 		return "", err
 	}
 	byName := map[string][]Container{}
-	for _, k := range failed {
+	for _, k := range Failed(all) {
 		byName[k.Namespace+"/"+k.Pod+"/"+k.Name] = append(byName[k.Namespace+"/"+k.Pod+"/"+k.Name], k)
 	}
 	var b strings.Builder
@@ -208,15 +198,13 @@ func (n *Node) unitCmd(t *testing.T, name, unit string, extraEnv ...string) *exe
 		t.Fatalf("the render has no %s", unit)
 	}
 	env = overrideEnv(env, extraEnv...)
-	f, err := os.OpenFile(filepath.Join(n.LogDir(), name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := openLog(filepath.Join(n.LogDir(), name+".log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}, env...)
+	cmd := nodeCommand(context.Background(), env, argv...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	return cmd
 }
 
@@ -254,6 +242,20 @@ func startCSRApprover(t *testing.T, n *Node) {
 // aiokubeEnv shortens aiokube's waits for the test (see Overrides); every one stays bounded.
 var aiokubeEnv = []string{"AIOKUBE_API_WAIT_SECONDS=120", "AIOKUBE_RETRY_SECONDS=2", "AIOKUBE_ATTEMPTS=5",
 	"AIOKUBE_CRD_WAIT_SECONDS=60", "AIOKUBE_REQUEST_TIMEOUT_SECONDS=15", "AIOKUBE_TOKEN_WAIT_SECONDS=120"}
+
+// runAiokube runs the first-boot apply to its end, as its unit would (bounded); it returns its log's last lines.
+func runAiokube(t *testing.T, n *Node) (string, error) {
+	t.Helper()
+	ak := n.unitCmd(t, "aiokube", "aiokube.service", aiokubeEnv...)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	if err := ak.Start(); err != nil {
+		return "", err
+	}
+	go func() { <-ctx.Done(); ak.Process.Kill() }()
+	err := ak.Wait()
+	return tail(filepath.Join(n.LogDir(), "aiokube.log"), 25), err
+}
 
 // aiokubeState is the state directory the rendered aiokube unit names.
 func aiokubeState(t *testing.T) (dir string, namespaces int) {
@@ -361,11 +363,9 @@ func innerFirstBoot(t *testing.T, spec *innerSpec) {
 func innerReboot(t *testing.T, spec *innerSpec) {
 	tm := newTimings("upstream/" + spec.Case + " (reboot)")
 	var st nodeState
-	data, err := os.ReadFile(statePath(spec))
-	if err != nil {
+	if err := readYAML(statePath(spec), &st); err != nil {
 		t.Fatalf("the first boot left no state: %v", err)
 	}
-	json.Unmarshal(data, &st)
 	n := bootNode(t, spec, tm)
 	cs, cfg := clients(t, spec.Kubeconfig)
 	tm.add("kubelet->readyz", waitAPI(t, n, cs, 4*time.Minute))
@@ -384,20 +384,13 @@ func innerReboot(t *testing.T, spec *innerSpec) {
 		t.Fatalf("exported manifests: %v", err)
 	}
 	tm.step("aiokube", func() {
-		ak := n.unitCmd(t, "aiokube", "aiokube.service", aiokubeEnv...)
-		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-		defer cancel()
-		if err := ak.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { <-ctx.Done(); ak.Process.Kill() }()
-		err := ak.Wait()
-		t.Logf("aiokube (rerun after the reboot; %d manifests were done before):\n%s", st.AiokubeDone, tail(filepath.Join(n.LogDir(), "aiokube.log"), 25))
+		log, err := runAiokube(t, n)
+		t.Logf("aiokube (rerun after the reboot; %d manifests were done before):\n%s", st.AiokubeDone, log)
 		if err != nil {
 			t.Fatalf("aiokube after the reboot: %v", err)
 		}
 	})
-	checkObjectsExist(t, cfg, objs)
+	checkObjectsExist(t, cs, cfg, objs)
 	// The approver's RBAC is one of the exported manifests: only now can it approve the kubelet's serving CSR.
 	checkServingCSR(t, cs, n)
 	checkNoBootstrapLeftovers(t, spec)
@@ -702,26 +695,15 @@ func TestLab(t *testing.T) {
 	}
 	spec := prepareUpstreamCase(t, renderStaticCLI(t), binaries(t), c)
 	spec.Phase = "lab"
-	data, _ := json.MarshalIndent(spec, "", "  ")
-	path := filepath.Join(spec.Work, "inner-lab.json")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	hs, err := SaveHostState()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if changed, err := hs.Restore(); err != nil || len(changed) > 0 {
-			t.Logf("restored: %v %v", changed, err)
+	err := onHost(t, spec, func(specPath string) error {
+		cmd, err := InnerCommand(context.Background(), "TestInner", specPath, 24*time.Hour)
+		if err != nil {
+			return err
 		}
-	}()
-	cmd, err := InnerCommand(context.Background(), "TestInner", path, 24*time.Hour)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		return cmd.Run()
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
 		t.Fatalf("lab: %v", err)
 	}
 }
@@ -733,9 +715,8 @@ func innerLab(t *testing.T, spec *innerSpec) {
 	cs, _ := clients(t, spec.Kubeconfig)
 	waitAPI(t, n, cs, 4*time.Minute)
 	startCSRApprover(t, n)
-	ak := n.unitCmd(t, "aiokube", "aiokube.service", aiokubeEnv...)
-	if err := ak.Run(); err != nil {
-		t.Logf("aiokube: %v (log: %s)", err, filepath.Join(n.LogDir(), "aiokube.log"))
+	if log, err := runAiokube(t, n); err != nil {
+		t.Logf("aiokube: %v (log: %s):\n%s", err, filepath.Join(n.LogDir(), "aiokube.log"), log)
 	}
 	waitMirrorPods(t, n, cs, 4*time.Minute)
 	fmt.Printf("\nThe node %s is up (logs: %s). This shell runs inside its network, mount and PID namespaces;\n"+

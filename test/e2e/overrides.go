@@ -72,8 +72,8 @@ func applyFileOverrides(n *Node) error {
 	if cfgPath == "" {
 		return fmt.Errorf("the rendered kubelet.service passes no --config")
 	}
-	cfg, err := readYAMLMap(cfgPath)
-	if err != nil {
+	var cfg map[string]any
+	if err := readYAML(cfgPath, &cfg); err != nil {
 		return err
 	}
 	cfg["cgroupDriver"] = "cgroupfs"

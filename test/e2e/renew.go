@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"maps"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -24,6 +22,9 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/renew"
 )
 
 // The parts of the renewal end-to-end test (renew_test.go) that need no node: copying an update into the node,
@@ -69,42 +70,40 @@ func CertificatesIn(root string) ([]FoundCert, error) {
 		if err != nil {
 			return nil
 		}
-		out = append(out, certificatesOf(p, data)...)
-		return nil
+		found, err := certificatesOf(p, data)
+		out = append(out, found...)
+		return err
 	})
 	return out, err
 }
 
 // certificatesOf parses one file's certificates: PEM blocks, else a kubeconfig's embedded client certificates.
-func certificatesOf(path string, data []byte) []FoundCert {
+// A CERTIFICATE block that does not parse is an error (naming the file), not a certificate less to check.
+func certificatesOf(path string, data []byte) ([]FoundCert, error) {
 	var out []FoundCert
-	rest := data
-	for {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			break
+	add := func(where string, pemData []byte) error {
+		cs, err := certs.ParseCertificates(pemData)
+		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
 		}
-		if b.Type != "CERTIFICATE" {
-			continue
+		for _, c := range cs {
+			out = append(out, FoundCert{Path: where, Cert: c})
 		}
-		if c, err := x509.ParseCertificate(b.Bytes); err == nil {
-			out = append(out, FoundCert{Path: path, Cert: c})
-		}
+		return nil
 	}
-	if len(out) > 0 || !bytes.Contains(data, []byte("client-certificate-data")) {
-		return out
+	if err := add(path, data); err != nil || len(out) > 0 || !bytes.Contains(data, []byte("client-certificate-data")) {
+		return out, err
 	}
 	cfg, err := clientcmd.Load(data)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.AuthInfos)) {
-		for _, f := range certificatesOf(path, cfg.AuthInfos[name].ClientCertificateData) {
-			out = append(out, FoundCert{Path: path + "#" + name, Cert: f.Cert})
+		if err := add(path+"#"+name, cfg.AuthInfos[name].ClientCertificateData); err != nil {
+			return out, err
 		}
 	}
-	return out
+	return out, nil
 }
 
 // Leaves keeps the certificates that are not CAs.
@@ -160,54 +159,14 @@ func ServedCertificate(ctx context.Context, addr, serverName string, roots *x509
 	return st.PeerCertificates[0], nil
 }
 
-// CopyTree copies the directory src to dst (which must not exist), keeping file modes; it refuses symlinks and
-// special files, so what is copied is exactly the update's regular files and directories.
+// CopyTree copies the update directory src to dst (which must not exist) the way render-static renew keeps its
+// updates (renew.CopyTree): files with their modes, directories 0700; symlinks and special files are refused, so
+// what is copied is exactly the update's regular files and directories.
 func CopyTree(src, dst string) error {
 	if _, err := os.Lstat(dst); err == nil {
 		return fmt.Errorf("copy %s: %s exists", src, dst)
 	}
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(target, info.Mode().Perm()|0o700)
-		case d.Type().IsRegular():
-			return copyFile(p, target, info.Mode().Perm())
-		default:
-			return fmt.Errorf("copy %s: %s is not a regular file or directory (%s)", src, rel, d.Type())
-		}
-	})
-}
-
-func copyFile(src, dst string, mode fs.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	return os.Chmod(dst, mode) // the umask must not narrow nor the copy widen it
+	return renew.CopyTree(src, dst)
 }
 
 // RunLogged runs argv bounded by timeout, in its own process group, with its output appended to logPath; on
@@ -221,10 +180,7 @@ func RunLogged(ctx context.Context, timeout time.Duration, logPath string, env [
 	var buf bytes.Buffer
 	var w io.Writer = &buf
 	if logPath != "" {
-		if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-			return "", err
-		}
-		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		f, err := openLog(logPath)
 		if err != nil {
 			return "", err
 		}
@@ -232,10 +188,8 @@ func RunLogged(ctx context.Context, timeout time.Duration, logPath string, env [
 		fmt.Fprintf(f, "--- %s: %s\n", time.Now().UTC().Format(time.RFC3339), strings.Join(argv, " "))
 		w = io.MultiWriter(&buf, f)
 	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}, env...)
+	cmd := nodeCommand(ctx, env, argv...)
 	cmd.Stdout, cmd.Stderr = w, w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
 	err := cmd.Run()

@@ -134,6 +134,11 @@ func TestCertificatesIn(t *testing.T) {
 	if _, err := CertificatesIn(filepath.Join(dir, "missing")); !os.IsNotExist(err) {
 		t.Errorf("a missing path: %v, want not-exist", err)
 	}
+	// A CERTIFICATE block that does not parse is an error naming its file, not a certificate less to check.
+	write("broken/tls.crt", append(append([]byte{}, late.certPEM...), "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"...))
+	if _, err := CertificatesIn(filepath.Join(dir, "broken")); err == nil || !strings.Contains(err.Error(), "broken/tls.crt") {
+		t.Errorf("a file with a broken certificate: %v, want an error naming it", err)
+	}
 }
 
 // TestServedCertificate: the certificate a TLS server on 127.0.0.1 presents is read from the handshake; with roots

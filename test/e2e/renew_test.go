@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/render-static/render-static/pkg/certs"
 )
 
 // The renewal end to end (issue 12): the IPv4 install-config rendered with leaves of renewLeaf; the original
@@ -81,7 +83,11 @@ func innerRenew(t *testing.T, spec *innerSpec) {
 	cs, _ := clients(t, spec.Kubeconfig)
 	tm.add("kubelet->readyz", waitAPI(t, n, cs, 4*time.Minute))
 	startCSRApprover(t, n)
-	tm.step("aiokube", func() { runAiokube(t, n) })
+	tm.step("aiokube", func() {
+		if log, err := runAiokube(t, n); err != nil {
+			t.Fatalf("aiokube: %v\n%s", err, log)
+		}
+	})
 	tm.add("kubelet->mirror-pods-ready", waitMirrorPods(t, n, cs, 4*time.Minute))
 	checkServingCSR(t, cs, n)
 
@@ -173,21 +179,6 @@ func innerRenew(t *testing.T, spec *innerSpec) {
 		logFailedContainers(t, n)
 	})
 	t.Log(tm.String())
-}
-
-// runAiokube runs the first-boot apply to its end, as its unit would (bounded).
-func runAiokube(t *testing.T, n *Node) {
-	t.Helper()
-	ak := n.unitCmd(t, "aiokube", "aiokube.service", aiokubeEnv...)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	if err := ak.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { <-ctx.Done(); ak.Process.Kill() }()
-	if err := ak.Wait(); err != nil {
-		t.Fatalf("aiokube: %v\n%s", err, tail(filepath.Join(n.LogDir(), "aiokube.log"), 25))
-	}
 }
 
 // waitReadyz waits (bounded) for /readyz ok after the apply restarted the control plane; it returns how long it
@@ -407,8 +398,12 @@ func checkKubeletClientRenewed(t *testing.T, cs *kubernetes.Clientset, n *Node, 
 		if x.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName || x.Spec.Username != "system:node:"+n.NodeName {
 			continue
 		}
-		for _, f := range certificatesOf(x.Name, x.Status.Certificate) {
-			if Fingerprint(f.Cert) == Fingerprint(c) {
+		issued, err := certs.ParseCertificates(x.Status.Certificate)
+		if err != nil {
+			t.Errorf("CSR %s: %v", x.Name, err)
+		}
+		for _, ic := range issued {
+			if Fingerprint(ic) == Fingerprint(c) {
 				csr = x
 			}
 		}
@@ -482,12 +477,7 @@ func sleepWatching(t *testing.T, n *Node, d time.Duration) {
 // runningContainers are the node's running containers: namespace/pod/container → container ID.
 func runningContainers(t *testing.T, n *Node) map[string]string {
 	t.Helper()
-	c, err := DialCRI(n.CRISocket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	all, err := c.Containers(context.Background())
+	all, err := ListContainers(context.Background(), n.CRISocket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,17 +494,12 @@ func runningContainers(t *testing.T, n *Node) map[string]string {
 // restarts included), with their logs' last lines.
 func logFailedContainers(t *testing.T, n *Node) {
 	t.Helper()
-	c, err := DialCRI(n.CRISocket)
+	all, err := ListContainers(context.Background(), n.CRISocket)
 	if err != nil {
 		t.Errorf("CRI: %v", err)
 		return
 	}
-	defer c.Close()
-	failed, err := c.Failed(context.Background())
-	if err != nil {
-		t.Errorf("CRI: %v", err)
-		return
-	}
+	failed := Failed(all)
 	for _, k := range failed {
 		t.Logf("exited with an error during the boot: %s; log:\n%s", k, LogTail(k, 5))
 	}

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"sigs.k8s.io/yaml"
 )
 
 // The end-to-end test: `render-static --flavor upstream` renders an install-config into aio.ign; Debian's real
@@ -149,12 +147,8 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 	tm := newTimings("upstream/" + c.name + " (prepare)")
 	work := workDir(t)
 	icPath := filepath.Join("testdata", "upstream", c.installConfig)
-	data, err := os.ReadFile(icPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ic installConfigNames
-	if err := yaml.Unmarshal(data, &ic); err != nil {
+	if err := readYAML(icPath, &ic); err != nil {
 		t.Fatal(err)
 	}
 	// Each node IP gets the prefix length of the machine network that holds it.
@@ -206,6 +200,7 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 	})
 	var images string
 	tm.step("images", func() {
+		var err error
 		images, err = BuildImages(context.Background(), root, bins.BinDir, t.Logf)
 		if err != nil {
 			t.Fatal(err)
