@@ -66,6 +66,9 @@ func WriteDirAtomic(dest string, fill func(tmpDir string) error) (err error) {
 		}
 	}()
 
+	if exists {
+		defer reuseDuring(tmp, dest)()
+	}
 	syncer, err := beginSync(tmp)
 	if err != nil {
 		return fmt.Errorf("writing output %s: %w", dest, err)
@@ -210,10 +213,22 @@ func syncPath(p string) error {
 // WriteFile writes one file inside an output dir with exactly the given mode (set with chmod after
 // writing, so the umask does not apply); missing parent directories are created with mode 0755 (also
 // exact). An existing file is truncated and rewritten; a symlink at path is not followed (error).
-// It does not fsync: WriteDirAtomic syncs the whole output.
+// It does not fsync: WriteDirAtomic syncs the whole output. Inside a WriteDirAtomic that replaces a previous
+// output, an unchanged file is a hard link to the previous output's (reuse.go).
 func WriteFile(p string, mode fs.FileMode, data []byte) error {
 	if mode&^fs.ModePerm != 0 {
 		return fmt.Errorf("writing %s: mode %v has bits other than permission bits", p, mode)
+	}
+	if old, ok := previousOf(p); ok {
+		// Never write through an inode a previous output may share (reuse.go): replace what is at p.
+		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() {
+			if err := os.Remove(p); err != nil {
+				return fmt.Errorf("writing %s: %w", p, err)
+			}
+		}
+		if linkUnchanged(old, p, mode, data) {
+			return nil
+		}
 	}
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|noFollow, 0o600)
 	if errors.Is(err, fs.ErrNotExist) { // a missing parent: create the parents, then try again
