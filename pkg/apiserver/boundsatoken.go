@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/render-static/render-static/pkg/loops"
 )
@@ -33,12 +34,21 @@ const (
 //  3. the first time, when the operand has no signing key yet, copy the pair to
 //     openshift-kube-apiserver/bound-service-account-signing-key right away (with a running cluster the operator
 //     waits until every node's revision carries the public key; a new cluster has no revision to wait for).
+//
+// The loop is concurrent (pkg/loops, turn.go): the key pair is made while the loops ahead of it run; it reads and
+// writes only its three objects, which no other loop writes.
 func (k *Component) boundSATokenSignerLoop() loops.Loop {
-	return loops.Loop{Name: "bound-sa-token-signer", Sync: k.syncBoundSATokenSigner}
+	turn := loops.NewTurn()
+	kube := turn.CoreV1(k.Cluster.Kube.CoreV1())
+	return loops.Loop{Name: "bound-sa-token-signer", Sync: func(ctx context.Context) error {
+		return k.syncBoundSATokenSigner(ctx, kube)
+	}}.Concurrent(turn,
+		loops.Secret(OperatorNamespace, NextBoundSigningKeySecret),
+		loops.ConfigMap(TargetNamespace, BoundSigningCertsCM),
+		loops.Secret(TargetNamespace, BoundSigningKeySecret))
 }
 
-func (k *Component) syncBoundSATokenSigner(ctx context.Context) error {
-	kube := k.Cluster.Kube.CoreV1()
+func (k *Component) syncBoundSATokenSigner(ctx context.Context, kube corev1client.CoreV1Interface) error {
 	secrets := func(ns string) interface {
 		Get(string) (*corev1.Secret, error)
 	} {

@@ -9,6 +9,7 @@ import (
 	configlisters "github.com/openshift/client-go/config/listers/config/v1"
 
 	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/loops"
 )
 
 // Namespaces of the kube-apiserver operator.
@@ -50,15 +51,15 @@ func Rotations(network configlisters.NetworkLister, infra configlisters.Infrastr
 			Description: "Serving certificate of the kube-apiserver on localhost."},
 		{Name: "ServiceNetworkServing", Signer: loc(op, "service-network-serving-signer"), Bundle: loc(op, "service-network-serving-ca"),
 			Target: loc(tgt, "service-network-serving-certkey"), Kind: certs.Serving,
-			Hostnames:   func() ([]string, error) { return serviceNetworkHostnames(network) },
+			Hostnames: func() ([]string, error) { return serviceNetworkHostnames(network) }, Inputs: []loops.Object{clusterNetwork},
 			Description: "Serving certificate of the kube-apiserver on the service network (kubernetes.default.svc)."},
 		{Name: "ExternalLoadBalancerServing", Signer: lbSigner, Bundle: lbCA,
 			Target: loc(tgt, "external-loadbalancer-serving-certkey"), Kind: certs.Serving,
-			Hostnames:   func() ([]string, error) { return apiHostname(infra, false) },
+			Hostnames: func() ([]string, error) { return apiHostname(infra, false) }, Inputs: []loops.Object{clusterInfrastructure},
 			Description: "Serving certificate of the kube-apiserver for the api.<cluster domain> name."},
 		{Name: "InternalLoadBalancerServing", Signer: lbSigner, Bundle: lbCA,
 			Target: loc(tgt, "internal-loadbalancer-serving-certkey"), Kind: certs.Serving,
-			Hostnames:   func() ([]string, error) { return apiHostname(infra, true) },
+			Hostnames: func() ([]string, error) { return apiHostname(infra, true) }, Inputs: []loops.Object{clusterInfrastructure},
 			Description: "Serving certificate of the kube-apiserver for the api-int.<cluster domain> name."},
 		{Name: "LocalhostRecoveryServing", Signer: loc(op, "localhost-recovery-serving-signer"), Bundle: loc(op, "localhost-recovery-serving-ca"),
 			Target: loc(tgt, "localhost-recovery-serving-certkey"), Kind: certs.Serving,
@@ -85,6 +86,12 @@ func Rotations(network configlisters.NetworkLister, infra configlisters.Infrastr
 	}
 	return rows
 }
+
+// The config objects serving names are read from (the inputs of the rows that read them).
+var (
+	clusterNetwork        = loops.Object{Resource: "networks", Name: "cluster"}
+	clusterInfrastructure = loops.Object{Resource: "infrastructures", Name: "cluster"}
+)
 
 // serviceNetworkHostnames is the service-network serving cert's names: the fixed in-cluster names plus the first
 // IP of every service network in Network status (IPv4 and IPv6 for dual stack).

@@ -113,7 +113,9 @@ type Rotation struct {
 	User   string
 	Groups []string
 	// Hostnames returns the serving names; an error means an input is not there yet (the loop retries).
-	Hostnames  func() ([]string, error)
+	Hostnames func() ([]string, error)
+	// Inputs are the objects Hostnames reads (the loop reads them before its turn, see pkg/loops turn.go).
+	Inputs     []loops.Object
 	SignerName string
 	// ExtKeyUsages, when set, replace a serving certificate's extended key usages (etcd's peer and serving
 	// certificates are used both as client and as server certificates).
@@ -130,8 +132,8 @@ type Rotation struct {
 // still run. Its footprint is the row's signer, bundle and target, the only objects library-go's controller
 // reads or writes besides the operator resource (read and written only in the loop's turn, through the turn's
 // operator client) and, for serving rows, the Network and Infrastructure status the hostnames come from (written
-// only by non-concurrent loops). Rows that share a signer or bundle overlap and so run one after the other, in
-// the table's order.
+// only by non-concurrent loops, declared as Inputs). Rows that share a signer or bundle overlap and so run one
+// after the other, in the table's order.
 func (r Rotation) Loop(c *loops.Cluster, lt Lifetimes, operator v1helpers.StaticPodOperatorClient, recorder events.Recorder) loops.Loop {
 	kube := c.KubeInformers
 	turn := loops.NewTurn()
@@ -194,7 +196,7 @@ func (r Rotation) Loop(c *loops.Cluster, lt Lifetimes, operator v1helpers.Static
 		loops.ConfigMap(r.Bundle.Namespace, r.Bundle.Name),
 		loops.Secret(r.Target.Namespace, r.Target.Name),
 	}
-	inner := loops.ControllerLoop("cert-rotation/"+r.Name, ctrl, recorder).Concurrent(turn, footprint...)
+	inner := loops.ControllerLoop("cert-rotation/"+r.Name, ctrl, recorder).Concurrent(turn, footprint...).Reads(r.Inputs...)
 	if r.Kind != Serving {
 		return inner
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/render-static/render-static/pkg/loops"
 )
@@ -36,11 +37,16 @@ const (
 //
 // The CA lives as long as the render's signers (certs.Lifetimes.Signer); an existing, unexpired signing key is
 // kept, so a second pass writes nothing.
+//
+// The loop is concurrent (pkg/loops, turn.go): the CA's key is made while the loops ahead of it run; its
+// footprint is the namespace, the signing key and both bundles, which no other loop writes.
 func ServiceCA(c *loops.Cluster, in *Inputs) loops.Loop {
-	kube := c.Kube.CoreV1()
+	turn := loops.NewTurn()
+	kube := turn.CoreV1(c.Kube.CoreV1())
 	return loops.Loop{Name: "emulate/service-ca-operator", Sync: func(ctx context.Context) error {
 		if _, err := kube.Namespaces().Get(ctx, ServiceCANamespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ServiceCANamespace}}
+			turn.Wait() // the turn client waits only for secrets and config maps
 			if _, err := kube.Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 				return err
 			}
@@ -64,12 +70,16 @@ func ServiceCA(c *loops.Cluster, in *Inputs) loops.Loop {
 		}
 		bundle := string(secret.Data[corev1.TLSCertKey])
 		for _, loc := range [][2]string{{ServiceCANamespace, ServiceCASigningBundle}, {ServiceCAManagedNS, ServiceCAManagedBundle}} {
-			if err := ensureBundle(ctx, c, loc[0], loc[1], bundle); err != nil {
+			if err := ensureBundle(ctx, kube, loc[0], loc[1], bundle); err != nil {
 				return err
 			}
 		}
 		return nil
-	}}
+	}}.Concurrent(turn,
+		loops.Object{Resource: "namespaces", Name: ServiceCANamespace},
+		loops.Secret(ServiceCANamespace, ServiceCASigningKey),
+		loops.ConfigMap(ServiceCANamespace, ServiceCASigningBundle),
+		loops.ConfigMap(ServiceCAManagedNS, ServiceCAManagedBundle))
 }
 
 // validCA: the secret holds a CA certificate and key that belong together and are not expired.
@@ -100,8 +110,8 @@ func newServiceCASecret(in *Inputs) (*corev1.Secret, error) {
 }
 
 // ensureBundle makes ns/name a configmap whose ca-bundle.crt is bundle.
-func ensureBundle(ctx context.Context, c *loops.Cluster, ns, name, bundle string) error {
-	cms := c.Kube.CoreV1().ConfigMaps(ns)
+func ensureBundle(ctx context.Context, kube corev1client.CoreV1Interface, ns, name, bundle string) error {
+	cms := kube.ConfigMaps(ns)
 	cm, err := cms.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = cms.Create(ctx, &corev1.ConfigMap{

@@ -64,8 +64,18 @@ type Cluster struct {
 	uidSerial int
 	operators map[string]*OperatorClient
 	dynGVRs   map[schema.GroupVersionResource]string
-	// flight holds the footprints of the concurrent loops in flight, by loop name (turn.go).
-	flight map[string]map[Object]bool
+	// flight holds the concurrent loops in flight, by loop name (turn.go).
+	flight map[string]*flight
+	// exclusive: the loop that has the turn is not concurrent; it may write any object, and a write to what an
+	// in-flight loop watches makes that loop stale.
+	exclusive bool
+}
+
+// flight is one concurrent loop in flight: what it may write in its turn, what it read before its turn, whether
+// its turn came, and whether another loop wrote what it read before that.
+type flight struct {
+	footprint, watch map[Object]bool
+	granted, stale   bool
 }
 
 // Write is one change to the cluster: which loop made it, in which phase and pass.
@@ -296,6 +306,7 @@ func (c *Cluster) reactor(tracker clienttesting.ObjectTracker, indexers indexerF
 			if before != nil {
 				c.record(verb, gvr, ns, name)
 				c.feed(indexers, before, true)
+				c.markStale(Object{Resource: gvr.Resource, Namespace: ns, Name: name})
 			}
 			return true, ret, nil
 		}
@@ -308,6 +319,7 @@ func (c *Cluster) reactor(tracker clienttesting.ObjectTracker, indexers indexerF
 		}
 		c.record(verb, gvr, ns, name)
 		c.feed(indexers, after, false)
+		c.markStale(Object{Resource: gvr.Resource, Namespace: ns, Name: name})
 		return true, after.DeepCopyObject(), nil
 	}
 }
@@ -389,20 +401,40 @@ func (c *Cluster) writeCount() int {
 func (c *Cluster) setCurrent(phase string, pass int, loop string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.phase, c.pass, c.current = phase, pass, loop
+	c.phase, c.pass, c.current, c.exclusive = phase, pass, loop, false
 }
 
-// setTurn attributes the writes that follow to a concurrent loop that took its turn.
-func (c *Cluster) setTurn(phase string, pass int, loop string) { c.setCurrent(phase, pass, loop) }
+// setExclusive gives the turn to a loop that is not concurrent (runner.go): it runs alone in its turn and may
+// write anything, while concurrent loops behind it may already be in flight.
+func (c *Cluster) setExclusive(phase string, pass int, loop string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.phase, c.pass, c.current, c.exclusive = phase, pass, loop, true
+}
 
-// enterFlight and leaveFlight register a concurrent loop's footprint while it runs.
-func (c *Cluster) enterFlight(loop string, footprint map[Object]bool) {
+// grant gives the turn to a concurrent loop in flight and says whether it is stale: whether a loop ahead of it
+// wrote an object it watches after it started.
+func (c *Cluster) grant(phase string, pass int, loop string) (stale bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.phase, c.pass, c.current, c.exclusive = phase, pass, loop, false
+	f := c.flight[loop]
+	if f == nil {
+		return false
+	}
+	f.granted = true
+	return f.stale
+}
+
+// enterFlight and leaveFlight register a concurrent loop while it runs: footprint is what it may write in its
+// turn, watch what it reads before its turn (its footprint and its inputs).
+func (c *Cluster) enterFlight(loop string, footprint, watch map[Object]bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.flight == nil {
-		c.flight = map[string]map[Object]bool{}
+		c.flight = map[string]*flight{}
 	}
-	c.flight[loop] = footprint
+	c.flight[loop] = &flight{footprint: footprint, watch: watch}
 }
 
 func (c *Cluster) leaveFlight(loop string) {
@@ -414,15 +446,17 @@ func (c *Cluster) leaveFlight(loop string) {
 	}
 }
 
-// checkTurn fails a write while concurrent loops are in flight unless the loop that has the turn owns the object:
-// a write outside the footprint, or one made before the loop's turn, would break the fixed order.
+// checkTurn fails a write while concurrent loops are in flight unless the loop that has the turn may make it: a
+// concurrent loop only within its footprint (a write outside it, or one made before the loop's turn, would break
+// the fixed order), a loop that is not concurrent anywhere (markStale then makes the loops that read the object
+// early run again in their turn).
 func (c *Cluster) checkTurn(o Object) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.flight) == 0 {
+	if len(c.flight) == 0 || c.exclusive {
 		return nil
 	}
-	if fp := c.flight[c.current]; fp == nil || !fp[o] {
+	if f := c.flight[c.current]; f == nil || !f.footprint[o] {
 		holder := c.current
 		if holder == "" {
 			holder = "no loop (between turns)"
@@ -430,6 +464,19 @@ func (c *Cluster) checkTurn(o Object) error {
 		return fmt.Errorf("engine: write of %s while concurrent loops run and %s has the turn: not in its footprint, or made before the writer's turn", o, holder)
 	}
 	return nil
+}
+
+// markStale marks every concurrent loop in flight that has not had its turn and watches o: what it read of o
+// before its turn is no longer what it would read in its turn. The reactor calls it once the write reached the
+// tracker and the indexers: a loop that enters flight later reads the new object.
+func (c *Cluster) markStale(o Object) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, f := range c.flight {
+		if name != c.current && !f.granted && f.watch[o] {
+			f.stale = true
+		}
+	}
 }
 
 // DynamicResources lists the GVRs the dynamic fake was told about.

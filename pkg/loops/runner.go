@@ -17,9 +17,9 @@ type Loop struct {
 	Name   string
 	Sync   func(ctx context.Context) error
 	closer func()
-	// turn and footprint are set by Concurrent (turn.go).
-	turn      *Turn
-	footprint map[Object]bool
+	// turn, footprint and watch are set by Concurrent and Reads (turn.go).
+	turn             *Turn
+	footprint, watch map[Object]bool
 }
 
 // Syncer is what library-go controllers expose for running one sync synchronously.
@@ -76,6 +76,9 @@ type Result struct {
 	Passes   []PassStat
 	Writes   []Write
 	LoopTime map[string]time.Duration
+	// Abandoned names a concurrent loop once for every run of it abandoned because it was stale (turn.go); the
+	// loop ran again in its turn. It costs time, never output.
+	Abandoned []string
 }
 
 // TotalPasses counts the passes of every phase.
@@ -183,23 +186,19 @@ func (r *Runner) Run(ctx context.Context, phase Phase) error {
 	return nil
 }
 
-// inFlight is a loop of a pass that runs on its own goroutine; its results are read once done is closed.
-type inFlight struct {
-	loop  Loop
-	done  chan struct{} // closed when the loop finished and had its turn: the next loop's turn
-	err   error
-	n0    int // journal length when the loop took its turn
-	wrote bool
-	took  time.Duration
+// step is one loop of a pass run by runOverlapped; its results are read once done is closed.
+type step struct {
+	loop      Loop
+	done      chan struct{} // closed when the loop finished in its turn: the next loop's turn
+	err       error
+	wrote     bool
+	abandoned bool // a run before its turn was abandoned (stale) and the loop ran again in its turn
+	took      time.Duration
 }
 
 // runPass runs the loops of one pass in order and returns the errors of the failing loops and the names of the
-// loops that wrote, in loop order. A loop not marked Concurrent (or any loop with Parallelism ≤ 1) runs alone on
-// the runner's goroutine once every loop ahead of it finished. A concurrent loop starts on its own goroutine as
-// soon as fewer than Parallelism loops are in flight and none of them shares a footprint object with it; it
-// takes its turn when the loop ahead of it finished (turn.go).
+// loops that wrote, in loop order.
 func (r *Runner) runPass(ctx context.Context, phase Phase, pass int) (map[string]string, []string) {
-	c := r.Cluster
 	errs := map[string]string{}
 	var writing []string
 	finish := func(name string, err error, wrote bool, took time.Duration) {
@@ -211,64 +210,139 @@ func (r *Runner) runPass(ctx context.Context, phase Phase, pass int) (map[string
 			writing = append(writing, name)
 		}
 	}
-	var queue []*inFlight // in loop order; queue[0] is the oldest loop still in flight
-	collect := func() {
-		f := queue[0]
-		queue = queue[1:]
-		<-f.done
-		finish(f.loop.Name, f.err, f.wrote, f.took)
-	}
-	for _, l := range phase.Loops {
-		concurrent := r.Parallelism > 1 && l.turn != nil
-		for len(queue) > 0 && (!concurrent || len(queue) >= r.Parallelism || overlapsAny(l, queue)) {
-			collect()
-		}
-		if !concurrent {
+	if r.Parallelism <= 1 {
+		c := r.Cluster
+		for _, l := range phase.Loops {
 			l.turn.disarm()
 			c.setCurrent(phase.Name, pass, l.Name)
 			n := c.writeCount()
 			t := time.Now()
 			err := safeSync(ctx, l)
 			finish(l.Name, err, c.writeCount() > n, time.Since(t))
-			continue
 		}
-		f := &inFlight{loop: l, done: make(chan struct{})}
-		var ready <-chan struct{}
-		if len(queue) > 0 {
-			ready = queue[len(queue)-1].done
-		} else {
-			c.setCurrent(phase.Name, pass, "") // the turn is free until the loop takes it
-		}
-		name := l.Name
-		l.turn.arm(ready, func() {
-			c.setTurn(phase.Name, pass, name)
-			f.n0 = c.writeCount()
-		})
-		c.enterFlight(name, l.footprint)
-		queue = append(queue, f)
-		go func() {
-			t := time.Now()
-			f.err = safeSync(ctx, f.loop)
-			f.took = time.Since(t)
-			f.loop.turn.Wait() // a loop that wrote nothing still finishes in its turn
-			f.wrote = c.writeCount() > f.n0
-			c.leaveFlight(name)
-			f.loop.turn.disarm()
-			close(f.done)
-		}()
+		return errs, writing
 	}
-	for len(queue) > 0 {
-		collect()
+	for _, s := range r.runOverlapped(ctx, phase, pass) {
+		finish(s.loop.Name, s.err, s.wrote, s.took)
+		if s.abandoned {
+			r.result.Abandoned = append(r.result.Abandoned, s.loop.Name)
+		}
 	}
 	return errs, writing
 }
 
-func overlapsAny(l Loop, queue []*inFlight) bool {
-	for _, f := range queue {
-		if l.overlaps(f.loop) {
-			return true
+// runOverlapped runs one pass with concurrent loops started ahead of their turn (turn.go). Every loop gets a
+// step whose done channel is the next loop's turn. A loop that is not concurrent runs alone once the loop ahead
+// of it is done. A concurrent loop starts, in loop order, as soon as fewer than Parallelism concurrent loops are
+// in flight and every concurrent loop ahead of it that may write what it watches has finished; loops that are
+// not concurrent ahead of it do not hold it back (if one writes what it watches, it runs again in its turn).
+func (r *Runner) runOverlapped(ctx context.Context, phase Phase, pass int) []*step {
+	r.Cluster.setCurrent(phase.Name, pass, "") // nobody has the turn until the first loop takes it
+	slots := make(chan struct{}, r.Parallelism)
+	steps := make([]*step, 0, len(phase.Loops))
+	for i, l := range phase.Loops {
+		s := &step{loop: l, done: make(chan struct{})}
+		var ready <-chan struct{}
+		if i > 0 {
+			ready = steps[i-1].done
 		}
+		if l.turn == nil {
+			go r.runAlone(ctx, phase.Name, pass, s, ready)
+			steps = append(steps, s)
+			continue
+		}
+		var after []<-chan struct{}
+		for _, a := range steps {
+			if a.loop.turn != nil && l.mayChange(a.loop) {
+				after = append(after, a.done)
+			}
+		}
+		steps = append(steps, s)
+		slots <- struct{}{} // in loop order: the oldest loop in flight always has a slot, so this never deadlocks
+		go func() {
+			defer func() { <-slots }()
+			r.runAhead(ctx, phase.Name, pass, s, ready, after)
+		}()
 	}
+	for _, s := range steps {
+		<-s.done
+	}
+	return steps
+}
+
+// runAlone runs a loop that is not concurrent in its turn.
+func (r *Runner) runAlone(ctx context.Context, phase string, pass int, s *step, ready <-chan struct{}) {
+	defer close(s.done)
+	c := r.Cluster
+	if ready != nil {
+		<-ready
+	}
+	c.setExclusive(phase, pass, s.loop.Name)
+	n := c.writeCount()
+	t := time.Now()
+	s.err = safeSync(ctx, s.loop)
+	s.took = time.Since(t)
+	s.wrote = c.writeCount() > n
+	c.setCurrent(phase, pass, "") // between turns: nobody may write
+}
+
+// runAhead runs a concurrent loop once the loops in after have finished, before its turn; it finishes in its turn
+// (a loop that wrote nothing still does) and runs again in its turn when it turned out stale.
+func (r *Runner) runAhead(ctx context.Context, phase string, pass int, s *step, ready <-chan struct{}, after []<-chan struct{}) {
+	defer close(s.done)
+	c := r.Cluster
+	l := s.loop
+	for _, a := range after {
+		<-a
+	}
+	n0 := 0
+	l.turn.arm(ready, func() bool {
+		stale := c.grant(phase, pass, l.Name)
+		n0 = c.writeCount()
+		return stale
+	})
+	c.enterFlight(l.Name, l.footprint, l.watch)
+	t := time.Now()
+	err, abandoned := speculate(ctx, l)
+	if abandoned {
+		l.turn.resume()
+		err = safeSync(ctx, l)
+	}
+	s.err, s.took, s.abandoned = err, time.Since(t), abandoned
+	s.wrote = c.writeCount() > n0
+	c.leaveFlight(l.Name)
+	l.turn.disarm()
+}
+
+// speculate runs a concurrent loop from before its turn to its turn and says whether the run was abandoned
+// because the loop was stale when its turn came (Turn.Wait); any other panic becomes the loop's error.
+func speculate(ctx context.Context, l Loop) (err error, abandoned bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p == errStale {
+				abandoned = true
+				return
+			}
+			err = fmt.Errorf("panic: %v", p)
+			abandoned = waitTurn(l.turn)
+		}
+	}()
+	err = l.Sync(ctx)
+	l.turn.Wait()
+	return err, false
+}
+
+// waitTurn waits for the turn of a loop whose run already ended (in a panic) and says whether it was stale.
+func waitTurn(t *Turn) (abandoned bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			abandoned = p == errStale
+			if !abandoned {
+				panic(p)
+			}
+		}
+	}()
+	t.Wait()
 	return false
 }
 

@@ -28,10 +28,16 @@ import (
 //     Turn.CoreV1 and Turn.StaticPodOperator. The cluster therefore sees the writes of the fixed order, in the
 //     fixed order, made by one loop at a time: the journal, the UIDs (their serials), the resourceVersions and the
 //     order of an operator resource's conditions are those of a sequential run.
-//   - Before its turn it reads only its footprint (objects no other loop in flight reads or writes) and objects
-//     only non-concurrent loops write, so what it reads early is what it would read in its turn.
-//   - The runner starts it only while every loop ahead of it still in flight is concurrent too and shares no
-//     footprint object with it; a non-concurrent loop runs alone.
+//   - Before its turn it reads only what it watches: its footprint (the objects it may write) and its inputs
+//     (Reads: objects it only reads, e.g. where serving names come from).
+//   - The runner starts it once no concurrent loop ahead of it that is still in flight may write what it
+//     watches (footprints are declared, so this is known before it starts), and while fewer than Parallelism
+//     concurrent loops are in flight. Loops that are not concurrent do not hold it back: they run alone, in their
+//     turn, and may write anything.
+//   - Whatever a loop ahead of it writes after it started, the cluster checks against what it watches: if it
+//     wrote a watched object, the loop is stale, and when its turn comes its first wait for the turn abandons the
+//     run (a panic the runner recovers: nothing was written, keys made are dropped) and the runner runs it again
+//     from the start, in its turn, as a sequential run would.
 //
 // The reactor checks the contract: while a concurrent loop has the turn, a write to any object outside its
 // footprint fails, which also catches a write made before the loop's turn (it would be attributed to the loop
@@ -54,14 +60,19 @@ type Turn struct {
 	mu      sync.Mutex
 	ready   <-chan struct{} // closed when every loop ahead has finished; nil: the turn is there
 	granted bool
-	onGrant func()
+	onGrant func() (stale bool)
+	// abandon: the loop was stale when its turn came; every Wait of this run panics with errStale.
+	abandon bool
 }
+
+// errStale is the panic value with which Wait abandons the run of a stale loop (see above).
+var errStale = &struct{ string }{"loops: stale concurrent run abandoned"}
 
 // NewTurn returns a turn for one loop (see Loop.Concurrent).
 func NewTurn() *Turn { return &Turn{granted: true} }
 
 // Wait blocks until the loop's turn. The first Wait of a run takes the turn (the cluster attributes writes to
-// the loop from then on).
+// the loop from then on); if the loop is stale by then, Wait abandons the run.
 func (t *Turn) Wait() {
 	if t == nil {
 		return
@@ -73,21 +84,32 @@ func (t *Turn) Wait() {
 		<-ready
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if !t.granted {
 		t.granted = true
-		if t.onGrant != nil {
-			t.onGrant()
+		if t.onGrant != nil && t.onGrant() {
+			t.abandon = true
 		}
+	}
+	abandon := t.abandon
+	t.mu.Unlock()
+	if abandon {
+		panic(errStale)
 	}
 }
 
 // arm prepares the turn for one run of its loop: ready is closed when the loops ahead have finished, onGrant runs
-// once when the loop takes its turn.
-func (t *Turn) arm(ready <-chan struct{}, onGrant func()) {
+// once when the loop takes its turn and says whether the loop is stale.
+func (t *Turn) arm(ready <-chan struct{}, onGrant func() (stale bool)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.ready, t.granted, t.onGrant = ready, false, onGrant
+	t.ready, t.granted, t.onGrant, t.abandon = ready, false, onGrant, false
+}
+
+// resume lets the run that replaces an abandoned one wait for nothing: the turn is already the loop's.
+func (t *Turn) resume() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.abandon = false
 }
 
 // disarm returns the turn to its idle state, where Wait returns at once.
@@ -97,31 +119,51 @@ func (t *Turn) disarm() {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.ready, t.granted, t.onGrant = nil, true, nil
+	t.ready, t.granted, t.onGrant, t.abandon = nil, true, nil, false
 }
 
 // Concurrent marks the loop as one that may run while earlier loops of its pass still run (see above): turn is
-// the one its clients wait for, footprint every object it reads or writes before its turn. Each concurrent loop
-// needs its own Turn.
+// the one its clients wait for, footprint every object it may write in its turn (and reads before it). Each
+// concurrent loop needs its own Turn.
 func (l Loop) Concurrent(turn *Turn, footprint ...Object) Loop {
 	if turn == nil || len(footprint) == 0 {
 		panic(fmt.Sprintf("loops: %s: a concurrent loop needs a turn and a footprint", l.Name))
 	}
 	l.turn = turn
 	l.footprint = map[Object]bool{}
+	l.watch = map[Object]bool{}
 	for _, o := range footprint {
 		l.footprint[o] = true
+		l.watch[o] = true
 	}
+	return l
+}
+
+// Reads adds objects a concurrent loop reads before its turn but never writes (its inputs): a loop ahead of it
+// that writes one makes it stale.
+func (l Loop) Reads(inputs ...Object) Loop {
+	if l.turn == nil {
+		panic(fmt.Sprintf("loops: %s: Reads applies to a concurrent loop", l.Name))
+	}
+	watch := map[Object]bool{}
+	for o := range l.watch {
+		watch[o] = true
+	}
+	for _, o := range inputs {
+		watch[o] = true
+	}
+	l.watch = watch
 	return l
 }
 
 // IsConcurrent says whether the loop was marked Concurrent.
 func (l Loop) IsConcurrent() bool { return l.turn != nil }
 
-// overlaps says whether two concurrent loops share a footprint object.
-func (l Loop) overlaps(o Loop) bool {
-	for k := range l.footprint {
-		if o.footprint[k] {
+// mayChange says whether loop a, running ahead of l, may write something l watches: l must not start before a
+// finished.
+func (l Loop) mayChange(a Loop) bool {
+	for k := range a.footprint {
+		if l.watch[k] {
 			return true
 		}
 	}

@@ -79,6 +79,37 @@ func copier(c *Cluster, name, from string) Loop {
 	}}.Concurrent(turn, Secret("ns-a", from), Secret("ns-a", name))
 }
 
+// reader copies what a non-concurrent loop ahead of it writes (census "middle") into its own secret; it reads it
+// before its turn (declared with Reads), so a run that started before the census wrote must be run again in its
+// turn. It counts its runs.
+func reader(c *Cluster, name, from string, runs *int32) Loop {
+	turn := NewTurn()
+	client := turn.CoreV1(c.Kube.CoreV1())
+	cms := c.KubeInformers.InformersFor("ns-a").Core().V1().ConfigMaps().Lister().ConfigMaps("ns-a")
+	secrets := c.KubeInformers.InformersFor("ns-a").Core().V1().Secrets().Lister().Secrets("ns-a")
+	return Loop{Name: "read/" + name, Sync: func(ctx context.Context) error {
+		atomic.AddInt32(runs, 1)
+		src, err := cms.Get(from)
+		if err != nil {
+			return fmt.Errorf("%s not there yet", from)
+		}
+		want := map[string][]byte{"k": []byte(src.Data["k"])}
+		cur, err := secrets.Get(name)
+		if apierrors.IsNotFound(err) {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-a", Name: name}, Data: want}
+			_, err = client.Secrets("ns-a").Create(ctx, s, metav1.CreateOptions{})
+			return err
+		}
+		if err != nil || string(cur.Data["k"]) == string(want["k"]) {
+			return err
+		}
+		next := cur.DeepCopy()
+		next.Data = want
+		_, err = client.Secrets("ns-a").Update(ctx, next, metav1.UpdateOptions{})
+		return err
+	}}.Concurrent(turn, Secret("ns-a", name)).Reads(ConfigMap("ns-a", from))
+}
+
 // census is a non-concurrent loop: it records how many secrets exist when it runs.
 func census(c *Cluster, name string) Loop {
 	secrets := c.KubeInformers.InformersFor("ns-a").Core().V1().Secrets().Lister()
@@ -142,6 +173,12 @@ func observed(t *testing.T, c *Cluster, r *Runner, op *OperatorClient) string {
 }
 
 func concurrentRun(t *testing.T, parallelism int, seed int64) string {
+	s, _ := concurrentRunCounting(t, parallelism, seed)
+	return s
+}
+
+// concurrentRunCounting is concurrentRun that also says how many times the reader ran.
+func concurrentRunCounting(t *testing.T, parallelism int, seed int64) (string, int32) {
 	t.Helper()
 	c := newTestCluster(t)
 	op := c.NewOperatorClient("KubeAPIServer", "kubeapiservers", operatorv1.StaticPodOperatorSpec{}, operatorv1.StaticPodOperatorStatus{})
@@ -156,7 +193,8 @@ func concurrentRun(t *testing.T, parallelism int, seed int64) string {
 	for i := 0; i < 6; i++ {
 		ls = append(ls, rotationLike(c, op, fmt.Sprintf("a%d", i), rnd))
 	}
-	ls = append(ls, copier(c, "a2-copy", "a2"), rotationLike(c, op, "b0", rnd), census(c, "middle"))
+	var runs int32
+	ls = append(ls, copier(c, "a2-copy", "a2"), rotationLike(c, op, "b0", rnd), census(c, "middle"), reader(c, "r0", "middle", &runs))
 	for i := 0; i < 4; i++ {
 		ls = append(ls, rotationLike(c, op, fmt.Sprintf("c%d", i), rnd))
 	}
@@ -165,7 +203,7 @@ func concurrentRun(t *testing.T, parallelism int, seed int64) string {
 	if err := r.Run(context.Background(), Phase{Name: "converge", Loops: ls}); err != nil {
 		t.Fatalf("parallelism %d: %v", parallelism, err)
 	}
-	return observed(t, c, r, op)
+	return observed(t, c, r, op), runs
 }
 
 // TestConcurrentRunMatchesSequential: runs with several loops in flight leave the same journal, objects (UIDs,
@@ -173,7 +211,7 @@ func concurrentRun(t *testing.T, parallelism int, seed int64) string {
 // many interleavings.
 func TestConcurrentRunMatchesSequential(t *testing.T) {
 	want := concurrentRun(t, 1, 1)
-	if !strings.Contains(want, "copy/a2-copy") || !strings.Contains(want, "Rotc3Degraded") {
+	if !strings.Contains(want, "copy/a2-copy") || !strings.Contains(want, "Rotc3Degraded") || !strings.Contains(want, "read/r0") {
 		t.Fatalf("the sequential run did not run every loop:\n%s", want)
 	}
 	for i := 0; i < 8; i++ {
@@ -246,5 +284,97 @@ func TestWriteOutsideTurnFails(t *testing.T) {
 	j := c.Journal()
 	if len(j) != 1 || j[0].Name != "ahead" || j[0].Loop != "ahead" {
 		t.Errorf("journal = %v, want only the create of ahead", j)
+	}
+}
+
+// TestConcurrentLoopStartsAheadAndRerunsWhenStale: a concurrent loop behind a loop that is not concurrent starts
+// before that loop runs (it does not wait for its turn to read), and when that loop then writes what it read, it
+// runs again in its turn, so the run leaves what a sequential one does.
+func TestConcurrentLoopStartsAheadAndRerunsWhenStale(t *testing.T) {
+	c := newTestCluster(t)
+	started := make(chan struct{})
+	var once sync.Once
+	var runs int32
+	// gate is not concurrent: it waits (bounded) until the reader behind it started, then writes what the reader
+	// reads.
+	gate := Loop{Name: "gate", Sync: func(ctx context.Context) error {
+		select {
+		case <-started:
+		case <-time.After(5 * time.Second):
+			return errors.New("the reader behind did not start before its turn")
+		}
+		if _, err := c.Kube.CoreV1().ConfigMaps("ns-a").Get(ctx, "src", metav1.GetOptions{}); err == nil {
+			return nil
+		}
+		_, err := c.Kube.CoreV1().ConfigMaps("ns-a").Create(ctx, cm("ns-a", "src", "v1"), metav1.CreateOptions{})
+		return err
+	}}
+	inner := reader(c, "dst", "src", &runs)
+	sync0 := inner.Sync
+	inner.Sync = func(ctx context.Context) error {
+		once.Do(func() { close(started) })
+		return sync0(ctx)
+	}
+	r := &Runner{Cluster: c, MaxPasses: 3, Parallelism: 2}
+	if err := r.Run(context.Background(), Phase{Name: "p", Loops: []Loop{gate, inner}}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Kube.CoreV1().Secrets("ns-a").Get(context.Background(), "dst", metav1.GetOptions{})
+	if err != nil || string(s.Data["k"]) != "v1" {
+		t.Fatalf("dst = %v, %v; want the value gate wrote ahead of it", s, err)
+	}
+	if got := r.Result().Passes[0].Errors; got != 0 {
+		t.Errorf("pass 1 has %d loop errors: the stale run's error was kept instead of the run in its turn", got)
+	}
+	// Pass 1: one early (stale) run and its rerun; pass 2: one run that writes nothing.
+	if runs != 3 {
+		t.Errorf("reader ran %d times, want 3 (stale run, rerun in its turn, fixpoint pass)", runs)
+	}
+	for _, w := range c.Journal() {
+		if w.Name == "dst" && (w.Loop != "read/dst" || w.Pass != 1) {
+			t.Errorf("write %v: want it attributed to read/dst in pass 1", w)
+		}
+	}
+}
+
+// TestConcurrentLoopSkipsOverlapAhead: a concurrent loop starts while an earlier loop that shares a footprint with
+// the one ahead of it waits (no head-of-line blocking), and the one that shares waits for the one ahead.
+func TestConcurrentLoopSkipsOverlapAhead(t *testing.T) {
+	c := newTestCluster(t)
+	var mu sync.Mutex
+	var events []string
+	note := func(e string) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, e)
+	}
+	cStarted := make(chan struct{})
+	loop := func(name, secret string, body func()) Loop {
+		return Loop{Name: name, Sync: func(context.Context) error {
+			note(name + " start")
+			body()
+			note(name + " end")
+			return nil
+		}}.Concurrent(NewTurn(), Secret("ns-a", secret))
+	}
+	a := loop("a", "s1", func() {
+		select { // a runs until c has started: c must not wait for b, which waits for a
+		case <-cStarted:
+		case <-time.After(5 * time.Second):
+		}
+	})
+	b := loop("b", "s1", func() {})
+	cl := loop("c", "s2", func() { close(cStarted) })
+	r := &Runner{Cluster: c, MaxPasses: 1, Parallelism: 4}
+	if err := r.Run(context.Background(), Phase{Name: "p", Loops: []Loop{a, b, cl}}); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(events, ", ")
+	pos := func(e string) int { return strings.Index(got, e) }
+	if pos("c start") > pos("a end") {
+		t.Errorf("c started after a ended (%s): it waited behind b", got)
+	}
+	if pos("b start") < pos("a end") {
+		t.Errorf("b started before a ended (%s): they share s1", got)
 	}
 }
