@@ -13,6 +13,7 @@ import (
 	"github.com/openshift/library-go/pkg/operator/events"
 	"github.com/openshift/library-go/pkg/operator/v1helpers"
 	"k8s.io/apiserver/pkg/authentication/user"
+	corev1listers "k8s.io/client-go/listers/core/v1"
 
 	"github.com/render-static/render-static/pkg/loops"
 )
@@ -132,8 +133,9 @@ type Rotation struct {
 // still run. Its footprint is the row's signer, bundle and target, the only objects library-go's controller
 // reads or writes besides the operator resource (read and written only in the loop's turn, through the turn's
 // operator client) and, for serving rows, the Network and Infrastructure status the hostnames come from (written
-// only by non-concurrent loops, declared as Inputs). Rows that share a signer or bundle overlap and so run one
-// after the other, in the table's order.
+// only by non-concurrent loops, declared as Inputs). Rows that share a signer or bundle overlap: a row starts
+// once the row ahead of it that shares them has settled them (it reads its target: library-go's controller
+// ensures the signer, then the bundle, then the target), so their targets' keys are made side by side.
 func (r Rotation) Loop(c *loops.Cluster, lt Lifetimes, operator v1helpers.StaticPodOperatorClient, recorder events.Recorder) loops.Loop {
 	kube := c.KubeInformers
 	turn := loops.NewTurn()
@@ -184,9 +186,10 @@ func (r Rotation) Loop(c *loops.Cluster, lt Lifetimes, operator v1helpers.Static
 			AdditionalAnnotations: ann,
 			CertCreator:           creator,
 			Informer:              kube.InformersFor(r.Target.Namespace).Core().V1().Secrets(),
-			Lister:                kube.InformersFor(r.Target.Namespace).Core().V1().Secrets().Lister(),
-			Client:                client,
-			EventRecorder:         recorder,
+			// library-go turns to the target once the signer and bundle are settled (SyncWorker's order).
+			Lister:        settlingLister{kube.InformersFor(r.Target.Namespace).Core().V1().Secrets().Lister(), turn},
+			Client:        client,
+			EventRecorder: recorder,
 		},
 		recorder,
 		&certrotation.StaticPodConditionStatusReporter{OperatorClient: turn.StaticPodOperator(operator)},
@@ -196,7 +199,8 @@ func (r Rotation) Loop(c *loops.Cluster, lt Lifetimes, operator v1helpers.Static
 		loops.ConfigMap(r.Bundle.Namespace, r.Bundle.Name),
 		loops.Secret(r.Target.Namespace, r.Target.Name),
 	}
-	inner := loops.ControllerLoop("cert-rotation/"+r.Name, ctrl, recorder).Concurrent(turn, footprint...).Reads(r.Inputs...)
+	inner := loops.ControllerLoop("cert-rotation/"+r.Name, ctrl, recorder).
+		Concurrent(turn, footprint...).Reads(r.Inputs...).Settles(footprint[0], footprint[1])
 	if r.Kind != Serving {
 		return inner
 	}
@@ -212,4 +216,17 @@ func (r Rotation) Loop(c *loops.Cluster, lt Lifetimes, operator v1helpers.Static
 		hostnames = h
 		return nil
 	})
+}
+
+// settlingLister is the target's lister of a cert-rotation row: the controller reads its target only after it
+// ensured the signer and the bundle, so the first read tells the runner that the row will not write those again
+// in this run (loops.Turn.Settle).
+type settlingLister struct {
+	corev1listers.SecretLister
+	turn *loops.Turn
+}
+
+func (l settlingLister) Secrets(ns string) corev1listers.SecretNamespaceLister {
+	l.turn.Settle()
+	return l.SecretLister.Secrets(ns)
 }

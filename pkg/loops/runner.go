@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/openshift/library-go/pkg/controller/factory"
@@ -17,9 +18,9 @@ type Loop struct {
 	Name   string
 	Sync   func(ctx context.Context) error
 	closer func()
-	// turn, footprint and watch are set by Concurrent and Reads (turn.go).
-	turn             *Turn
-	footprint, watch map[Object]bool
+	// turn, footprint, watch and settles are set by Concurrent, Reads and Settles (turn.go).
+	turn                      *Turn
+	footprint, watch, settles map[Object]bool
 }
 
 // Syncer is what library-go controllers expose for running one sync synchronously.
@@ -115,9 +116,9 @@ type Runner struct {
 	Cluster *Cluster
 	// MaxPasses bounds every phase; 0 means 10.
 	MaxPasses int
-	// Parallelism bounds how many loops of a pass are in flight at once: 0 or 1 runs them one after another;
-	// more lets loops marked Concurrent start before the loops ahead of them finish (turn.go). Either way the
-	// cluster sees the same writes in the same order.
+	// Parallelism bounds how many concurrent loops of a pass compute before their turn at once: 0 or 1 runs
+	// every loop after the one ahead of it; more lets loops marked Concurrent start before the loops ahead of them
+	// finish (turn.go). Either way the cluster sees the same writes in the same order.
 	Parallelism int
 	result      Result
 }
@@ -190,6 +191,8 @@ func (r *Runner) Run(ctx context.Context, phase Phase) error {
 type step struct {
 	loop      Loop
 	done      chan struct{} // closed when the loop finished in its turn: the next loop's turn
+	settled   chan struct{} // closed when the loop settled what it settles (Turn.Settle), at the latest when done
+	settle    func()
 	err       error
 	wrote     bool
 	abandoned bool // a run before its turn was abandoned (stale) and the loop ran again in its turn
@@ -233,15 +236,17 @@ func (r *Runner) runPass(ctx context.Context, phase Phase, pass int) (map[string
 
 // runOverlapped runs one pass with concurrent loops started ahead of their turn (turn.go). Every loop gets a
 // step whose done channel is the next loop's turn. A loop that is not concurrent runs alone once the loop ahead
-// of it is done. A concurrent loop starts, in loop order, as soon as fewer than Parallelism concurrent loops are
-// in flight and every concurrent loop ahead of it that may write what it watches has finished; loops that are
-// not concurrent ahead of it do not hold it back (if one writes what it watches, it runs again in its turn).
+// of it is done. A concurrent loop starts once every concurrent loop ahead of it that may write what it watches
+// has finished and it holds a slot (slots); loops that are not concurrent ahead of it do not hold it back (if one
+// writes what it watches, it runs again in its turn).
 func (r *Runner) runOverlapped(ctx context.Context, phase Phase, pass int) []*step {
 	r.Cluster.setCurrent(phase.Name, pass, "") // nobody has the turn until the first loop takes it
-	slots := make(chan struct{}, r.Parallelism)
+	slots := newSlots(r.Parallelism)
 	steps := make([]*step, 0, len(phase.Loops))
 	for i, l := range phase.Loops {
-		s := &step{loop: l, done: make(chan struct{})}
+		s := &step{loop: l, done: make(chan struct{}), settled: make(chan struct{})}
+		var once sync.Once
+		s.settle = func() { once.Do(func() { close(s.settled) }) }
 		var ready <-chan struct{}
 		if i > 0 {
 			ready = steps[i-1].done
@@ -253,16 +258,18 @@ func (r *Runner) runOverlapped(ctx context.Context, phase Phase, pass int) []*st
 		}
 		var after []<-chan struct{}
 		for _, a := range steps {
-			if a.loop.turn != nil && l.mayChange(a.loop) {
+			if a.loop.turn == nil {
+				continue
+			}
+			switch may, settles := l.mayChange(a.loop); {
+			case settles:
+				after = append(after, a.settled)
+			case may:
 				after = append(after, a.done)
 			}
 		}
 		steps = append(steps, s)
-		slots <- struct{}{} // in loop order: the oldest loop in flight always has a slot, so this never deadlocks
-		go func() {
-			defer func() { <-slots }()
-			r.runAhead(ctx, phase.Name, pass, s, ready, after)
-		}()
+		go r.runAhead(ctx, phase.Name, pass, s, ready, after, slots, i)
 	}
 	for _, s := range steps {
 		<-s.done
@@ -270,9 +277,55 @@ func (r *Runner) runOverlapped(ctx context.Context, phase Phase, pass int) []*st
 	return steps
 }
 
+// slots bounds the concurrent loops computing before their turn. A slot freed goes to the earliest loop (by
+// index in the pass) waiting for one. Holders never wait for a loop that waits for a slot (they give theirs back
+// before they wait for their turn), so every wait for a slot ends.
+type slots struct {
+	mu      sync.Mutex
+	free    int
+	waiting map[int]chan struct{}
+}
+
+func newSlots(n int) *slots { return &slots{free: n, waiting: map[int]chan struct{}{}} }
+
+// acquire blocks until loop i holds a slot; the returned func gives it back (only its first call counts).
+func (s *slots) acquire(i int) (release func()) {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	s.waiting[i] = ch
+	s.grant()
+	s.mu.Unlock()
+	<-ch
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.free++
+			s.grant()
+			s.mu.Unlock()
+		})
+	}
+}
+
+// grant hands free slots to the earliest waiting loops; s.mu is held.
+func (s *slots) grant() {
+	for s.free > 0 && len(s.waiting) > 0 {
+		first := -1
+		for i := range s.waiting {
+			if first < 0 || i < first {
+				first = i
+			}
+		}
+		close(s.waiting[first])
+		delete(s.waiting, first)
+		s.free--
+	}
+}
+
 // runAlone runs a loop that is not concurrent in its turn.
 func (r *Runner) runAlone(ctx context.Context, phase string, pass int, s *step, ready <-chan struct{}) {
 	defer close(s.done)
+	defer s.settle()
 	c := r.Cluster
 	if ready != nil {
 		<-ready
@@ -286,21 +339,24 @@ func (r *Runner) runAlone(ctx context.Context, phase string, pass int, s *step, 
 	c.setCurrent(phase, pass, "") // between turns: nobody may write
 }
 
-// runAhead runs a concurrent loop once the loops in after have finished, before its turn; it finishes in its turn
-// (a loop that wrote nothing still does) and runs again in its turn when it turned out stale.
-func (r *Runner) runAhead(ctx context.Context, phase string, pass int, s *step, ready <-chan struct{}, after []<-chan struct{}) {
+// runAhead runs a concurrent loop once the loops in after have finished (or settled), before its turn; it
+// finishes in its turn (a loop that wrote nothing still does) and runs again in its turn when it turned out stale.
+func (r *Runner) runAhead(ctx context.Context, phase string, pass int, s *step, ready <-chan struct{}, after []<-chan struct{}, sl *slots, index int) {
 	defer close(s.done)
+	defer s.settle()
 	c := r.Cluster
 	l := s.loop
 	for _, a := range after {
 		<-a
 	}
+	release := sl.acquire(index)
+	defer release()
 	n0 := 0
 	l.turn.arm(ready, func() bool {
 		stale := c.grant(phase, pass, l.Name)
 		n0 = c.writeCount()
 		return stale
-	})
+	}, release, s.settle)
 	c.enterFlight(l.Name, l.footprint, l.watch)
 	t := time.Now()
 	err, abandoned := speculate(ctx, l)

@@ -31,9 +31,12 @@ import (
 //   - Before its turn it reads only what it watches: its footprint (the objects it may write) and its inputs
 //     (Reads: objects it only reads, e.g. where serving names come from).
 //   - The runner starts it once no concurrent loop ahead of it that is still in flight may write what it
-//     watches (footprints are declared, so this is known before it starts), and while fewer than Parallelism
-//     concurrent loops are in flight. Loops that are not concurrent do not hold it back: they run alone, in their
-//     turn, and may write anything.
+//     watches (footprints are declared, so this is known before it starts; a loop that shares only objects it
+//     settles, see Settles, stops counting when it settled them) and one of Parallelism slots is free:
+//     a slot is held while a loop computes before its turn (its keys), given back when it has to wait for its
+//     turn, and free slots go to the earliest loop waiting for one, so the loops whose turn comes first make their
+//     keys first. Loops that are not concurrent do not hold it back: they run alone, in their turn, and may write
+//     anything.
 //   - Whatever a loop ahead of it writes after it started, the cluster checks against what it watches: if it
 //     wrote a watched object, the loop is stale, and when its turn comes its first wait for the turn abandons the
 //     run (a panic the runner recovers: nothing was written, keys made are dropped) and the runner runs it again
@@ -61,6 +64,10 @@ type Turn struct {
 	ready   <-chan struct{} // closed when every loop ahead has finished; nil: the turn is there
 	granted bool
 	onGrant func() (stale bool)
+	// onBlock runs once, when the loop first has to wait for its turn (it stops computing).
+	onBlock func()
+	// settle tells the runner the loop has settled the objects it declared with Settles (Settle).
+	settle func()
 	// abandon: the loop was stale when its turn came; every Wait of this run panics with errStale.
 	abandon bool
 }
@@ -78,10 +85,18 @@ func (t *Turn) Wait() {
 		return
 	}
 	t.mu.Lock()
-	ready := t.ready
+	ready, onBlock := t.ready, t.onBlock
+	t.onBlock = nil
 	t.mu.Unlock()
 	if ready != nil {
-		<-ready
+		select {
+		case <-ready:
+		default:
+			if onBlock != nil {
+				onBlock()
+			}
+			<-ready
+		}
 	}
 	t.mu.Lock()
 	if !t.granted {
@@ -98,11 +113,26 @@ func (t *Turn) Wait() {
 }
 
 // arm prepares the turn for one run of its loop: ready is closed when the loops ahead have finished, onGrant runs
-// once when the loop takes its turn and says whether the loop is stale.
-func (t *Turn) arm(ready <-chan struct{}, onGrant func() (stale bool)) {
+// once when the loop takes its turn and says whether the loop is stale, onBlock once if the loop has to wait.
+func (t *Turn) arm(ready <-chan struct{}, onGrant func() (stale bool), onBlock, settle func()) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.ready, t.granted, t.onGrant, t.abandon = ready, false, onGrant, false
+	t.ready, t.granted, t.onGrant, t.onBlock, t.settle, t.abandon = ready, false, onGrant, onBlock, settle, false
+}
+
+// Settle says that this run of the loop will not write the objects it declared with Settles any more: loops
+// behind it that share only those objects with it may start now rather than when it finished. It is a hint for
+// speed only: if the run writes one after all, those loops are stale and run again in their turn.
+func (t *Turn) Settle() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	settle := t.settle
+	t.mu.Unlock()
+	if settle != nil {
+		settle()
+	}
 }
 
 // resume lets the run that replaces an abandoned one wait for nothing: the turn is already the loop's.
@@ -119,7 +149,7 @@ func (t *Turn) disarm() {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.ready, t.granted, t.onGrant, t.abandon = nil, true, nil, false
+	t.ready, t.granted, t.onGrant, t.onBlock, t.settle, t.abandon = nil, true, nil, nil, nil, false
 }
 
 // Concurrent marks the loop as one that may run while earlier loops of its pass still run (see above): turn is
@@ -156,18 +186,34 @@ func (l Loop) Reads(inputs ...Object) Loop {
 	return l
 }
 
+// Settles declares objects of a concurrent loop's footprint that each run writes only before it calls
+// Turn.Settle (a cert-rotation row: its signer and CA bundle, before it turns to its target).
+func (l Loop) Settles(objs ...Object) Loop {
+	settles := map[Object]bool{}
+	for _, o := range objs {
+		if !l.footprint[o] {
+			panic(fmt.Sprintf("loops: %s: settles %s, which is not in its footprint", l.Name, o))
+		}
+		settles[o] = true
+	}
+	l.settles = settles
+	return l
+}
+
 // IsConcurrent says whether the loop was marked Concurrent.
 func (l Loop) IsConcurrent() bool { return l.turn != nil }
 
-// mayChange says whether loop a, running ahead of l, may write something l watches: l must not start before a
-// finished.
-func (l Loop) mayChange(a Loop) bool {
+// mayChange says whether loop a, running ahead of l, may write something l watches, and if so whether all of
+// it is among what a settles: l must not start before a finished, or settled.
+func (l Loop) mayChange(a Loop) (may, settles bool) {
+	settles = true
 	for k := range a.footprint {
 		if l.watch[k] {
-			return true
+			may = true
+			settles = settles && a.settles[k]
 		}
 	}
-	return false
+	return may, may && settles
 }
 
 // CoreV1 wraps a core/v1 client so that writes of secrets and config maps wait for the turn; reads do not wait.

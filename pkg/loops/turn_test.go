@@ -378,3 +378,69 @@ func TestConcurrentLoopSkipsOverlapAhead(t *testing.T) {
 		t.Errorf("b started before a ended (%s): they share s1", got)
 	}
 }
+
+// TestSettledObjectsLetLoopsBehindStart: a loop that shares only a settled object with the loop ahead of it starts
+// once that loop settled it, before it finished; if the loop ahead writes the object after all (the hint was
+// wrong), the loop behind runs again in its turn and copies the last value, as a sequential run does.
+func TestSettledObjectsLetLoopsBehindStart(t *testing.T) {
+	for _, lie := range []bool{false, true} {
+		c := newTestCluster(t)
+		bStarted := make(chan struct{})
+		var bRuns int32
+		aTurn, bTurn := NewTurn(), NewTurn()
+		write := func(ctx context.Context, turn *Turn, name, v string) error {
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-a", Name: name}, Data: map[string][]byte{"k": []byte(v)}}
+			cl := turn.CoreV1(c.Kube.CoreV1()).Secrets("ns-a")
+			if _, err := cl.Create(ctx, s, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+				_, err = cl.Update(ctx, s, metav1.UpdateOptions{})
+				return err
+			} else {
+				return err
+			}
+		}
+		a := Loop{Name: "a", Sync: func(ctx context.Context) error {
+			if err := write(ctx, aTurn, "signer", "v1"); err != nil {
+				return err
+			}
+			aTurn.Settle()
+			select { // a finishes only once b started
+			case <-bStarted:
+			case <-time.After(5 * time.Second):
+				return errors.New("b did not start after a settled")
+			}
+			if lie {
+				if err := write(ctx, aTurn, "signer", "v2"); err != nil {
+					return err
+				}
+			}
+			return write(ctx, aTurn, "target-a", "a")
+		}}.Concurrent(aTurn, Secret("ns-a", "signer"), Secret("ns-a", "target-a")).Settles(Secret("ns-a", "signer"))
+		secrets := c.KubeInformers.InformersFor("ns-a").Core().V1().Secrets().Lister().Secrets("ns-a")
+		var once sync.Once
+		b := Loop{Name: "b", Sync: func(ctx context.Context) error {
+			once.Do(func() { close(bStarted) })
+			atomic.AddInt32(&bRuns, 1)
+			s, err := secrets.Get("signer")
+			if err != nil {
+				return err
+			}
+			return write(ctx, bTurn, "target-b", string(s.Data["k"]))
+		}}.Concurrent(bTurn, Secret("ns-a", "signer"), Secret("ns-a", "target-b")).Settles(Secret("ns-a", "signer"))
+		r := &Runner{Cluster: c, MaxPasses: 1, Parallelism: 2}
+		var nc *NotConvergedError // one pass: it writes, so it is not a fixpoint, but no loop may fail
+		if err := r.Run(context.Background(), Phase{Name: "p", Loops: []Loop{a, b}}); !errors.As(err, &nc) || len(nc.Errors) > 0 {
+			t.Fatalf("lie=%v: %v", lie, err)
+		}
+		got, err := c.Kube.CoreV1().Secrets("ns-a").Get(context.Background(), "target-b", metav1.GetOptions{})
+		want := map[bool]string{false: "v1", true: "v2"}[lie]
+		if err != nil || string(got.Data["k"]) != want {
+			t.Errorf("lie=%v: target-b = %v (%v), want %s", lie, got, err, want)
+		}
+		if wantRuns := map[bool]int32{false: 1, true: 2}[lie]; bRuns != wantRuns {
+			t.Errorf("lie=%v: b ran %d times, want %d", lie, bRuns, wantRuns)
+		}
+		if ab := r.Result().Abandoned; (len(ab) > 0) != lie {
+			t.Errorf("lie=%v: abandoned runs %v", lie, ab)
+		}
+	}
+}

@@ -74,15 +74,15 @@ func RunEngineFrom(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 
 // EngineOptions say how the engine runs, never what it renders.
 type EngineOptions struct {
-	// Parallelism bounds the loops of a pass in flight at once (loops.Runner): 1 runs every loop after the one
-	// ahead of it finished; more lets the cert-rotation loops make their keys while the loops ahead of them run,
-	// with the same writes in the same order. 0 means DefaultParallelism.
+	// Parallelism bounds the concurrent loops of a pass computing before their turn at once (loops.Runner): 1
+	// runs every loop after the one ahead of it finished; more lets the cert-rotation loops make their keys while
+	// the loops ahead of them run, with the same writes in the same order. 0 means DefaultParallelism.
 	Parallelism int
 }
 
-// DefaultParallelism is twice the cores Go uses: a cert-rotation loop that made its signer's key waits for its
-// turn to write it, so more loops than cores in flight keep every core making keys.
-func DefaultParallelism() int { return 2 * goruntime.GOMAXPROCS(0) }
+// DefaultParallelism is one loop computing ahead of its turn per core Go uses (a loop waiting for its turn gives
+// its slot back, and the loop that has the turn computes too).
+func DefaultParallelism() int { return goruntime.GOMAXPROCS(0) }
 
 // RunEngineWith is RunEngineFrom with options.
 func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.State, hooks *EngineHooks, opts EngineOptions) (*Engine, error) {
