@@ -138,7 +138,10 @@ type Rotation struct {
 // ensures the signer, then the bundle, then the target), so their targets' keys are made side by side.
 func (r Rotation) Loop(c *loops.Cluster, lt Lifetimes, operator v1helpers.StaticPodOperatorClient, recorder events.Recorder) loops.Loop {
 	kube := c.KubeInformers
-	turn := loops.NewTurn()
+	// Writes made before the turn are kept for it: library-go's controller makes its target's key right after
+	// writing its signer and bundle, and reads none of the three back through a lister (signer.go, cabundle.go,
+	// target.go: each is read once, before it is written), so it computes on instead of waiting.
+	turn := loops.NewTurn().DeferWrites()
 	client := turn.CoreV1(c.Kube.CoreV1())
 	// Several rows may share a signer and bundle: only the target carries the row's description, or the rows
 	// would rewrite the shared signer's annotations in turn and never settle.

@@ -80,6 +80,9 @@ type Result struct {
 	// Abandoned names a concurrent loop once for every run of it abandoned because it was stale (turn.go); the
 	// loop ran again in its turn. It costs time, never output.
 	Abandoned []string
+	// Deferred counts the writes concurrent loops made before their turn that were kept and made at their turn
+	// (Turn.DeferWrites).
+	Deferred int
 }
 
 // TotalPasses counts the passes of every phase.
@@ -196,6 +199,7 @@ type step struct {
 	err       error
 	wrote     bool
 	abandoned bool // a run before its turn was abandoned (stale) and the loop ran again in its turn
+	deferred  int  // writes deferred to the turn
 	took      time.Duration
 }
 
@@ -230,6 +234,7 @@ func (r *Runner) runPass(ctx context.Context, phase Phase, pass int) (map[string
 		if s.abandoned {
 			r.result.Abandoned = append(r.result.Abandoned, s.loop.Name)
 		}
+		r.result.Deferred += s.deferred
 	}
 	return errs, writing
 }
@@ -364,7 +369,7 @@ func (r *Runner) runAhead(ctx context.Context, phase string, pass int, s *step, 
 		l.turn.resume()
 		err = safeSync(ctx, l)
 	}
-	s.err, s.took, s.abandoned = err, time.Since(t), abandoned
+	s.err, s.took, s.abandoned, s.deferred = err, time.Since(t), abandoned, l.turn.deferredWrites()
 	s.wrote = c.writeCount() > n0
 	c.leaveFlight(l.Name)
 	l.turn.disarm()
@@ -377,6 +382,10 @@ func speculate(ctx context.Context, l Loop) (err error, abandoned bool) {
 		if p := recover(); p != nil {
 			if p == errStale {
 				abandoned = true
+				return
+			}
+			if fe, ok := p.(*flushError); ok {
+				err = fe // the turn is the loop's: its deferred writes stop at the one that failed
 				return
 			}
 			err = fmt.Errorf("panic: %v", p)

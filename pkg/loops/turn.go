@@ -10,7 +10,9 @@ import (
 	"github.com/openshift/library-go/pkg/apiserver/jsonpatch"
 	"github.com/openshift/library-go/pkg/operator/v1helpers"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -70,7 +72,24 @@ type Turn struct {
 	settle func()
 	// abandon: the loop was stale when its turn came; every Wait of this run panics with errStale.
 	abandon bool
+	// deferWrites (DeferWrites): creates and updates made before the turn are kept in pending, by object, and
+	// made when the turn comes; settleAtFlush: Settle was called while writes were pending.
+	deferWrites   bool
+	pending       []pendingWrite
+	settleAtFlush bool
+	flushed       int // deferred writes made at the turn in this run
 }
+
+// pendingWrite is a create or update a loop made before its turn, made for it when the turn comes.
+type pendingWrite struct {
+	obj  Object
+	make func() error
+}
+
+// flushError is the panic value with which Wait reports a pending write that failed when it was made.
+type flushError struct{ err error }
+
+func (e *flushError) Error() string { return "making a write deferred to the turn: " + e.err.Error() }
 
 // errStale is the panic value with which Wait abandons the run of a stale loop (see above).
 var errStale = &struct{ string }{"loops: stale concurrent run abandoned"}
@@ -79,7 +98,8 @@ var errStale = &struct{ string }{"loops: stale concurrent run abandoned"}
 func NewTurn() *Turn { return &Turn{granted: true} }
 
 // Wait blocks until the loop's turn. The first Wait of a run takes the turn (the cluster attributes writes to
-// the loop from then on); if the loop is stale by then, Wait abandons the run.
+// the loop from then on): if the loop is stale by then, Wait abandons the run; otherwise it makes the writes the
+// loop deferred, in the order the loop made them.
 func (t *Turn) Wait() {
 	if t == nil {
 		return
@@ -99,10 +119,19 @@ func (t *Turn) Wait() {
 		}
 	}
 	t.mu.Lock()
+	var flush []pendingWrite
+	var settle func()
 	if !t.granted {
 		t.granted = true
 		if t.onGrant != nil && t.onGrant() {
 			t.abandon = true
+		}
+		flush, t.pending = t.pending, nil
+		if t.abandon {
+			flush = nil
+		}
+		if t.settleAtFlush {
+			settle, t.settleAtFlush = t.settle, false
 		}
 	}
 	abandon := t.abandon
@@ -110,6 +139,56 @@ func (t *Turn) Wait() {
 	if abandon {
 		panic(errStale)
 	}
+	for _, w := range flush {
+		if err := w.make(); err != nil {
+			panic(&flushError{fmt.Errorf("%s: %w", w.obj, err)})
+		}
+		t.mu.Lock()
+		t.flushed++
+		t.mu.Unlock()
+	}
+	if settle != nil {
+		settle()
+	}
+}
+
+// DeferWrites makes the turn's clients keep the creates and updates of secrets and config maps a loop makes
+// before its turn and make them when the turn comes (Wait), so that the loop computes on (a cert-rotation row
+// makes its target's key after writing its signer) instead of waiting. The loop sees its writes succeed with the
+// object it sent; it must not read back an object it wrote through a lister before its turn (reads through the
+// turn's clients wait for the turn when the object has a deferred write). Returns t.
+func (t *Turn) DeferWrites() *Turn {
+	t.deferWrites = true
+	return t
+}
+
+// deferWrite keeps a write of o for the turn and says whether it did: only for a turn that defers writes, whose
+// loop is in flight and cannot take its turn yet.
+func (t *Turn) deferWrite(o Object, make func() error) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.deferWrites || t.granted || t.ready == nil {
+		return false
+	}
+	select {
+	case <-t.ready:
+		return false // the turn is there: take it and write now
+	default:
+	}
+	t.pending = append(t.pending, pendingWrite{obj: o, make: make})
+	return true
+}
+
+// hasPending says whether an object of resource in ns (named name; "" for any) has a deferred write.
+func (t *Turn) hasPending(resource, ns, name string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, w := range t.pending {
+		if w.obj.Resource == resource && w.obj.Namespace == ns && (name == "" || w.obj.Name == name) {
+			return true
+		}
+	}
+	return false
 }
 
 // arm prepares the turn for one run of its loop: ready is closed when the loops ahead have finished, onGrant runs
@@ -118,6 +197,14 @@ func (t *Turn) arm(ready <-chan struct{}, onGrant func() (stale bool), onBlock, 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.ready, t.granted, t.onGrant, t.onBlock, t.settle, t.abandon = ready, false, onGrant, onBlock, settle, false
+	t.pending, t.settleAtFlush, t.flushed = nil, false, 0
+}
+
+// deferredWrites says how many writes of the current run were deferred to the turn and made then.
+func (t *Turn) deferredWrites() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.flushed
 }
 
 // Settle says that this run of the loop will not write the objects it declared with Settles any more: loops
@@ -129,6 +216,10 @@ func (t *Turn) Settle() {
 	}
 	t.mu.Lock()
 	settle := t.settle
+	if len(t.pending) > 0 {
+		// The settled objects are written only when the turn comes: loops behind must read them then.
+		settle, t.settleAtFlush = nil, true
+	}
 	t.mu.Unlock()
 	if settle != nil {
 		settle()
@@ -150,6 +241,7 @@ func (t *Turn) disarm() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.ready, t.granted, t.onGrant, t.onBlock, t.settle, t.abandon = nil, true, nil, nil, nil, false
+	t.pending, t.settleAtFlush = nil, false
 }
 
 // Concurrent marks the loop as one that may run while earlier loops of its pass still run (see above): turn is
@@ -229,30 +321,57 @@ type turnCoreV1 struct {
 
 func (c turnCoreV1) Secrets(ns string) corev1client.SecretInterface {
 	s := c.CoreV1Interface.Secrets(ns)
-	return turnSecrets{secretReads{s}, turnWrites[*corev1.Secret, *applycorev1.SecretApplyConfiguration]{w: s, t: c.t}}
+	w := turnWrites[*corev1.Secret, *applycorev1.SecretApplyConfiguration]{w: s, t: c.t, resource: "secrets", ns: ns}
+	return turnSecrets{secretReads{s, w.flushFor}, w}
 }
 
 func (c turnCoreV1) ConfigMaps(ns string) corev1client.ConfigMapInterface {
 	cm := c.CoreV1Interface.ConfigMaps(ns)
-	return turnConfigMaps{configMapReads{cm}, turnWrites[*corev1.ConfigMap, *applycorev1.ConfigMapApplyConfiguration]{w: cm, t: c.t}}
+	w := turnWrites[*corev1.ConfigMap, *applycorev1.ConfigMapApplyConfiguration]{w: cm, t: c.t, resource: "configmaps", ns: ns}
+	return turnConfigMaps{configMapReads{cm, w.flushFor}, w}
 }
 
 // turnSecrets and turnConfigMaps read through the client, one level down, and write through turnWrites, whose
-// methods, being shallower, are the ones promoted.
+// methods, being shallower, are the ones promoted. A read of an object with a deferred write first waits for the
+// turn, which makes the write.
 type (
 	turnSecrets struct {
 		secretReads
 		turnWrites[*corev1.Secret, *applycorev1.SecretApplyConfiguration]
 	}
-	secretReads    struct{ corev1client.SecretInterface }
+	secretReads struct {
+		corev1client.SecretInterface
+		flushFor func(name string)
+	}
 	turnConfigMaps struct {
 		configMapReads
 		turnWrites[*corev1.ConfigMap, *applycorev1.ConfigMapApplyConfiguration]
 	}
 	configMapReads struct {
 		corev1client.ConfigMapInterface
+		flushFor func(name string)
 	}
 )
+
+func (r secretReads) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error) {
+	r.flushFor(name)
+	return r.SecretInterface.Get(ctx, name, opts)
+}
+
+func (r secretReads) List(ctx context.Context, opts metav1.ListOptions) (*corev1.SecretList, error) {
+	r.flushFor("")
+	return r.SecretInterface.List(ctx, opts)
+}
+
+func (r configMapReads) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error) {
+	r.flushFor(name)
+	return r.ConfigMapInterface.Get(ctx, name, opts)
+}
+
+func (r configMapReads) List(ctx context.Context, opts metav1.ListOptions) (*corev1.ConfigMapList, error) {
+	r.flushFor("")
+	return r.ConfigMapInterface.List(ctx, opts)
+}
 
 var (
 	_ corev1client.SecretInterface    = turnSecrets{}
@@ -269,18 +388,51 @@ type writer[T, A any] interface {
 	Apply(ctx context.Context, cfg A, opts metav1.ApplyOptions) (T, error)
 }
 
-// turnWrites makes every write of w wait for the turn.
+// turnWrites makes every write of w wait for the turn, or keeps creates and updates for it (DeferWrites).
 type turnWrites[T, A any] struct {
-	w writer[T, A]
-	t *Turn
+	w            writer[T, A]
+	t            *Turn
+	resource, ns string
+}
+
+// flushFor waits for the turn if the object name (any object for "") has a deferred write.
+func (s turnWrites[T, A]) flushFor(name string) {
+	if s.t.hasPending(s.resource, s.ns, name) {
+		s.t.Wait()
+	}
+}
+
+// deferred keeps the write of o (made by write on a copy) for the turn when the turn defers writes, and returns
+// what the loop sees: the object it sent.
+func (s turnWrites[T, A]) deferred(o T, write func(T) error) (T, bool) {
+	ro, ok := any(o).(runtime.Object)
+	if !ok {
+		return o, false
+	}
+	m, err := meta.Accessor(ro)
+	if err != nil || m.GetName() == "" {
+		return o, false
+	}
+	sent := ro.DeepCopyObject().(T)
+	obj := Object{Resource: s.resource, Namespace: s.ns, Name: m.GetName()}
+	if !s.t.deferWrite(obj, func() error { return write(sent) }) {
+		return o, false
+	}
+	return ro.DeepCopyObject().(T), true
 }
 
 func (s turnWrites[T, A]) Create(ctx context.Context, o T, opts metav1.CreateOptions) (T, error) {
+	if seen, ok := s.deferred(o, func(o T) error { _, err := s.w.Create(ctx, o, opts); return err }); ok {
+		return seen, nil
+	}
 	s.t.Wait()
 	return s.w.Create(ctx, o, opts)
 }
 
 func (s turnWrites[T, A]) Update(ctx context.Context, o T, opts metav1.UpdateOptions) (T, error) {
+	if seen, ok := s.deferred(o, func(o T) error { _, err := s.w.Update(ctx, o, opts); return err }); ok {
+		return seen, nil
+	}
 	s.t.Wait()
 	return s.w.Update(ctx, o, opts)
 }

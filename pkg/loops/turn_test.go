@@ -59,6 +59,40 @@ func rotationLike(c *Cluster, op *OperatorClient, name string, rnd func() time.D
 	}}.Concurrent(turn, Secret("ns-a", name), ConfigMap("ns-a", name))
 }
 
+// deferring is a loop shaped like a cert-rotation row whose turn defers writes: before its turn it reads its own
+// secret and config map through listers, "makes a key", creates or updates the secret and the config map (the
+// writes are kept for the turn), reads the secret back through the turn's client (which makes the deferred
+// writes first) and sets a condition on the operator resource.
+func deferring(c *Cluster, op *OperatorClient, name string, rnd func() time.Duration) Loop {
+	turn := NewTurn().DeferWrites()
+	client := turn.CoreV1(c.Kube.CoreV1())
+	sop := turn.StaticPodOperator(op)
+	secrets := c.KubeInformers.InformersFor("ns-a").Core().V1().Secrets().Lister().Secrets("ns-a")
+	cms := c.KubeInformers.InformersFor("ns-a").Core().V1().ConfigMaps().Lister().ConfigMaps("ns-a")
+	return Loop{Name: "defer/" + name, Sync: func(ctx context.Context) error {
+		if _, err := secrets.Get(name); apierrors.IsNotFound(err) {
+			time.Sleep(rnd()) // the key
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-a", Name: name}, Data: map[string][]byte{"k": []byte(name)}}
+			if _, err := client.Secrets("ns-a").Create(ctx, s, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+		}
+		if _, err := cms.Get(name); apierrors.IsNotFound(err) {
+			if _, err := client.ConfigMaps("ns-a").Create(ctx, cm("ns-a", name, "v"), metav1.CreateOptions{}); err != nil {
+				return err
+			}
+		}
+		back, err := client.Secrets("ns-a").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("reading back %s: %w", name, err)
+		}
+		_, _, err = v1helpers.UpdateStaticPodStatus(ctx, sop, v1helpers.UpdateStaticPodConditionFn(operatorv1.OperatorCondition{
+			Type: "Defer" + name + "Degraded", Status: operatorv1.ConditionFalse, Message: string(back.UID),
+		}))
+		return err
+	}}.Concurrent(turn, Secret("ns-a", name), ConfigMap("ns-a", name))
+}
+
 // copier reads another loop's secret before its turn: its footprint includes that secret, so the runner must not
 // start it while the writer is in flight.
 func copier(c *Cluster, name, from string) Loop {
@@ -173,12 +207,13 @@ func observed(t *testing.T, c *Cluster, r *Runner, op *OperatorClient) string {
 }
 
 func concurrentRun(t *testing.T, parallelism int, seed int64) string {
-	s, _ := concurrentRunCounting(t, parallelism, seed)
+	s, _, _ := concurrentRunCounting(t, parallelism, seed)
 	return s
 }
 
-// concurrentRunCounting is concurrentRun that also says how many times the reader ran.
-func concurrentRunCounting(t *testing.T, parallelism int, seed int64) (string, int32) {
+// concurrentRunCounting is concurrentRun that also says how many times the reader ran and how many writes were
+// deferred to a turn.
+func concurrentRunCounting(t *testing.T, parallelism int, seed int64) (string, int32, int) {
 	t.Helper()
 	c := newTestCluster(t)
 	op := c.NewOperatorClient("KubeAPIServer", "kubeapiservers", operatorv1.StaticPodOperatorSpec{}, operatorv1.StaticPodOperatorStatus{})
@@ -194,7 +229,8 @@ func concurrentRunCounting(t *testing.T, parallelism int, seed int64) (string, i
 		ls = append(ls, rotationLike(c, op, fmt.Sprintf("a%d", i), rnd))
 	}
 	var runs int32
-	ls = append(ls, copier(c, "a2-copy", "a2"), rotationLike(c, op, "b0", rnd), census(c, "middle"), reader(c, "r0", "middle", &runs))
+	ls = append(ls, copier(c, "a2-copy", "a2"), rotationLike(c, op, "b0", rnd), deferring(c, op, "d0", rnd), deferring(c, op, "d1", rnd))
+	ls = append(ls, census(c, "middle"), reader(c, "r0", "middle", &runs), deferring(c, op, "d2", rnd))
 	for i := 0; i < 4; i++ {
 		ls = append(ls, rotationLike(c, op, fmt.Sprintf("c%d", i), rnd))
 	}
@@ -203,7 +239,7 @@ func concurrentRunCounting(t *testing.T, parallelism int, seed int64) (string, i
 	if err := r.Run(context.Background(), Phase{Name: "converge", Loops: ls}); err != nil {
 		t.Fatalf("parallelism %d: %v", parallelism, err)
 	}
-	return observed(t, c, r, op), runs
+	return observed(t, c, r, op), runs, r.Result().Deferred
 }
 
 // TestConcurrentRunMatchesSequential: runs with several loops in flight leave the same journal, objects (UIDs,
@@ -211,14 +247,20 @@ func concurrentRunCounting(t *testing.T, parallelism int, seed int64) (string, i
 // many interleavings.
 func TestConcurrentRunMatchesSequential(t *testing.T) {
 	want := concurrentRun(t, 1, 1)
-	if !strings.Contains(want, "copy/a2-copy") || !strings.Contains(want, "Rotc3Degraded") || !strings.Contains(want, "read/r0") {
+	if !strings.Contains(want, "copy/a2-copy") || !strings.Contains(want, "Rotc3Degraded") || !strings.Contains(want, "read/r0") || !strings.Contains(want, "Deferd2Degraded") {
 		t.Fatalf("the sequential run did not run every loop:\n%s", want)
 	}
+	deferred := 0
 	for i := 0; i < 8; i++ {
 		par := 2 + i%4
-		if got := concurrentRun(t, par, int64(i+2)); got != want {
+		got, _, d := concurrentRunCounting(t, par, int64(i+2))
+		if got != want {
 			t.Fatalf("parallelism %d (run %d) differs from the sequential run:\n--- sequential\n%s--- concurrent\n%s", par, i, want, got)
 		}
+		deferred += d
+	}
+	if deferred == 0 {
+		t.Error("no write was deferred to a turn in any run: the deferring loops were not exercised")
 	}
 }
 
