@@ -29,31 +29,57 @@ const AdminUser = "system:admin"
 
 // NewAdmin makes the admin signer and a client certificate for system:admin in group system:masters.
 func NewAdmin(lt Lifetimes) (*Admin, error) {
+	signer, err := NewAdminSigner(lt)
+	if err != nil {
+		return nil, err
+	}
+	return signer.Issue()
+}
+
+// AdminSigner is the admin signer before it issued the admin client certificate: the cluster needs only its CA
+// bundle, so a render issues the certificate (and makes its key) while the loops run.
+type AdminSigner struct {
+	ca       *crypto.CA
+	CABundle []byte // PEM of the signer
+	leaf     time.Duration
+}
+
+// NewAdminSigner makes the admin signer.
+func NewAdminSigner(lt Lifetimes) (*AdminSigner, error) {
 	cfg, err := crypto.MakeSelfSignedCAConfigForDuration(fmt.Sprintf("admin-kubeconfig-signer@%d", time.Now().Unix()), lt.Signer)
 	if err != nil {
 		return nil, fmt.Errorf("admin signer: %w", err)
-	}
-	ca := &crypto.CA{Config: cfg, SerialGenerator: &crypto.RandomSerialGenerator{}}
-	client, err := ca.MakeClientCertificateForDuration(&user.DefaultInfo{Name: AdminUser, Groups: []string{"system:masters"}}, lt.Leaf)
-	if err != nil {
-		return nil, fmt.Errorf("admin client certificate: %w", err)
 	}
 	caPEM, _, err := cfg.GetPEMBytes()
 	if err != nil {
 		return nil, err
 	}
+	return &AdminSigner{ca: &crypto.CA{Config: cfg, SerialGenerator: &crypto.RandomSerialGenerator{}}, CABundle: caPEM, leaf: lt.Leaf}, nil
+}
+
+// ClientCAConfigMap is the bundle kube-apiserver trusts for the admin client certificate.
+func (s *AdminSigner) ClientCAConfigMap() *corev1.ConfigMap { return clientCAConfigMap(s.CABundle) }
+
+// Issue makes the admin client certificate; the signer's key is dropped with the AdminSigner.
+func (s *AdminSigner) Issue() (*Admin, error) {
+	client, err := s.ca.MakeClientCertificateForDuration(&user.DefaultInfo{Name: AdminUser, Groups: []string{"system:masters"}}, s.leaf)
+	if err != nil {
+		return nil, fmt.Errorf("admin client certificate: %w", err)
+	}
 	certPEM, keyPEM, err := client.GetPEMBytes()
 	if err != nil {
 		return nil, err
 	}
-	return &Admin{CABundle: caPEM, CertPEM: certPEM, KeyPEM: keyPEM}, nil
+	return &Admin{CABundle: s.CABundle, CertPEM: certPEM, KeyPEM: keyPEM}, nil
 }
 
 // ClientCAConfigMap is the bundle kube-apiserver trusts for the admin client certificate.
-func (a *Admin) ClientCAConfigMap() *corev1.ConfigMap {
+func (a *Admin) ClientCAConfigMap() *corev1.ConfigMap { return clientCAConfigMap(a.CABundle) }
+
+func clientCAConfigMap(bundle []byte) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-config", Name: "admin-kubeconfig-client-ca"},
-		Data:       map[string]string{"ca-bundle.crt": string(a.CABundle)},
+		Data:       map[string]string{"ca-bundle.crt": string(bundle)},
 	}
 }
 

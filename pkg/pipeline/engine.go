@@ -95,15 +95,20 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 		return nil, err
 	}
 	var admin *certs.Admin
+	// issued is closed once admin is there: with a saved state at once, otherwise once the admin client
+	// certificate is issued, which runs while the loops do (the cluster needs only the signer's bundle).
+	issued := make(chan struct{})
+	var adminErr error
 	var seeds []runtime.Object
 	var dynamic []*unstructured.Unstructured
 	if st != nil {
 		admin = st.Admin()
+		close(issued)
 		if seeds, dynamic, err = st.Seeds(fresh); err != nil {
 			return nil, err
 		}
 	} else {
-		// The installer's service-account token key pair, made on another core while the admin credential is.
+		// The installer's service-account token key pair, made on another core while the admin signer is.
 		var saKeys []runtime.Object
 		var saErr error
 		saDone := make(chan struct{})
@@ -111,7 +116,7 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 			defer close(saDone)
 			saKeys, saErr = clusterconfig.ServiceAccountKeySeeds()
 		}()
-		admin, err = certs.NewAdmin(in.Lifetimes)
+		signer, err := certs.NewAdminSigner(in.Lifetimes)
 		<-saDone
 		if err != nil {
 			return nil, err
@@ -119,7 +124,12 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 		if saErr != nil {
 			return nil, saErr
 		}
-		seeds = append(fresh, runtime.Object(admin.ClientCAConfigMap()))
+		go func() {
+			defer close(issued)
+			admin, adminErr = signer.Issue()
+		}()
+		defer func() { <-issued }() // an engine that fails early still waits for it
+		seeds = append(fresh, runtime.Object(signer.ClientCAConfigMap()))
 		seeds = append(seeds, saKeys...)
 	}
 	keygen := time.Since(t)
@@ -193,6 +203,10 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 			return nil, err
 		}
 		revs[comp.Name()] = rev
+	}
+	<-issued
+	if adminErr != nil {
+		return nil, adminErr
 	}
 	return &Engine{
 		Inputs: in, Cluster: c, Admin: admin, Components: comps, Node: nodeSide, Revisions: revs,
