@@ -39,6 +39,8 @@ type Options struct {
 	Flavor string
 	// Fresh starts a new cluster even when Dir holds a previous render's state (pkg/state).
 	Fresh bool
+	// Parallelism is EngineOptions.Parallelism: how the loops run, never what they write (0: the default).
+	Parallelism int
 }
 
 // DefaultNodeName is --node-name's default.
@@ -140,7 +142,7 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	eng, err := RunEngineFrom(ctx, in, st, nil)
+	eng, err := RunEngineWith(ctx, in, st, nil, EngineOptions{Parallelism: o.Parallelism})
 	if err != nil {
 		return nil, err
 	}
