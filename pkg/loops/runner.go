@@ -274,6 +274,7 @@ func (r *Runner) runOverlapped(ctx context.Context, phase Phase, pass int) []*st
 			}
 		}
 		steps = append(steps, s)
+		slots.want(i)
 		go r.runAhead(ctx, phase.Name, pass, s, ready, after, slots, i)
 	}
 	for _, s := range steps {
@@ -282,25 +283,39 @@ func (r *Runner) runOverlapped(ctx context.Context, phase Phase, pass int) []*st
 	return steps
 }
 
-// slots bounds the concurrent loops computing before their turn. A slot freed goes to the earliest loop (by
-// index in the pass) waiting for one. Holders never wait for a loop that waits for a slot (they give theirs back
-// before they wait for their turn), so every wait for a slot ends.
+// slots bounds the concurrent loops computing before their turn. Loops ask for a slot in loop order (want, from
+// the dispatcher) and may take one once they are ready to start (start, after the loops they wait for); a slot
+// freed goes to the earliest loop that is ready. Holders never wait for a loop that waits for a slot (they give
+// theirs back before they wait for their turn), so every wait for a slot ends.
 type slots struct {
 	mu      sync.Mutex
 	free    int
-	waiting map[int]chan struct{}
+	waiting map[int]*slotWait
 }
 
-func newSlots(n int) *slots { return &slots{free: n, waiting: map[int]chan struct{}{}} }
+type slotWait struct {
+	ch    chan struct{}
+	ready bool
+}
 
-// acquire blocks until loop i holds a slot; the returned func gives it back (only its first call counts).
-func (s *slots) acquire(i int) (release func()) {
-	ch := make(chan struct{})
+func newSlots(n int) *slots { return &slots{free: n, waiting: map[int]*slotWait{}} }
+
+// want registers loop i's request, in loop order, before the loop is ready to start.
+func (s *slots) want(i int) {
 	s.mu.Lock()
-	s.waiting[i] = ch
+	defer s.mu.Unlock()
+	s.waiting[i] = &slotWait{ch: make(chan struct{})}
+}
+
+// start blocks until loop i, ready to start, holds a slot; the returned func gives it back (only its first call
+// counts).
+func (s *slots) start(i int) (release func()) {
+	s.mu.Lock()
+	w := s.waiting[i]
+	w.ready = true
 	s.grant()
 	s.mu.Unlock()
-	<-ch
+	<-w.ch
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -312,16 +327,19 @@ func (s *slots) acquire(i int) (release func()) {
 	}
 }
 
-// grant hands free slots to the earliest waiting loops; s.mu is held.
+// grant hands free slots to the earliest ready loops; s.mu is held.
 func (s *slots) grant() {
-	for s.free > 0 && len(s.waiting) > 0 {
+	for s.free > 0 {
 		first := -1
-		for i := range s.waiting {
-			if first < 0 || i < first {
+		for i, w := range s.waiting {
+			if w.ready && (first < 0 || i < first) {
 				first = i
 			}
 		}
-		close(s.waiting[first])
+		if first < 0 {
+			return
+		}
+		close(s.waiting[first].ch)
 		delete(s.waiting, first)
 		s.free--
 	}
@@ -354,7 +372,7 @@ func (r *Runner) runAhead(ctx context.Context, phase string, pass int, s *step, 
 	for _, a := range after {
 		<-a
 	}
-	release := sl.acquire(index)
+	release := sl.start(index)
 	defer release()
 	n0 := 0
 	l.turn.arm(ready, func() bool {

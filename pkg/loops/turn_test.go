@@ -486,3 +486,41 @@ func TestSettledObjectsLetLoopsBehindStart(t *testing.T) {
 		}
 	}
 }
+
+// TestSlotsGoToTheEarliestReadyLoop: a freed slot goes to the earliest loop that is ready to start, whatever
+// order the loops became ready in; a loop that is not ready does not hold back the ones behind it.
+func TestSlotsGoToTheEarliestReadyLoop(t *testing.T) {
+	s := newSlots(1)
+	for i := 0; i < 3; i++ {
+		s.want(i)
+	}
+	release2 := s.start(2) // 0 and 1 are not ready: 2 takes the slot
+	got := make(chan int, 2)
+	for _, i := range []int{1, 0} {
+		go func() {
+			release := s.start(i)
+			got <- i
+			release()
+		}()
+		// 1 becomes ready before 0 (bounded wait)
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			s.mu.Lock()
+			ready := s.waiting[i].ready
+			s.mu.Unlock()
+			if ready {
+				break
+			}
+		}
+	}
+	release2()
+	for _, want := range []int{0, 1} {
+		select {
+		case i := <-got:
+			if i != want {
+				t.Fatalf("slot went to loop %d, want %d (the earliest ready)", i, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no loop got the slot")
+		}
+	}
+}
