@@ -321,65 +321,40 @@ type turnCoreV1 struct {
 
 func (c turnCoreV1) Secrets(ns string) corev1client.SecretInterface {
 	s := c.CoreV1Interface.Secrets(ns)
-	w := turnWrites[*corev1.Secret, *applycorev1.SecretApplyConfiguration]{w: s, t: c.t, resource: "secrets", ns: ns}
-	return turnSecrets{secretReads{s, w.flushFor}, w}
+	return turnSecrets{secretRest{s}, turnClient[*corev1.Secret, *corev1.SecretList, *applycorev1.SecretApplyConfiguration]{w: s, t: c.t, resource: "secrets", ns: ns}}
 }
 
 func (c turnCoreV1) ConfigMaps(ns string) corev1client.ConfigMapInterface {
 	cm := c.CoreV1Interface.ConfigMaps(ns)
-	w := turnWrites[*corev1.ConfigMap, *applycorev1.ConfigMapApplyConfiguration]{w: cm, t: c.t, resource: "configmaps", ns: ns}
-	return turnConfigMaps{configMapReads{cm, w.flushFor}, w}
+	return turnConfigMaps{configMapRest{cm}, turnClient[*corev1.ConfigMap, *corev1.ConfigMapList, *applycorev1.ConfigMapApplyConfiguration]{w: cm, t: c.t, resource: "configmaps", ns: ns}}
 }
 
-// turnSecrets and turnConfigMaps read through the client, one level down, and write through turnWrites, whose
-// methods, being shallower, are the ones promoted. A read of an object with a deferred write first waits for the
-// turn, which makes the write.
+// turnSecrets and turnConfigMaps read and write through turnClient, whose methods, being shallower, are the ones
+// promoted; the rest (watches) goes to the client, one level down.
 type (
 	turnSecrets struct {
-		secretReads
-		turnWrites[*corev1.Secret, *applycorev1.SecretApplyConfiguration]
+		secretRest
+		turnClient[*corev1.Secret, *corev1.SecretList, *applycorev1.SecretApplyConfiguration]
 	}
-	secretReads struct {
-		corev1client.SecretInterface
-		flushFor func(name string)
-	}
+	secretRest     struct{ corev1client.SecretInterface }
 	turnConfigMaps struct {
-		configMapReads
-		turnWrites[*corev1.ConfigMap, *applycorev1.ConfigMapApplyConfiguration]
+		configMapRest
+		turnClient[*corev1.ConfigMap, *corev1.ConfigMapList, *applycorev1.ConfigMapApplyConfiguration]
 	}
-	configMapReads struct {
+	configMapRest struct {
 		corev1client.ConfigMapInterface
-		flushFor func(name string)
 	}
 )
-
-func (r secretReads) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error) {
-	r.flushFor(name)
-	return r.SecretInterface.Get(ctx, name, opts)
-}
-
-func (r secretReads) List(ctx context.Context, opts metav1.ListOptions) (*corev1.SecretList, error) {
-	r.flushFor("")
-	return r.SecretInterface.List(ctx, opts)
-}
-
-func (r configMapReads) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.ConfigMap, error) {
-	r.flushFor(name)
-	return r.ConfigMapInterface.Get(ctx, name, opts)
-}
-
-func (r configMapReads) List(ctx context.Context, opts metav1.ListOptions) (*corev1.ConfigMapList, error) {
-	r.flushFor("")
-	return r.ConfigMapInterface.List(ctx, opts)
-}
 
 var (
 	_ corev1client.SecretInterface    = turnSecrets{}
 	_ corev1client.ConfigMapInterface = turnConfigMaps{}
 )
 
-// writer is the write half of a typed client of objects T with apply configurations A.
-type writer[T, A any] interface {
+// client is the read and write half of a typed client of objects T, lists L and apply configurations A.
+type client[T, L, A any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
 	Create(ctx context.Context, o T, opts metav1.CreateOptions) (T, error)
 	Update(ctx context.Context, o T, opts metav1.UpdateOptions) (T, error)
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
@@ -388,15 +363,26 @@ type writer[T, A any] interface {
 	Apply(ctx context.Context, cfg A, opts metav1.ApplyOptions) (T, error)
 }
 
-// turnWrites makes every write of w wait for the turn, or keeps creates and updates for it (DeferWrites).
-type turnWrites[T, A any] struct {
-	w            writer[T, A]
+// turnClient makes every write of w wait for the turn, or keeps creates and updates for it (DeferWrites); a read
+// of an object with a deferred write first waits for the turn, which makes the write.
+type turnClient[T, L, A any] struct {
+	w            client[T, L, A]
 	t            *Turn
 	resource, ns string
 }
 
+func (s turnClient[T, L, A]) Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error) {
+	s.flushFor(name)
+	return s.w.Get(ctx, name, opts)
+}
+
+func (s turnClient[T, L, A]) List(ctx context.Context, opts metav1.ListOptions) (L, error) {
+	s.flushFor("")
+	return s.w.List(ctx, opts)
+}
+
 // flushFor waits for the turn if the object name (any object for "") has a deferred write.
-func (s turnWrites[T, A]) flushFor(name string) {
+func (s turnClient[T, L, A]) flushFor(name string) {
 	if s.t.hasPending(s.resource, s.ns, name) {
 		s.t.Wait()
 	}
@@ -404,7 +390,7 @@ func (s turnWrites[T, A]) flushFor(name string) {
 
 // deferred keeps the write of o (made by write on a copy) for the turn when the turn defers writes, and returns
 // what the loop sees: the object it sent.
-func (s turnWrites[T, A]) deferred(o T, write func(T) error) (T, bool) {
+func (s turnClient[T, L, A]) deferred(o T, write func(T) error) (T, bool) {
 	ro, ok := any(o).(runtime.Object)
 	if !ok {
 		return o, false
@@ -421,7 +407,7 @@ func (s turnWrites[T, A]) deferred(o T, write func(T) error) (T, bool) {
 	return ro.DeepCopyObject().(T), true
 }
 
-func (s turnWrites[T, A]) Create(ctx context.Context, o T, opts metav1.CreateOptions) (T, error) {
+func (s turnClient[T, L, A]) Create(ctx context.Context, o T, opts metav1.CreateOptions) (T, error) {
 	if seen, ok := s.deferred(o, func(o T) error { _, err := s.w.Create(ctx, o, opts); return err }); ok {
 		return seen, nil
 	}
@@ -429,7 +415,7 @@ func (s turnWrites[T, A]) Create(ctx context.Context, o T, opts metav1.CreateOpt
 	return s.w.Create(ctx, o, opts)
 }
 
-func (s turnWrites[T, A]) Update(ctx context.Context, o T, opts metav1.UpdateOptions) (T, error) {
+func (s turnClient[T, L, A]) Update(ctx context.Context, o T, opts metav1.UpdateOptions) (T, error) {
 	if seen, ok := s.deferred(o, func(o T) error { _, err := s.w.Update(ctx, o, opts); return err }); ok {
 		return seen, nil
 	}
@@ -437,22 +423,22 @@ func (s turnWrites[T, A]) Update(ctx context.Context, o T, opts metav1.UpdateOpt
 	return s.w.Update(ctx, o, opts)
 }
 
-func (s turnWrites[T, A]) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+func (s turnClient[T, L, A]) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
 	s.t.Wait()
 	return s.w.Delete(ctx, name, opts)
 }
 
-func (s turnWrites[T, A]) DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, list metav1.ListOptions) error {
+func (s turnClient[T, L, A]) DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, list metav1.ListOptions) error {
 	s.t.Wait()
 	return s.w.DeleteCollection(ctx, opts, list)
 }
 
-func (s turnWrites[T, A]) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (T, error) {
+func (s turnClient[T, L, A]) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (T, error) {
 	s.t.Wait()
 	return s.w.Patch(ctx, name, pt, data, opts, sub...)
 }
 
-func (s turnWrites[T, A]) Apply(ctx context.Context, cfg A, opts metav1.ApplyOptions) (T, error) {
+func (s turnClient[T, L, A]) Apply(ctx context.Context, cfg A, opts metav1.ApplyOptions) (T, error) {
 	s.t.Wait()
 	return s.w.Apply(ctx, cfg, opts)
 }
