@@ -235,6 +235,24 @@ func CRDs(ms []Manifest, featureSet string) ([]Manifest, error) {
 	return out, nil
 }
 
+// PrefetchCRDs parses, ahead of CRDs, the vendored CRDs a render of that feature set ("" is Default) may export:
+// a render calls it on a goroutine of its own while its loops run (on a re-render they keep one core busy, not
+// two). CRDs parses whatever it needs that is not parsed yet, so a wrong guess costs only the CPU.
+func PrefetchCRDs(featureSet string) {
+	if featureSet == "" {
+		featureSet = "Default"
+	}
+	vendored, err := vendoredCRDs()
+	if err != nil {
+		return // CRDs reports it
+	}
+	for _, f := range vendored {
+		if f.forSelfManaged() && f.forFeatureSet(featureSet) {
+			_, _ = f.object()
+		}
+	}
+}
+
 // FeatureSet is spec.featureSet of the exported featuregates.config.openshift.io/cluster ("" when there is none,
 // which CRDs takes as Default): the CRD variants follow the same object every component takes its gates from.
 func FeatureSet(ms []Manifest) string {

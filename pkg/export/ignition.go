@@ -23,6 +23,18 @@ type IgnitionOptions struct {
 	// holds at the same path with the same contents (checked by decoding it) keeps the data URL it has there
 	// instead of being compressed again: what encoding it would give (a re-render changes few files).
 	Previous []byte
+	// PreviousParsed is Previous already parsed (ParsePreviousIgnition), e.g. while the loops ran; it is used
+	// instead of Previous when set.
+	PreviousParsed *PreviousIgnition
+}
+
+// PreviousIgnition is an earlier aio.ign's file contents, parsed for IgnitionOptions.PreviousParsed.
+type PreviousIgnition struct{ sources map[string]types.Resource }
+
+// ParsePreviousIgnition parses an earlier aio.ign for IgnitionOptions.PreviousParsed (one that does not parse,
+// or nil, gives nothing to reuse).
+func ParsePreviousIgnition(ign []byte) *PreviousIgnition {
+	return &PreviousIgnition{sources: previousSources(ign)}
 }
 
 // EncoderID names how Ignition encodes contents (the Go release, whose compress/flate makes the bytes, and the
@@ -70,7 +82,11 @@ func IgnitionUnvalidated(t *Tree, opts IgnitionOptions) ([]byte, error) {
 		})
 	}
 	files := t.Files()
-	encoded, err := encodeAll(files, previousSources(opts.Previous))
+	prev := opts.PreviousParsed
+	if prev == nil {
+		prev = ParsePreviousIgnition(opts.Previous)
+	}
+	encoded, err := encodeAll(files, prev.sources)
 	if err != nil {
 		return nil, fmt.Errorf("building ignition config: %w", err)
 	}

@@ -134,7 +134,7 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	built := make(chan struct{})
 	go func() {
 		defer close(built)
-		ign, ignErr = export.IgnitionUnvalidated(tree, export.IgnitionOptions{SSHAuthorizedKeys: in.InstallConfig.SSHKeys(), Previous: previousIgnition(e.From)})
+		ign, ignErr = export.IgnitionUnvalidated(tree, export.IgnitionOptions{SSHAuthorizedKeys: in.InstallConfig.SSHKeys(), PreviousParsed: e.previousIgnition()})
 	}()
 	st, exp, subject, err := captureState(e, tree, manifests)
 	<-built
@@ -179,6 +179,15 @@ func captureState(e *Engine, tree *export.Tree, manifests []export.Manifest) (*s
 	}
 	exp, subject := earliestExpiry(tree, manifests)
 	return st, exp, subject, nil
+}
+
+// previousIgnition is the aio.ign beside the state the engine continued, parsed (export.ParsePreviousIgnition)
+// while the loops ran; nothing to reuse for a new cluster.
+func (e *Engine) previousIgnition() *export.PreviousIgnition {
+	if e.previousIgn == nil {
+		return export.ParsePreviousIgnition(previousIgnition(e.From))
+	}
+	return e.previousIgn()
 }
 
 // previousIgnition is the aio.ign beside the state the engine continued, when it was encoded as this render
