@@ -11,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/render-static/render-static/pkg/apiserver"
 	"github.com/render-static/render-static/pkg/certs"
@@ -67,7 +68,12 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	t := time.Now()
 	in := e.Inputs
-	manifests, err := export.Manifests(e.Cluster)
+	// The settled cluster's objects, listed once for the manifests and the state.
+	objs, err := export.Objects(e.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("export manifests: %w", err)
+	}
+	manifests, err := export.ManifestsOf(e.Cluster, objs)
 	if err != nil {
 		return nil, fmt.Errorf("export manifests: %w", err)
 	}
@@ -136,7 +142,7 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 		defer close(built)
 		ign, ignErr = export.IgnitionUnvalidated(tree, export.IgnitionOptions{SSHAuthorizedKeys: in.InstallConfig.SSHKeys(), PreviousParsed: e.previousIgnition()})
 	}()
-	st, exp, subject, err := captureState(e, tree, manifests)
+	st, exp, subject, err := captureState(e, objs, tree, manifests)
 	<-built
 	if err != nil {
 		return nil, err
@@ -164,12 +170,12 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 }
 
 // captureState is the state of the settled engine and the earliest expiry among the node's files.
-func captureState(e *Engine, tree *export.Tree, manifests []export.Manifest) (*state.State, time.Time, string, error) {
+func captureState(e *Engine, objs []runtime.Object, tree *export.Tree, manifests []export.Manifest) (*state.State, time.Time, string, error) {
 	nodeKeys, err := e.Node.SaveKeys()
 	if err != nil {
 		return nil, time.Time{}, "", err
 	}
-	st, err := state.Capture(e.Cluster, e.Inputs.InfraID, e.Admin, nodeKeys)
+	st, err := state.CaptureObjects(e.Cluster, objs, e.Inputs.InfraID, e.Admin, nodeKeys)
 	if err != nil {
 		return nil, time.Time{}, "", fmt.Errorf("state: %w", err)
 	}
