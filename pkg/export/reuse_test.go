@@ -42,7 +42,8 @@ func TestWriteDirAtomicLinksUnchanged(t *testing.T) {
 			name string
 			mode os.FileMode
 			data string
-		}{{"same", 0o644, "a\n"}, {"sub/deep", 0o644, "d\n"}, {"changed", 0o644, "B\n"}, {"mode", 0o600, "c\n"}}
+		}{{"same", 0o644, "a\n"}, {"sub/deep", 0o644, "d\n"}, {"changed", 0o644, "B\n"}, {"mode", 0o600, "c\n"},
+			{"same", 0o644, "a\n"}} // a path written twice, alike: linked again
 		for _, w := range writes {
 			if err := WriteFile(filepath.Join(tmp, w.name), w.mode, []byte(w.data)); err != nil {
 				return err
