@@ -63,8 +63,8 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 }
 
 // exportValidating is Export returning while Ignition's parse-back validation still runs (Output.Validated), so
-// that the output directory is written meanwhile (Render). The Ignition config is built on one goroutine while the
-// state is captured and the earliest expiry found on this one: neither depends on the other.
+// that the output directory is written meanwhile (Render). The Ignition config is built, the state captured and the
+// earliest expiry found on goroutines of their own: none depends on another.
 func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	t := time.Now()
 	in := e.Inputs
@@ -142,8 +142,16 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 		defer close(built)
 		ign, ignErr = export.IgnitionUnvalidated(tree, export.IgnitionOptions{SSHAuthorizedKeys: in.InstallConfig.SSHKeys(), PreviousParsed: e.previousIgnition()})
 	}()
-	st, exp, subject, err := captureState(e, objs, tree, manifests)
+	var exp time.Time
+	var subject string
+	expired := make(chan struct{})
+	go func() {
+		defer close(expired)
+		exp, subject = earliestExpiry(tree, manifests)
+	}()
+	st, err := captureState(e, objs)
 	<-built
+	<-expired
 	if err != nil {
 		return nil, err
 	}
@@ -169,22 +177,21 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	return out, nil
 }
 
-// captureState is the state of the settled engine and the earliest expiry among the node's files.
-func captureState(e *Engine, objs []runtime.Object, tree *export.Tree, manifests []export.Manifest) (*state.State, time.Time, string, error) {
+// captureState is the state of the settled engine, whose objects are objs.
+func captureState(e *Engine, objs []runtime.Object) (*state.State, error) {
 	nodeKeys, err := e.Node.SaveKeys()
 	if err != nil {
-		return nil, time.Time{}, "", err
+		return nil, err
 	}
 	st, err := state.CaptureObjects(e.Cluster, objs, e.Inputs.InfraID, e.Admin, nodeKeys)
 	if err != nil {
-		return nil, time.Time{}, "", fmt.Errorf("state: %w", err)
+		return nil, fmt.Errorf("state: %w", err)
 	}
 	st.IgnitionEncoder = export.EncoderID
 	if e.From != nil {
 		st.Continues(e.From) // unchanged objects keep their saved files
 	}
-	exp, subject := earliestExpiry(tree, manifests)
-	return st, exp, subject, nil
+	return st, nil
 }
 
 // previousIgnition is the aio.ign beside the state the engine continued, parsed (export.ParsePreviousIgnition)
