@@ -21,14 +21,19 @@ import (
 // unlinked first (see WriteFile), so a shared inode is never written through.
 var previousOutputs sync.Map // temporary directory being filled → the previous output it replaces
 
-// reuseDuring makes WriteFile link unchanged files from prev while tmp is filled; the returned func ends it.
+// reuseDuring makes WriteFile link unchanged files from prev while tmp is filled; the returned func ends it. The
+// paths are kept clean, as filepath.Join makes the paths a fill writes: os.MkdirTemp(".", …), the temporary
+// directory of a --dir without a directory part (the default "aio"), is "./.aio.tmp-…", and no file written into
+// it, such as ".aio.tmp-…/aio.ign", would have been found under it.
 func reuseDuring(tmp, prev string) func() {
+	tmp = filepath.Clean(tmp)
 	previousOutputs.Store(tmp, prev)
 	return func() { previousOutputs.Delete(tmp) }
 }
 
 // previousOf is the path in a previous output that p, a path in a temporary directory being filled, replaces.
 func previousOf(p string) (string, bool) {
+	p = filepath.Clean(p)
 	var old string
 	previousOutputs.Range(func(k, v any) bool {
 		tmp := k.(string)

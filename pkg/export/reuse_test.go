@@ -83,3 +83,31 @@ func TestWriteDirAtomicLinksUnchanged(t *testing.T) {
 		t.Errorf("previous output's file written through a shared inode: %q", b)
 	}
 }
+
+// TestWriteDirAtomicLinksUnchangedRelative: a destination without a directory part (render-static's default --dir
+// "aio", relative to the working directory) links unchanged files too.
+func TestWriteDirAtomicLinksUnchangedRelative(t *testing.T) {
+	t.Chdir(t.TempDir())
+	write := func() error {
+		return WriteDirAtomic("out", func(tmp string) error {
+			return WriteFile(filepath.Join(tmp, "sub", "same"), 0o644, []byte("a\n"))
+		})
+	}
+	if err := write(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Lstat(filepath.Join("out", "sub", "same"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := write(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Lstat(filepath.Join("out", "sub", "same"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Error("an unchanged file of a relative destination was written again, not linked")
+	}
+}
