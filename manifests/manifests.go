@@ -8,6 +8,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"sync"
 	"text/template"
 
 	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
@@ -47,9 +48,41 @@ func Pod(name string, funcs template.FuncMap, data any) (*corev1.Pod, []byte, er
 	if err != nil {
 		return nil, nil, err
 	}
-	pod, err := resourceread.ReadPodV1(b)
+	pod, err := DecodePod(b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("manifests/%s does not render to a pod: %w", name, err)
 	}
 	return pod, b, nil
 }
+
+// DecodePod is resourceread.ReadPodV1(b): a new Pod the caller owns. A render's loops decode the same rendered pod
+// templates on every pass, so the pods decoded from the last few distinct texts are kept and deep-copied (a copy
+// costs a small fraction of a decode); errors are not kept.
+func DecodePod(b []byte) (*corev1.Pod, error) {
+	key := string(b)
+	decodedPods.Lock()
+	cached, ok := decodedPods.m[key]
+	decodedPods.Unlock()
+	if ok {
+		return cached.DeepCopy(), nil
+	}
+	pod, err := resourceread.ReadPodV1(b)
+	if err != nil {
+		return nil, err
+	}
+	decodedPods.Lock()
+	if len(decodedPods.m) >= maxDecodedPods {
+		clear(decodedPods.m) // bounded: a fleet renders sites whose pods differ
+	}
+	decodedPods.m[key] = pod.DeepCopy()
+	decodedPods.Unlock()
+	return pod, nil
+}
+
+// maxDecodedPods bounds DecodePod's cache: a render decodes a few dozen distinct pod texts.
+const maxDecodedPods = 64
+
+var decodedPods = struct {
+	sync.Mutex
+	m map[string]*corev1.Pod
+}{m: map[string]*corev1.Pod{}}

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/manifests"
 )
@@ -44,6 +46,45 @@ func TestVendoredCRDsMatchThePinnedModule(t *testing.T) {
 		}
 		if !bytes.Equal(raw, files[n]) {
 			t.Errorf("manifests/crds/%s differs from the pinned module's; run go run ./hack/synccrds", n)
+		}
+	}
+}
+
+// TestVendoredCRDHeaders: the header vendoredCRDs reads of every vendored CRD (the part before spec.versions) says
+// what the whole file says, and the object parsed on first use is the whole file.
+func TestVendoredCRDHeaders(t *testing.T) {
+	vendored, err := vendoredCRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vendored) == 0 {
+		t.Fatal("no vendored CRDs")
+	}
+	for _, h := range vendored {
+		raw, err := manifests.Read("crds/" + h.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(raw, []byte("\n  versions:\n")) || !bytes.Equal(h.raw, raw) {
+			t.Errorf("%s: not read as laid out by openshift/api (metadata, spec.group, spec.names, then spec.versions)", h.name)
+		}
+		full, err := parseCRD(h.name, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.groupKind != full.groupKind || !reflect.DeepEqual(h.profiles, full.profiles) || !reflect.DeepEqual(h.featureSets, full.featureSets) {
+			t.Errorf("%s: header %s %v %v, whole file %s %v %v", h.name, h.groupKind, h.profiles, h.featureSets, full.groupKind, full.profiles, full.featureSets)
+		}
+		var want map[string]interface{}
+		if err := yaml.Unmarshal(raw, &want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := h.object()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: the object parsed on first use is not the whole file", h.name)
 		}
 	}
 }

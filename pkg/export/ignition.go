@@ -23,6 +23,18 @@ type IgnitionOptions struct {
 	// holds at the same path with the same contents (checked by decoding it) keeps the data URL it has there
 	// instead of being compressed again: what encoding it would give (a re-render changes few files).
 	Previous []byte
+	// PreviousParsed is Previous already parsed (ParsePreviousIgnition), e.g. while the loops ran; it is used
+	// instead of Previous when set.
+	PreviousParsed *PreviousIgnition
+}
+
+// PreviousIgnition is an earlier aio.ign's file contents, parsed for IgnitionOptions.PreviousParsed.
+type PreviousIgnition struct{ sources map[string]types.Resource }
+
+// ParsePreviousIgnition parses an earlier aio.ign for IgnitionOptions.PreviousParsed (one that does not parse,
+// or nil, gives nothing to reuse).
+func ParsePreviousIgnition(ign []byte) *PreviousIgnition {
+	return &PreviousIgnition{sources: previousSources(ign)}
 }
 
 // EncoderID names how Ignition encodes contents (the Go release, whose compress/flate makes the bytes, and the
@@ -45,6 +57,19 @@ var EncoderID = runtime.Version() + " gzip level " + strconv.Itoa(gzipLevel)
 // report entry (error, warning or info) makes Ignition fail with the report text. Output is deterministic for
 // the same tree and options.
 func Ignition(t *Tree, opts IgnitionOptions) ([]byte, error) {
+	raw, err := IgnitionUnvalidated(t, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidateIgnition(raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// IgnitionUnvalidated is Ignition without the parse-back validation, for a caller that runs ValidateIgnition
+// itself (concurrently with other work) and uses the config only once it passed.
+func IgnitionUnvalidated(t *Tree, opts IgnitionOptions) ([]byte, error) {
 	if t == nil {
 		return nil, fmt.Errorf("building ignition config: nil tree")
 	}
@@ -57,7 +82,11 @@ func Ignition(t *Tree, opts IgnitionOptions) ([]byte, error) {
 		})
 	}
 	files := t.Files()
-	encoded, err := encodeAll(files, previousSources(opts.Previous))
+	prev := opts.PreviousParsed
+	if prev == nil {
+		prev = ParsePreviousIgnition(opts.Previous)
+	}
+	encoded, err := encodeAll(files, prev.sources)
 	if err != nil {
 		return nil, fmt.Errorf("building ignition config: %w", err)
 	}
@@ -107,18 +136,22 @@ func Ignition(t *Tree, opts IgnitionOptions) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building ignition config: marshalling: %w", err)
 	}
+	return raw, nil
+}
 
-	// v3_2.Parse is what Ignition does with aio.ign on the node: it parses the JSON and runs the library's whole
-	// validation (validate.ValidateWithContext) on what it parsed, with the JSON as context. Validating the struct
-	// before marshalling it as well ran the same validation twice (~15 % of a re-render's CPU).
+// ValidateIgnition checks an Ignition config as Ignition does with aio.ign on the node: v3_2.Parse parses the JSON
+// and runs the library's whole validation (validate.ValidateWithContext) on what it parsed, with the JSON as
+// context; any report entry (error, warning or info) fails. Validating the struct before marshalling it as well
+// ran the same validation twice (~15 % of a re-render's CPU).
+func ValidateIgnition(raw []byte) error {
 	if _, rpt, err := v3_2.Parse(raw); err != nil || len(rpt.Entries) > 0 {
 		msg := reportText(rpt)
 		if err != nil {
 			msg = err.Error() + "\n" + msg
 		}
-		return nil, fmt.Errorf("building ignition config: parsing the result back reported:\n%s", msg)
+		return fmt.Errorf("building ignition config: parsing the result back reported:\n%s", msg)
 	}
-	return raw, nil
+	return nil
 }
 
 // marshalCompact marshals cfg to JSON without the empty objects encoding/json emits for unset struct

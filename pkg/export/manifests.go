@@ -46,6 +46,12 @@ func Manifests(c *loops.Cluster) ([]Manifest, error) {
 	return manifestsOf(c, objs)
 }
 
+// ManifestsOf is Manifests of the objects Objects(c) returned (which it only reads), for a caller that needs
+// them for something else as well.
+func ManifestsOf(c *loops.Cluster, objs []runtime.Object) ([]Manifest, error) {
+	return manifestsOf(c, objs)
+}
+
 // Objects is every object the cluster's fakes hold (typed kube, config and operator objects with their kind set,
 // and the dynamic client's unstructured objects), as they are: nothing stripped. Operator clients are not
 // included (see loops.OperatorClient).

@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,14 +21,19 @@ import (
 // unlinked first (see WriteFile), so a shared inode is never written through.
 var previousOutputs sync.Map // temporary directory being filled → the previous output it replaces
 
-// reuseDuring makes WriteFile link unchanged files from prev while tmp is filled; the returned func ends it.
+// reuseDuring makes WriteFile link unchanged files from prev while tmp is filled; the returned func ends it. The
+// paths are kept clean, as filepath.Join makes the paths a fill writes: os.MkdirTemp(".", …), the temporary
+// directory of a --dir without a directory part (the default "aio"), is "./.aio.tmp-…", and no file written into
+// it, such as ".aio.tmp-…/aio.ign", would have been found under it.
 func reuseDuring(tmp, prev string) func() {
+	tmp = filepath.Clean(tmp)
 	previousOutputs.Store(tmp, prev)
 	return func() { previousOutputs.Delete(tmp) }
 }
 
 // previousOf is the path in a previous output that p, a path in a temporary directory being filled, replaces.
 func previousOf(p string) (string, bool) {
+	p = filepath.Clean(p)
 	var old string
 	previousOutputs.Range(func(k, v any) bool {
 		tmp := k.(string)
@@ -40,23 +46,47 @@ func previousOf(p string) (string, bool) {
 	return old, old != ""
 }
 
-// linkUnchanged links old to p if old is a regular file with exactly mode and data; it reports whether it did.
-// Any failure leaves p absent and reports false, and the caller writes p itself.
+// linkUnchanged links old to p if old is a regular file with exactly mode and data; it reports whether it did. A
+// regular file already at p (a path written twice) is replaced; anything else there stays, and the caller's write
+// fails on it. Any failure reports false, and the caller writes p itself. It costs four system calls besides the
+// link (lstat, open, one read, close): a re-render links nearly every file of its output.
 func linkUnchanged(old, p string, mode fs.FileMode, data []byte) bool {
-	st, err := os.Lstat(old)
-	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != mode || st.Size() != int64(len(data)) {
+	if !holdsExactly(old, mode, data) {
 		return false
 	}
-	cur, err := os.ReadFile(old)
-	if err != nil || !bytes.Equal(cur, data) {
-		return false
-	}
-	err = os.Link(old, p)
-	if errors.Is(err, fs.ErrNotExist) {
+	err := os.Link(old, p)
+	if errors.Is(err, fs.ErrExist) {
+		st, serr := os.Lstat(p)
+		if serr != nil || !st.Mode().IsRegular() || os.Remove(p) != nil {
+			return false
+		}
+		err = os.Link(old, p)
+	} else if errors.Is(err, fs.ErrNotExist) {
 		if mkdirAllExact(filepath.Dir(p), 0o755) != nil {
 			return false
 		}
 		err = os.Link(old, p)
 	}
 	return err == nil
+}
+
+// holdsExactly says whether old is a regular file with exactly mode and data (compared byte for byte).
+func holdsExactly(old string, mode fs.FileMode, data []byte) bool {
+	st, err := os.Lstat(old)
+	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != mode || st.Size() != int64(len(data)) {
+		return false
+	}
+	f, err := os.OpenFile(old, os.O_RDONLY|noFollow, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	// One read of one byte more than data: a regular file gives all it holds up to that in one read, so a file
+	// that grew since the lstat reads longer than data, and one that shrank shorter.
+	buf := make([]byte, len(data)+1)
+	n, err := f.Read(buf)
+	if err != nil && !(errors.Is(err, io.EOF) && len(data) == 0) {
+		return false
+	}
+	return n == len(data) && bytes.Equal(buf[:n], data)
 }

@@ -42,7 +42,8 @@ func TestWriteDirAtomicLinksUnchanged(t *testing.T) {
 			name string
 			mode os.FileMode
 			data string
-		}{{"same", 0o644, "a\n"}, {"sub/deep", 0o644, "d\n"}, {"changed", 0o644, "B\n"}, {"mode", 0o600, "c\n"}}
+		}{{"same", 0o644, "a\n"}, {"sub/deep", 0o644, "d\n"}, {"changed", 0o644, "B\n"}, {"mode", 0o600, "c\n"},
+			{"same", 0o644, "a\n"}} // a path written twice, alike: linked again
 		for _, w := range writes {
 			if err := WriteFile(filepath.Join(tmp, w.name), w.mode, []byte(w.data)); err != nil {
 				return err
@@ -80,5 +81,33 @@ func TestWriteDirAtomicLinksUnchanged(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dest, "same")); string(b) != "a\n" {
 		t.Errorf("previous output's file written through a shared inode: %q", b)
+	}
+}
+
+// TestWriteDirAtomicLinksUnchangedRelative: a destination without a directory part (render-static's default --dir
+// "aio", relative to the working directory) links unchanged files too.
+func TestWriteDirAtomicLinksUnchangedRelative(t *testing.T) {
+	t.Chdir(t.TempDir())
+	write := func() error {
+		return WriteDirAtomic("out", func(tmp string) error {
+			return WriteFile(filepath.Join(tmp, "sub", "same"), 0o644, []byte("a\n"))
+		})
+	}
+	if err := write(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Lstat(filepath.Join("out", "sub", "same"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := write(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Lstat(filepath.Join("out", "sub", "same"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Error("an unchanged file of a relative destination was written again, not linked")
 	}
 }

@@ -220,14 +220,14 @@ func WriteFile(p string, mode fs.FileMode, data []byte) error {
 		return fmt.Errorf("writing %s: mode %v has bits other than permission bits", p, mode)
 	}
 	if old, ok := previousOf(p); ok {
+		if linkUnchanged(old, p, mode, data) {
+			return nil
+		}
 		// Never write through an inode a previous output may share (reuse.go): replace what is at p.
 		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() {
 			if err := os.Remove(p); err != nil {
 				return fmt.Errorf("writing %s: %w", p, err)
 			}
-		}
-		if linkUnchanged(old, p, mode, data) {
-			return nil
 		}
 	}
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|noFollow, 0o600)

@@ -38,7 +38,11 @@ func TestMarshalYAMLIsSigsYAML(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range vendored {
-		cases["crd "+f.name] = f.object
+		obj, err := f.object()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases["crd "+f.name] = obj
 	}
 	for name, obj := range cases {
 		want, werr := yaml.Marshal(obj)
@@ -72,7 +76,11 @@ func TestUnmarshalYAMLIsSigsYAML(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range vendored {
-		b, err := yaml.Marshal(f.object)
+		obj, err := f.object()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := yaml.Marshal(obj)
 		if err != nil {
 			t.Fatal(err)
 		}

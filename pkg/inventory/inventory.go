@@ -120,6 +120,20 @@ func Read(src string, now time.Time) (*Inventory, error) {
 
 // FromFiles builds the inventory of node files (absolute paths → contents) at time now.
 func FromFiles(files map[string][]byte, now time.Time) (*Inventory, error) {
+	return FromFilesWith(files, nil, now)
+}
+
+// Manifest is what the inventory reads of a Secret or ConfigMap manifest: its kind, namespace, name and data (a
+// Secret's values base64-encoded, as in the manifest).
+type Manifest struct {
+	Kind, Namespace, Name string
+	Data                  map[string]string
+}
+
+// FromFilesWith is FromFiles for a caller that holds the objects some manifests under ManifestsDir were marshalled
+// from (by node path; each must be what parsing that file gives): those are read from the object instead of being
+// parsed again (a render's manifests: parsing their YAML back was most of the cost).
+func FromFilesWith(files map[string][]byte, manifests map[string]Manifest, now time.Time) (*Inventory, error) {
 	var blobs []blob
 	paths := make([]string, 0, len(files))
 	for p := range files {
@@ -129,6 +143,14 @@ func FromFiles(files map[string][]byte, now time.Time) (*Inventory, error) {
 	for _, p := range paths {
 		data := files[p]
 		if path.Dir(p) == ManifestsDir && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".json")) {
+			if m, ok := manifests[p]; ok {
+				bs, err := fromObject(p, m)
+				if err != nil {
+					return nil, err
+				}
+				blobs = append(blobs, bs...)
+				continue
+			}
 			bs, err := fromManifest(p, data)
 			if err != nil {
 				return nil, err
@@ -157,6 +179,11 @@ func fromManifest(p string, data []byte) ([]blob, error) {
 	if err := yaml.Unmarshal(data, &obj); err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
+	return fromObject(p, Manifest{Kind: obj.Kind, Namespace: obj.Metadata.Namespace, Name: obj.Metadata.Name, Data: obj.Data})
+}
+
+// fromObject reads a Secret's or ConfigMap's data; other kinds hold no certificates we track.
+func fromObject(p string, obj Manifest) ([]blob, error) {
 	if obj.Kind != "Secret" && obj.Kind != "ConfigMap" {
 		return nil, nil
 	}
@@ -170,7 +197,7 @@ func fromManifest(p string, data []byte) ([]blob, error) {
 			}
 			v = d
 		}
-		loc := Location{Kind: strings.ToLower(obj.Kind), Namespace: obj.Metadata.Namespace, Name: obj.Metadata.Name, Key: k, Path: p}
+		loc := Location{Kind: strings.ToLower(obj.Kind), Namespace: obj.Namespace, Name: obj.Name, Key: k, Path: p}
 		out = append(out, fromData(loc, k, v)...)
 	}
 	return out, nil

@@ -61,7 +61,7 @@ func ReadPodTemplate(name string, vars, images map[string]string) (*corev1.Pod, 
 	for k, v := range vars {
 		s = strings.ReplaceAll(s, k, v)
 	}
-	pod, err := resourceread.ReadPodV1([]byte(s))
+	pod, err := manifests.DecodePod([]byte(s))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

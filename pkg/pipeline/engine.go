@@ -14,6 +14,7 @@ import (
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/components"
+	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/loops"
 	"github.com/render-static/render-static/pkg/node"
 	"github.com/render-static/render-static/pkg/state"
@@ -36,6 +37,8 @@ type Engine struct {
 	KeygenTime, LoopsTime time.Duration
 	// From is the saved state the engine continued (nil: a new cluster).
 	From *state.State
+	// previousIgn waits for the aio.ign beside From, parsed while the loops ran (nil: parse it when needed).
+	previousIgn func() *export.PreviousIgnition
 }
 
 // Component returns the named component, or nil.
@@ -88,6 +91,19 @@ func DefaultParallelism() int { return goruntime.GOMAXPROCS(0) }
 func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.State, hooks *EngineHooks, opts EngineOptions) (*Engine, error) {
 	if opts.Parallelism <= 0 {
 		opts.Parallelism = DefaultParallelism()
+	}
+	// What Export needs that the loops do not change is read and parsed while they run: the CRDs
+	// (export.PrefetchCRDs) and the aio.ign beside the state, whose encodings Ignition keeps.
+	go export.PrefetchCRDs(in.InstallConfig.FeatureSet)
+	var previousIgn func() *export.PreviousIgnition
+	if st != nil {
+		var prev *export.PreviousIgnition
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			prev = export.ParsePreviousIgnition(previousIgnition(st))
+		}()
+		previousIgn = func() *export.PreviousIgnition { <-done; return prev }
 	}
 	t := time.Now()
 	fresh, err := clusterconfig.Objects(in)
@@ -211,7 +227,7 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 	return &Engine{
 		Inputs: in, Cluster: c, Admin: admin, Components: comps, Node: nodeSide, Revisions: revs,
 		Result: r.Result(), Loops: len(converge.Loops) + len(revision.Loops),
-		KeygenTime: keygen, LoopsTime: time.Since(t), From: st,
+		KeygenTime: keygen, LoopsTime: time.Since(t), From: st, previousIgn: previousIgn,
 	}, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/render-static/render-static/pkg/apiserver"
 	"github.com/render-static/render-static/pkg/certs"
@@ -30,13 +31,49 @@ type Output struct {
 	Summary         Summary
 	// State is what a later run needs to continue this cluster (DIR/state, secret; pkg/state).
 	State *state.State
+
+	// validated is closed when Ignition's parse-back validation (export.ValidateIgnition) finished, with its
+	// error in validationErr; nil when Ignition was validated before the Output was made.
+	validated     chan struct{}
+	validationErr error
 }
 
-// Export builds the node's files, the manifests and the Ignition config from a settled engine.
+// Validated waits for the parse-back validation of Ignition and returns its error: Ignition may be used (written,
+// compared, served) only once it returned nil. Export returns an Output already validated; Render's own export
+// validates while the output directory is written, and Fill writes aio.ign only after it passed.
+func (o *Output) Validated() error {
+	if o.validated == nil {
+		return nil
+	}
+	<-o.validated
+	return o.validationErr
+}
+
+// Export builds the node's files, the manifests and the Ignition config from a settled engine; the Ignition config
+// is validated (export.Ignition).
 func Export(ctx context.Context, e *Engine) (*Output, error) {
+	out, err := exportValidating(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	if err := out.Validated(); err != nil {
+		return nil, fmt.Errorf("ignition: %w", err)
+	}
+	return out, nil
+}
+
+// exportValidating is Export returning while Ignition's parse-back validation still runs (Output.Validated), so
+// that the output directory is written meanwhile (Render). The Ignition config is built, the state captured and the
+// earliest expiry found on goroutines of their own: none depends on another.
+func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	t := time.Now()
 	in := e.Inputs
-	manifests, err := export.Manifests(e.Cluster)
+	// The settled cluster's objects, listed once for the manifests and the state.
+	objs, err := export.Objects(e.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("export manifests: %w", err)
+	}
+	manifests, err := export.ManifestsOf(e.Cluster, objs)
 	if err != nil {
 		return nil, fmt.Errorf("export manifests: %w", err)
 	}
@@ -98,26 +135,32 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 	exportTime := time.Since(t)
 
 	t = time.Now()
-	ign, err := export.Ignition(tree, export.IgnitionOptions{SSHAuthorizedKeys: in.InstallConfig.SSHKeys(), Previous: previousIgnition(e.From)})
-	if err != nil {
-		return nil, fmt.Errorf("ignition: %w", err)
-	}
-	ignTime := time.Since(t)
-
-	nodeKeys, err := e.Node.SaveKeys()
+	var ign []byte
+	var ignErr error
+	built := make(chan struct{})
+	go func() {
+		defer close(built)
+		ign, ignErr = export.IgnitionUnvalidated(tree, export.IgnitionOptions{SSHAuthorizedKeys: in.InstallConfig.SSHKeys(), PreviousParsed: e.previousIgnition()})
+	}()
+	var exp time.Time
+	var subject string
+	expired := make(chan struct{})
+	go func() {
+		defer close(expired)
+		exp, subject = earliestExpiry(tree, manifests)
+	}()
+	st, err := captureState(e, objs)
+	<-built
+	<-expired
 	if err != nil {
 		return nil, err
 	}
-	st, err := state.Capture(e.Cluster, in.InfraID, e.Admin, nodeKeys)
-	if err != nil {
-		return nil, fmt.Errorf("state: %w", err)
+	if ignErr != nil {
+		return nil, fmt.Errorf("ignition: %w", ignErr)
 	}
-	st.IgnitionEncoder = export.EncoderID
-	if e.From != nil {
-		st.Continues(e.From) // unchanged objects keep their saved files
-	}
-	exp, subject := earliestExpiry(tree)
-	return &Output{
+	ignTime := time.Since(t) // building Ignition, and meanwhile the state and the earliest expiry
+
+	out := &Output{
 		Tree: tree, Manifests: manifests, State: st, Ignition: ign, AdminKubeconfig: kubeconfig, Trace: e.Result.Trace(),
 		Summary: Summary{
 			Loops: e.Loops, Passes: e.Result.TotalPasses(), Objects: len(manifests), Files: len(tree.Files()),
@@ -125,7 +168,39 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 			KeygenTime: e.KeygenTime, LoopsTime: e.LoopsTime, ExportTime: exportTime, IgnitionTime: ignTime,
 			Warnings: warnings(in),
 		},
-	}, nil
+		validated: make(chan struct{}),
+	}
+	go func() {
+		defer close(out.validated)
+		out.validationErr = export.ValidateIgnition(ign)
+	}()
+	return out, nil
+}
+
+// captureState is the state of the settled engine, whose objects are objs.
+func captureState(e *Engine, objs []runtime.Object) (*state.State, error) {
+	nodeKeys, err := e.Node.SaveKeys()
+	if err != nil {
+		return nil, err
+	}
+	st, err := state.CaptureObjects(e.Cluster, objs, e.Inputs.InfraID, e.Admin, nodeKeys)
+	if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	st.IgnitionEncoder = export.EncoderID
+	if e.From != nil {
+		st.Continues(e.From) // unchanged objects keep their saved files
+	}
+	return st, nil
+}
+
+// previousIgnition is the aio.ign beside the state the engine continued, parsed (export.ParsePreviousIgnition)
+// while the loops ran; nothing to reuse for a new cluster.
+func (e *Engine) previousIgnition() *export.PreviousIgnition {
+	if e.previousIgn == nil {
+		return export.ParsePreviousIgnition(previousIgnition(e.From))
+	}
+	return e.previousIgn()
 }
 
 // previousIgnition is the aio.ign beside the state the engine continued, when it was encoded as this render
@@ -159,21 +234,29 @@ func (o *Output) Write(dir string) error {
 }
 
 // Fill writes the output into tmp, a new directory export.WriteDirAtomic is filling (renew adds its update).
+// aio.ign is written last, once Ignition passed its validation (Validated), which may run meanwhile.
 func (o *Output) Fill(tmp string) error {
-	if err := export.WriteFile(filepath.Join(tmp, "aio.ign"), 0600, o.Ignition); err != nil {
-		return err
-	}
 	if err := export.WriteFile(filepath.Join(tmp, "auth", "kubeconfig"), 0600, o.AdminKubeconfig); err != nil {
 		return err
 	}
-	for _, m := range o.Manifests {
+	if len(o.Manifests) > 0 {
+		// Made here, not by the writers racing to make it (WriteFile makes missing parents 0755).
+		if err := os.Mkdir(filepath.Join(tmp, "manifests"), 0o700); err != nil {
+			return err
+		}
+		if err := os.Chmod(filepath.Join(tmp, "manifests"), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := export.Parallel(len(o.Manifests), func(i int) error {
+		m := o.Manifests[i]
 		mode := fs.FileMode(0644)
 		if m.Secret() {
 			mode = 0600
 		}
-		if err := export.WriteFile(filepath.Join(tmp, "manifests", m.File), mode, m.YAML); err != nil {
-			return err
-		}
+		return export.WriteFile(filepath.Join(tmp, "manifests", m.File), mode, m.YAML)
+	}); err != nil {
+		return err
 	}
 	if err := export.WriteRootfs(filepath.Join(tmp, "rootfs"), o.Tree); err != nil {
 		return err
@@ -183,7 +266,13 @@ func (o *Output) Fill(tmp string) error {
 			return err
 		}
 	}
-	return export.WriteFile(filepath.Join(tmp, "trace.txt"), 0644, []byte(o.Trace))
+	if err := export.WriteFile(filepath.Join(tmp, "trace.txt"), 0644, []byte(o.Trace)); err != nil {
+		return err
+	}
+	if err := o.Validated(); err != nil {
+		return fmt.Errorf("ignition: %w", err)
+	}
+	return export.WriteFile(filepath.Join(tmp, "aio.ign"), 0600, o.Ignition)
 }
 
 // warnings are the render's warnings about its inputs (see Summary.Warnings).

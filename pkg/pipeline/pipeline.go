@@ -146,14 +146,20 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := Export(ctx, eng)
+	// aio.ign's parse-back validation runs while the output directory is written; aio.ign is written, and the
+	// directory replaced, only once it passed.
+	out, err := exportValidating(ctx, eng)
 	if err != nil {
 		return nil, err
 	}
 	if out.State.Inputs, err = savedInputs(o); err != nil {
+		_ = out.Validated()
 		return nil, err
 	}
 	if err := out.Write(o.Dir); err != nil {
+		if verr := out.Validated(); verr != nil {
+			return nil, fmt.Errorf("ignition: %w", verr)
+		}
 		return nil, err
 	}
 	s := out.Summary

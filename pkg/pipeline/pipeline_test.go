@@ -145,6 +145,7 @@ func TestRender(t *testing.T) {
 			checkAdminKubeconfig(t, r)
 			checkTrace(t, r)
 			checkCRDs(t, r)
+			checkInventoryFromObjects(t, r)
 			if got := string(r.files["/etc/hostname"]); got != "sno-0\n" {
 				t.Errorf("/etc/hostname = %q", got)
 			}

@@ -1,13 +1,16 @@
 package pipeline
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"path"
 	"path/filepath"
 	"time"
 
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/inventory"
+	"github.com/render-static/render-static/pkg/node"
 )
 
 // Summary is what the CLI prints.
@@ -17,7 +20,8 @@ type Summary struct {
 	EarliestExpiry                time.Time
 	EarliestExpirySubject         string // the certificate's name in `render-static certs`
 	Elapsed                       time.Duration
-	// Timing of the render's parts, for benchmarks.
+	// Timing of the render's parts, for benchmarks. IgnitionTime is building Ignition, with the state captured and
+	// the earliest expiry found meanwhile; a render validates Ignition while it writes the output directory.
 	KeygenTime, LoopsTime, ExportTime, IgnitionTime time.Duration
 	// Warnings are printed after the summary: inputs that render but need care (leaves of minutes).
 	Warnings []string
@@ -37,13 +41,15 @@ func (s Summary) Print(w io.Writer, dir string) {
 }
 
 // earliestExpiry is the certificate that expires first among the node's files (CA bundles and kubeconfigs
-// included), named as `render-static certs` names it (pkg/inventory): by what it is, not by its CN.
-func earliestExpiry(t *export.Tree) (time.Time, string) {
+// included), named as `render-static certs` names it (pkg/inventory): by what it is, not by its CN. The Secrets
+// and ConfigMaps among manifests (what the tree holds under the manifests directory) are read from their objects
+// rather than parsed back from their YAML.
+func earliestExpiry(t *export.Tree, manifests []export.Manifest) (time.Time, string) {
 	files := map[string][]byte{}
 	for _, f := range t.Files() {
 		files[f.Path] = f.Contents
 	}
-	inv, err := inventory.FromFiles(files, time.Now())
+	inv, err := inventory.FromFilesWith(files, inventoryManifests(files, manifests), time.Now())
 	if err != nil {
 		return time.Time{}, "unknown: " + err.Error()
 	}
@@ -51,4 +57,58 @@ func earliestExpiry(t *export.Tree) (time.Time, string) {
 		return c.NotAfter, c.Name
 	}
 	return time.Time{}, "none"
+}
+
+// inventoryManifests are the core Secrets and ConfigMaps among manifests as the inventory reads them, by node
+// path, for those whose file in files is their YAML and whose object holds what parsing that YAML gives back
+// (string kind, namespace, name and data values; anything else is left to the inventory to parse).
+func inventoryManifests(files map[string][]byte, manifests []export.Manifest) map[string]inventory.Manifest {
+	out := map[string]inventory.Manifest{}
+	for _, m := range manifests {
+		if m.GVK.Group != "" || (m.GVK.Kind != "Secret" && m.GVK.Kind != "ConfigMap") {
+			continue
+		}
+		p := path.Join(node.ManifestsDir, m.File)
+		if b, ok := files[p]; !ok || !bytes.Equal(b, m.YAML) {
+			continue
+		}
+		if im, ok := asInventoryManifest(m.Object); ok {
+			out[p] = im
+		}
+	}
+	return out
+}
+
+func asInventoryManifest(obj map[string]interface{}) (inventory.Manifest, bool) {
+	var im inventory.Manifest
+	var ok bool
+	if im.Kind, ok = obj["kind"].(string); !ok {
+		return im, false
+	}
+	if md, found := obj["metadata"]; found {
+		mdm, isMap := md.(map[string]interface{})
+		if !isMap {
+			return im, false
+		}
+		for k, dst := range map[string]*string{"namespace": &im.Namespace, "name": &im.Name} {
+			if v, found := mdm[k]; found {
+				if *dst, ok = v.(string); !ok {
+					return im, false
+				}
+			}
+		}
+	}
+	if data, found := obj["data"]; found && data != nil {
+		dm, isMap := data.(map[string]interface{})
+		if !isMap {
+			return im, false
+		}
+		im.Data = make(map[string]string, len(dm))
+		for k, v := range dm {
+			if im.Data[k], ok = v.(string); !ok {
+				return im, false
+			}
+		}
+	}
+	return im, true
 }

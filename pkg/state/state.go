@@ -111,6 +111,12 @@ func Capture(c *loops.Cluster, infraID string, admin *certs.Admin, nodeKeys map[
 	if err != nil {
 		return nil, err
 	}
+	return CaptureObjects(c, objs, infraID, admin, nodeKeys)
+}
+
+// CaptureObjects is Capture with the cluster's objects as export.Objects(c) returned them (the state keeps them:
+// the caller must not change them).
+func CaptureObjects(c *loops.Cluster, objs []runtime.Object, infraID string, admin *certs.Admin, nodeKeys map[string]string) (*State, error) {
 	s := &State{Version: Version, InfraID: infraID, AdminCABundle: string(admin.CABundle), AdminCert: string(admin.CertPEM),
 		AdminKey: string(admin.KeyPEM), NodeKeys: nodeKeys, Operators: map[string][]byte{}}
 	for _, o := range objs {

@@ -1,0 +1,51 @@
+package pipeline
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/render-static/render-static/pkg/inventory"
+)
+
+// checkInventoryFromObjects: the inventory earliestExpiry builds, reading the Secrets and ConfigMaps from their
+// objects, is the one parsing every manifest gives.
+func checkInventoryFromObjects(t *testing.T, r *rendered) {
+	t.Helper()
+	files := map[string][]byte{}
+	for _, f := range r.out.Tree.Files() {
+		files[f.Path] = f.Contents
+	}
+	objs := inventoryManifests(files, r.out.Manifests)
+	secrets := 0
+	for _, m := range r.out.Manifests {
+		if m.GVK.Group == "" && (m.GVK.Kind == "Secret" || m.GVK.Kind == "ConfigMap") {
+			secrets++
+		}
+	}
+	if len(objs) == 0 || len(objs) != secrets {
+		t.Errorf("%d Secret and ConfigMap manifests read from their objects, want all %d", len(objs), secrets)
+	}
+	now := time.Now()
+	parsed, err := inventory.FromFiles(files, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := inventory.FromFilesWith(files, objs, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b bytes.Buffer
+	if err := parsed.WriteJSON(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := read.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	if a.String() != b.String() {
+		t.Errorf("inventory from objects differs from the parsed one:\n%s\nwant\n%s", b.String(), a.String())
+	}
+	if e := parsed.Earliest(); e == nil || !r.out.Summary.EarliestExpiry.Equal(e.NotAfter) || r.out.Summary.EarliestExpirySubject != e.Name {
+		t.Errorf("summary's earliest expiry %s (%s), want the parsed inventory's %+v", r.out.Summary.EarliestExpiry, r.out.Summary.EarliestExpirySubject, e)
+	}
+}
