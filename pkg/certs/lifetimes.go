@@ -12,6 +12,7 @@ import (
 	"github.com/openshift/library-go/pkg/operator/certrotation"
 	"github.com/openshift/library-go/pkg/operator/events"
 	"github.com/openshift/library-go/pkg/operator/v1helpers"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 
@@ -135,9 +136,11 @@ type Rotation struct {
 // operator client) and, for serving rows, the Network and Infrastructure status the hostnames come from (written
 // only by non-concurrent loops, declared as Inputs). Rows that share a signer or bundle overlap: a row starts
 // once the row ahead of it that shares them has settled them (it reads its target: library-go's controller
-// ensures the signer, then the bundle, then the target), so their targets' keys are made side by side.
+// ensures the signer, then the bundle, then the target), reading the signer and bundle that row keeps for its
+// turn when it has not had it yet, so their targets' keys are made side by side.
 func (r Rotation) Loop(c *loops.Cluster, lt Lifetimes, operator v1helpers.StaticPodOperatorClient, recorder events.Recorder) loops.Loop {
 	kube := c.KubeInformers
+	name := "cert-rotation/" + r.Name
 	// Writes made before the turn are kept for it: library-go's controller makes its target's key right after
 	// writing its signer and bundle, and reads none of the three back through a lister (signer.go, cabundle.go,
 	// target.go: each is read once, before it is written), so it computes on instead of waiting.
@@ -171,7 +174,7 @@ func (r Rotation) Loop(c *loops.Cluster, lt Lifetimes, operator v1helpers.Static
 			Validity: lt.Signer, Refresh: refresh(lt.Signer),
 			AdditionalAnnotations: shared,
 			Informer:              kube.InformersFor(r.Signer.Namespace).Core().V1().Secrets(),
-			Lister:                kube.InformersFor(r.Signer.Namespace).Core().V1().Secrets().Lister(),
+			Lister:                publishedSecrets{kube.InformersFor(r.Signer.Namespace).Core().V1().Secrets().Lister(), c, name},
 			Client:                client,
 			EventRecorder:         recorder,
 		},
@@ -179,7 +182,7 @@ func (r Rotation) Loop(c *loops.Cluster, lt Lifetimes, operator v1helpers.Static
 			Namespace: r.Bundle.Namespace, Name: r.Bundle.Name,
 			AdditionalAnnotations: shared,
 			Informer:              kube.InformersFor(r.Bundle.Namespace).Core().V1().ConfigMaps(),
-			Lister:                kube.InformersFor(r.Bundle.Namespace).Core().V1().ConfigMaps().Lister(),
+			Lister:                publishedConfigMaps{kube.InformersFor(r.Bundle.Namespace).Core().V1().ConfigMaps().Lister(), c, name},
 			Client:                client,
 			EventRecorder:         recorder,
 		},
@@ -202,7 +205,7 @@ func (r Rotation) Loop(c *loops.Cluster, lt Lifetimes, operator v1helpers.Static
 		loops.ConfigMap(r.Bundle.Namespace, r.Bundle.Name),
 		loops.Secret(r.Target.Namespace, r.Target.Name),
 	}
-	inner := loops.ControllerLoop("cert-rotation/"+r.Name, ctrl, recorder).
+	inner := loops.ControllerLoop(name, ctrl, recorder).
 		Concurrent(turn, footprint...).Reads(r.Inputs...).Settles(footprint[0], footprint[1])
 	if r.Kind != Serving {
 		return inner
@@ -232,4 +235,53 @@ type settlingLister struct {
 func (l settlingLister) Secrets(ns string) corev1listers.SecretNamespaceLister {
 	l.turn.Settle()
 	return l.SecretLister.Secrets(ns)
+}
+
+// publishedSecrets and publishedConfigMaps are a cert-rotation row's signer and bundle listers: a row that shares
+// its signer with a row ahead starts once that row settled them, possibly before its turn made its writes, so
+// the row reads the signer and bundle that row keeps for its turn (loops.Cluster.Published) when there are.
+type publishedSecrets struct {
+	corev1listers.SecretLister
+	cluster *loops.Cluster
+	loop    string
+}
+
+func (l publishedSecrets) Secrets(ns string) corev1listers.SecretNamespaceLister {
+	return publishedSecretsIn{l.SecretLister.Secrets(ns), l, ns}
+}
+
+type publishedSecretsIn struct {
+	corev1listers.SecretNamespaceLister
+	l  publishedSecrets
+	ns string
+}
+
+func (n publishedSecretsIn) Get(name string) (*corev1.Secret, error) {
+	if o, ok := n.l.cluster.Published(n.l.loop, loops.Secret(n.ns, name)); ok {
+		return o.(*corev1.Secret), nil
+	}
+	return n.SecretNamespaceLister.Get(name)
+}
+
+type publishedConfigMaps struct {
+	corev1listers.ConfigMapLister
+	cluster *loops.Cluster
+	loop    string
+}
+
+func (l publishedConfigMaps) ConfigMaps(ns string) corev1listers.ConfigMapNamespaceLister {
+	return publishedConfigMapsIn{l.ConfigMapLister.ConfigMaps(ns), l, ns}
+}
+
+type publishedConfigMapsIn struct {
+	corev1listers.ConfigMapNamespaceLister
+	l  publishedConfigMaps
+	ns string
+}
+
+func (n publishedConfigMapsIn) Get(name string) (*corev1.ConfigMap, error) {
+	if o, ok := n.l.cluster.Published(n.l.loop, loops.ConfigMap(n.ns, name)); ok {
+		return o.(*corev1.ConfigMap), nil
+	}
+	return n.ConfigMapNamespaceLister.Get(name)
 }

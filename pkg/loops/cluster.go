@@ -69,6 +69,15 @@ type Cluster struct {
 	// exclusive: the loop that has the turn is not concurrent; it may write any object, and a write to what an
 	// in-flight loop watches makes that loop stale.
 	exclusive bool
+	// published holds the writes of settled objects concurrent loops keep for their turn, by object (turn.go).
+	published map[Object]publishedWrite
+}
+
+// publishedWrite is the last write of an object a loop keeps for its turn, published when it settled it.
+type publishedWrite struct {
+	writer string
+	order  int // the writer's place in its pass
+	obj    runtime.Object
 }
 
 // flight is one concurrent loop in flight: what it may write in its turn, what it read before its turn, whether
@@ -76,6 +85,10 @@ type Cluster struct {
 type flight struct {
 	footprint, watch map[Object]bool
 	granted, stale   bool
+	// readFrom names, for each object the loop read as published by a loop ahead, that loop: its turn making the
+	// write does not make this loop stale.
+	readFrom map[Object]string
+	order    int // the loop's place in its pass
 }
 
 // Write is one change to the cluster: which loop made it, in which phase and pass.
@@ -428,13 +441,13 @@ func (c *Cluster) grant(phase string, pass int, loop string) (stale bool) {
 
 // enterFlight and leaveFlight register a concurrent loop while it runs: footprint is what it may write in its
 // turn, watch what it reads before its turn (its footprint and its inputs).
-func (c *Cluster) enterFlight(loop string, footprint, watch map[Object]bool) {
+func (c *Cluster) enterFlight(loop string, order int, footprint, watch map[Object]bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.flight == nil {
 		c.flight = map[string]*flight{}
 	}
-	c.flight[loop] = &flight{footprint: footprint, watch: watch}
+	c.flight[loop] = &flight{footprint: footprint, watch: watch, readFrom: map[Object]string{}, order: order}
 }
 
 func (c *Cluster) leaveFlight(loop string) {
@@ -473,10 +486,65 @@ func (c *Cluster) markStale(o Object) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for name, f := range c.flight {
-		if name != c.current && !f.granted && f.watch[o] {
+		if name != c.current && !f.granted && f.watch[o] && (c.current == "" || f.readFrom[o] != c.current) {
 			f.stale = true
 		}
 	}
+}
+
+// publish makes the last of writer's kept writes of each object it settles readable through Published.
+func (c *Cluster) publish(writer string, pending []pendingWrite, settles map[Object]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	order := 0
+	if f := c.flight[writer]; f != nil {
+		order = f.order
+	}
+	for _, w := range pending {
+		if !settles[w.obj] || w.sent == nil {
+			continue
+		}
+		if c.published == nil {
+			c.published = map[Object]publishedWrite{}
+		}
+		c.published[w.obj] = publishedWrite{writer: writer, order: order, obj: w.sent}
+	}
+}
+
+// unpublish drops writer's published writes once its turn made them, or dropped them (abandoned: every loop that
+// read one is stale).
+func (c *Cluster) unpublish(writer string, abandoned bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for o, p := range c.published {
+		if p.writer != writer {
+			continue
+		}
+		delete(c.published, o)
+		if !abandoned {
+			continue
+		}
+		for _, f := range c.flight {
+			if !f.granted && f.readFrom[o] == writer {
+				f.stale = true
+			}
+		}
+	}
+}
+
+// Published returns a copy of the object a loop ahead keeps for its turn and published (Turn.Settle), for the
+// concurrent loop reader in flight, and records that reader read it. A lister that reader reads through must ask
+// it first: the object is what the reader would read in its turn.
+func (c *Cluster) Published(reader string, o Object) (runtime.Object, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.published[o]
+	f := c.flight[reader]
+	if !ok || f == nil || f.granted || p.order >= f.order {
+		return nil, false // only a loop ahead of the reader, before the reader's turn
+	}
+	f.readFrom[o] = p.writer
+	return p.obj.DeepCopyObject(), true
 }
 
 // DynamicResources lists the GVRs the dynamic fake was told about.

@@ -379,8 +379,11 @@ func (r *Runner) runAhead(ctx context.Context, phase string, pass int, s *step, 
 		stale := c.grant(phase, pass, l.Name)
 		n0 = c.writeCount()
 		return stale
-	}, release, s.settle)
-	c.enterFlight(l.Name, l.footprint, l.watch)
+	}, release, func(pending []pendingWrite) {
+		c.publish(l.Name, pending, l.settles)
+		s.settle()
+	}, func(abandoned bool) { c.unpublish(l.Name, abandoned) })
+	c.enterFlight(l.Name, index, l.footprint, l.watch)
 	t := time.Now()
 	err, abandoned := speculate(ctx, l)
 	if abandoned {

@@ -68,21 +68,24 @@ type Turn struct {
 	onGrant func() (stale bool)
 	// onBlock runs once, when the loop first has to wait for its turn (it stops computing).
 	onBlock func()
-	// settle tells the runner the loop has settled the objects it declared with Settles (Settle).
-	settle func()
+	// settle tells the runner the loop has settled the objects it declared with Settles (Settle), with the
+	// writes it keeps for its turn; unpublish runs once those are made or dropped (abandoned: dropped).
+	settle    func(pending []pendingWrite)
+	unpublish func(abandoned bool)
 	// abandon: the loop was stale when its turn came; every Wait of this run panics with errStale.
 	abandon bool
 	// deferWrites (DeferWrites): creates and updates made before the turn are kept in pending, by object, and
-	// made when the turn comes; settleAtFlush: Settle was called while writes were pending.
-	deferWrites   bool
-	pending       []pendingWrite
-	settleAtFlush bool
-	flushed       int // deferred writes made at the turn in this run
+	// made when the turn comes.
+	deferWrites bool
+	pending     []pendingWrite
+	flushed     int // deferred writes made at the turn in this run
 }
 
-// pendingWrite is a create or update a loop made before its turn, made for it when the turn comes.
+// pendingWrite is a create or update a loop made before its turn, made for it when the turn comes: sent is the
+// object as the loop sent it.
 type pendingWrite struct {
 	obj  Object
+	sent runtime.Object
 	make func() error
 }
 
@@ -120,24 +123,25 @@ func (t *Turn) Wait() {
 	}
 	t.mu.Lock()
 	var flush []pendingWrite
-	var settle func()
+	var unpublish func(abandoned bool)
 	if !t.granted {
 		t.granted = true
 		if t.onGrant != nil && t.onGrant() {
 			t.abandon = true
 		}
 		flush, t.pending = t.pending, nil
-		if t.abandon {
-			flush = nil
-		}
-		if t.settleAtFlush {
-			settle, t.settleAtFlush = t.settle, false
-		}
+		unpublish = t.unpublish
 	}
 	abandon := t.abandon
 	t.mu.Unlock()
 	if abandon {
+		if unpublish != nil {
+			unpublish(true)
+		}
 		panic(errStale)
+	}
+	if unpublish != nil {
+		defer unpublish(false)
 	}
 	for _, w := range flush {
 		if err := w.make(); err != nil {
@@ -146,9 +150,6 @@ func (t *Turn) Wait() {
 		t.mu.Lock()
 		t.flushed++
 		t.mu.Unlock()
-	}
-	if settle != nil {
-		settle()
 	}
 }
 
@@ -164,7 +165,7 @@ func (t *Turn) DeferWrites() *Turn {
 
 // deferWrite keeps a write of o for the turn and says whether it did: only for a turn that defers writes, whose
 // loop is in flight and cannot take its turn yet.
-func (t *Turn) deferWrite(o Object, make func() error) bool {
+func (t *Turn) deferWrite(o Object, sent runtime.Object, make func() error) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.deferWrites || t.granted || t.ready == nil {
@@ -175,7 +176,7 @@ func (t *Turn) deferWrite(o Object, make func() error) bool {
 		return false // the turn is there: take it and write now
 	default:
 	}
-	t.pending = append(t.pending, pendingWrite{obj: o, make: make})
+	t.pending = append(t.pending, pendingWrite{obj: o, sent: sent, make: make})
 	return true
 }
 
@@ -193,11 +194,11 @@ func (t *Turn) hasPending(resource, ns, name string) bool {
 
 // arm prepares the turn for one run of its loop: ready is closed when the loops ahead have finished, onGrant runs
 // once when the loop takes its turn and says whether the loop is stale, onBlock once if the loop has to wait.
-func (t *Turn) arm(ready <-chan struct{}, onGrant func() (stale bool), onBlock, settle func()) {
+func (t *Turn) arm(ready <-chan struct{}, onGrant func() (stale bool), onBlock func(), settle func([]pendingWrite), unpublish func(bool)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.ready, t.granted, t.onGrant, t.onBlock, t.settle, t.abandon = ready, false, onGrant, onBlock, settle, false
-	t.pending, t.settleAtFlush, t.flushed = nil, false, 0
+	t.unpublish, t.pending, t.flushed = unpublish, nil, 0
 }
 
 // deferredWrites says how many writes of the current run were deferred to the turn and made then.
@@ -208,21 +209,20 @@ func (t *Turn) deferredWrites() int {
 }
 
 // Settle says that this run of the loop will not write the objects it declared with Settles any more: loops
-// behind it that share only those objects with it may start now rather than when it finished. It is a hint for
-// speed only: if the run writes one after all, those loops are stale and run again in their turn.
+// behind it that share only those objects with it may start now rather than when it finished. Writes of them it
+// keeps for its turn (DeferWrites) are published: loops behind read them through Published until the turn makes
+// them. It is a hint for speed only: if the run writes one after all, or is abandoned, those loops are stale and
+// run again in their turn.
 func (t *Turn) Settle() {
 	if t == nil {
 		return
 	}
 	t.mu.Lock()
 	settle := t.settle
-	if len(t.pending) > 0 {
-		// The settled objects are written only when the turn comes: loops behind must read them then.
-		settle, t.settleAtFlush = nil, true
-	}
+	pending := append([]pendingWrite(nil), t.pending...)
 	t.mu.Unlock()
 	if settle != nil {
-		settle()
+		settle(pending)
 	}
 }
 
@@ -241,7 +241,7 @@ func (t *Turn) disarm() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.ready, t.granted, t.onGrant, t.onBlock, t.settle, t.abandon = nil, true, nil, nil, nil, false
-	t.pending, t.settleAtFlush = nil, false
+	t.unpublish, t.pending = nil, nil
 }
 
 // Concurrent marks the loop as one that may run while earlier loops of its pass still run (see above): turn is
@@ -399,9 +399,9 @@ func (s turnClient[T, L, A]) deferred(o T, write func(T) error) (T, bool) {
 	if err != nil || m.GetName() == "" {
 		return o, false
 	}
-	sent := ro.DeepCopyObject().(T)
+	sent := ro.DeepCopyObject()
 	obj := Object{Resource: s.resource, Namespace: s.ns, Name: m.GetName()}
-	if !s.t.deferWrite(obj, func() error { return write(sent) }) {
+	if !s.t.deferWrite(obj, sent, func() error { return write(sent.DeepCopyObject().(T)) }) {
 		return o, false
 	}
 	return ro.DeepCopyObject().(T), true

@@ -524,3 +524,90 @@ func TestSlotsGoToTheEarliestReadyLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishedWritesReachTheLoopsBehind: a deferring loop that settled an object it keeps for its turn publishes
+// it; a loop behind that shares only that object starts and reads it through Published before the turn made it,
+// and the turn making it does not make that loop stale. When the loop ahead is abandoned instead (a loop that is
+// not concurrent, ahead of both, wrote what it watches), the loop behind is stale too and both run again in their
+// turn, as a sequential run would.
+func TestPublishedWritesReachTheLoopsBehind(t *testing.T) {
+	for _, abandon := range []bool{false, true} {
+		c := newTestCluster(t)
+		bRead := make(chan struct{})
+		var readOnce sync.Once
+		aTurn, bTurn := NewTurn().DeferWrites(), NewTurn().DeferWrites()
+		secrets := c.KubeInformers.InformersFor("ns-a").Core().V1().Secrets().Lister().Secrets("ns-a")
+		get := func(reader, name string) (*corev1.Secret, error) {
+			if o, ok := c.Published(reader, Secret("ns-a", name)); ok {
+				return o.(*corev1.Secret), nil
+			}
+			return secrets.Get(name)
+		}
+		// gate is not concurrent and runs first: when abandon is set it waits (bounded) until b read the
+		// published signer, then writes a's input, which makes a stale.
+		gate := Loop{Name: "gate", Sync: func(ctx context.Context) error {
+			if !abandon {
+				return nil
+			}
+			select {
+			case <-bRead:
+			case <-time.After(5 * time.Second):
+				return errors.New("b never read the published signer")
+			}
+			_, err := c.Kube.CoreV1().ConfigMaps("ns-a").Create(ctx, cm("ns-a", "input", "x"), metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return nil
+			}
+			return err
+		}}
+		a := Loop{Name: "a", Sync: func(ctx context.Context) error {
+			cl := aTurn.CoreV1(c.Kube.CoreV1()).Secrets("ns-a")
+			if _, err := get("a", "signer"); apierrors.IsNotFound(err) {
+				s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-a", Name: "signer"}, Data: map[string][]byte{"k": []byte("v")}}
+				if _, err := cl.Create(ctx, s, metav1.CreateOptions{}); err != nil {
+					return err
+				}
+			}
+			aTurn.Settle()
+			if !abandon {
+				select { // a takes its turn only once b read what it published
+				case <-bRead:
+				case <-time.After(5 * time.Second):
+					return errors.New("b never read the published signer")
+				}
+			}
+			_, err := cl.Get(ctx, "signer", metav1.GetOptions{}) // waits for the turn, which makes the write
+			return err
+		}}.Concurrent(aTurn, Secret("ns-a", "signer")).Reads(ConfigMap("ns-a", "input")).Settles(Secret("ns-a", "signer"))
+		var bRuns int32
+		b := Loop{Name: "b", Sync: func(ctx context.Context) error {
+			atomic.AddInt32(&bRuns, 1)
+			s, err := get("b", "signer")
+			readOnce.Do(func() { close(bRead) })
+			if err != nil {
+				return err
+			}
+			if _, err := secrets.Get("target"); err == nil {
+				return nil
+			}
+			cl := bTurn.CoreV1(c.Kube.CoreV1()).Secrets("ns-a")
+			_, err = cl.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-a", Name: "target"}, Data: s.Data}, metav1.CreateOptions{})
+			return err
+		}}.Concurrent(bTurn, Secret("ns-a", "signer"), Secret("ns-a", "target"))
+		r := &Runner{Cluster: c, MaxPasses: 3, Parallelism: 2}
+		if err := r.Run(context.Background(), Phase{Name: "p", Loops: []Loop{gate, a, b}}); err != nil {
+			t.Fatalf("abandon=%v: %v", abandon, err)
+		}
+		got, err := c.Kube.CoreV1().Secrets("ns-a").Get(context.Background(), "target", metav1.GetOptions{})
+		if err != nil || string(got.Data["k"]) != "v" {
+			t.Errorf("abandon=%v: target = %v, %v; want the signer's data", abandon, got, err)
+		}
+		ab := strings.Join(r.Result().Abandoned, ",")
+		if want := map[bool]string{false: "", true: "a,b"}[abandon]; ab != want {
+			t.Errorf("abandon=%v: abandoned runs %q, want %q", abandon, ab, want)
+		}
+		if p := r.Result().Passes[0]; p.Errors != 0 {
+			t.Errorf("abandon=%v: pass 1 has %d loop errors", abandon, p.Errors)
+		}
+	}
+}
