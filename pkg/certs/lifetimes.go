@@ -247,20 +247,11 @@ type publishedSecrets struct {
 }
 
 func (l publishedSecrets) Secrets(ns string) corev1listers.SecretNamespaceLister {
-	return publishedSecretsIn{l.SecretLister.Secrets(ns), l, ns}
-}
-
-type publishedSecretsIn struct {
-	corev1listers.SecretNamespaceLister
-	l  publishedSecrets
-	ns string
-}
-
-func (n publishedSecretsIn) Get(name string) (*corev1.Secret, error) {
-	if o, ok := n.l.cluster.Published(n.l.loop, loops.Secret(n.ns, name)); ok {
-		return o.(*corev1.Secret), nil
-	}
-	return n.SecretNamespaceLister.Get(name)
+	in := l.SecretLister.Secrets(ns)
+	return struct {
+		secretsIn
+		published[*corev1.Secret]
+	}{secretsIn{in}, published[*corev1.Secret]{l.cluster, l.loop, loops.Secret(ns, ""), in.Get}}
 }
 
 type publishedConfigMaps struct {
@@ -270,18 +261,36 @@ type publishedConfigMaps struct {
 }
 
 func (l publishedConfigMaps) ConfigMaps(ns string) corev1listers.ConfigMapNamespaceLister {
-	return publishedConfigMapsIn{l.ConfigMapLister.ConfigMaps(ns), l, ns}
+	in := l.ConfigMapLister.ConfigMaps(ns)
+	return struct {
+		configMapsIn
+		published[*corev1.ConfigMap]
+	}{configMapsIn{in}, published[*corev1.ConfigMap]{l.cluster, l.loop, loops.ConfigMap(ns, ""), in.Get}}
 }
 
-type publishedConfigMapsIn struct {
-	corev1listers.ConfigMapNamespaceLister
-	l  publishedConfigMaps
-	ns string
-}
-
-func (n publishedConfigMapsIn) Get(name string) (*corev1.ConfigMap, error) {
-	if o, ok := n.l.cluster.Published(n.l.loop, loops.ConfigMap(n.ns, name)); ok {
-		return o.(*corev1.ConfigMap), nil
+// secretsIn and configMapsIn serve what published does not (List), one level down.
+type (
+	secretsIn struct {
+		corev1listers.SecretNamespaceLister
 	}
-	return n.ConfigMapNamespaceLister.Get(name)
+	configMapsIn struct {
+		corev1listers.ConfigMapNamespaceLister
+	}
+)
+
+// published gets an object of one namespace: the one a loop ahead keeps for its turn and published, else get's.
+type published[T any] struct {
+	cluster *loops.Cluster
+	loop    string
+	object  loops.Object // resource and namespace; Get names it
+	get     func(name string) (T, error)
+}
+
+func (p published[T]) Get(name string) (T, error) {
+	o := p.object
+	o.Name = name
+	if obj, ok := p.cluster.Published(p.loop, o); ok {
+		return obj.(T), nil
+	}
+	return p.get(name)
 }
