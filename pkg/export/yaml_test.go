@@ -33,16 +33,8 @@ func TestMarshalYAMLIsSigsYAML(t *testing.T) {
 			"typed": map[string]string{"x": "y"}, "strings": []string{"a", "b"}, "ünicode-key": "v", "a10": 1, "a9": 2, "A": 3,
 			"deep": map[string]interface{}{"m": map[string]interface{}{"n": []interface{}{[]interface{}{int64(1)}, 2.5}}}},
 	}
-	vendored, err := vendoredCRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range vendored {
-		obj, err := f.object()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cases["crd "+f.name] = obj
+	for name, obj := range vendoredCRDObjects(t) {
+		cases[name] = obj
 	}
 	for name, obj := range cases {
 		want, werr := yaml.Marshal(obj)
@@ -71,20 +63,12 @@ func TestUnmarshalYAMLIsSigsYAML(t *testing.T) {
 		"merge":       "x: &x {a: 1}\ny:\n  <<: *x\n  b: 2\n",
 		"invalid utf": "a: !!binary /w==\n",
 	}
-	vendored, err := vendoredCRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range vendored {
-		obj, err := f.object()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for name, obj := range vendoredCRDObjects(t) {
 		b, err := yaml.Marshal(obj)
 		if err != nil {
 			t.Fatal(err)
 		}
-		docs["crd "+f.name] = string(b)
+		docs[name] = string(b)
 	}
 	for name, doc := range docs {
 		var want map[string]interface{}
@@ -98,4 +82,23 @@ func TestUnmarshalYAMLIsSigsYAML(t *testing.T) {
 			t.Errorf("%s: UnmarshalYAML differs from sigs.k8s.io/yaml:\n got %#v\nwant %#v", name, got, want)
 		}
 	}
+}
+
+// vendoredCRDObjects decodes every vendored CRD, keyed "crd <file>": the largest real documents the YAML code
+// handles.
+func vendoredCRDObjects(t *testing.T) map[string]map[string]interface{} {
+	t.Helper()
+	vendored, err := vendoredCRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]interface{}{}
+	for _, f := range vendored {
+		obj, err := f.object()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["crd "+f.name] = obj
+	}
+	return out
 }
