@@ -6,10 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
-	"slices"
-	"strings"
 	"syscall"
 )
 
@@ -212,46 +209,22 @@ func syncPath(p string) error {
 
 // WriteFile writes one file inside an output dir with exactly the given mode (set with chmod after
 // writing, so the umask does not apply); missing parent directories are created with mode 0755 (also
-// exact). An existing file is truncated and rewritten; a symlink at path is not followed (error).
+// exact). An existing regular file is replaced by a new one (never written through: it may share its inode with
+// another path, see Plan); a symlink at path is not followed (error).
 // It does not fsync: WriteDirAtomic syncs the whole output. Inside a WriteDirAtomic that replaces a previous
 // output, an unchanged file is a hard link to the previous output's (reuse.go).
 func WriteFile(p string, mode fs.FileMode, data []byte) error {
 	if mode&^fs.ModePerm != 0 {
 		return fmt.Errorf("writing %s: mode %v has bits other than permission bits", p, mode)
 	}
-	if old, ok := previousOf(p); ok {
-		if linkUnchanged(old, p, mode, data) {
-			return nil
-		}
-		// Never write through an inode a previous output may share (reuse.go): replace what is at p.
-		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() {
-			if err := os.Remove(p); err != nil {
-				return fmt.Errorf("writing %s: %w", p, err)
-			}
-		}
-	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|noFollow, 0o600)
+	err := writeFile(p, mode, data, false)
 	if errors.Is(err, fs.ErrNotExist) { // a missing parent: create the parents, then try again
 		if err := mkdirAllExact(filepath.Dir(p), 0o755); err != nil {
 			return fmt.Errorf("writing %s: %w", p, err)
 		}
-		f, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|noFollow, 0o600)
+		err = writeFile(p, mode, data, false)
 	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", p, err)
-	}
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Chmod(mode)
-	}
-	cerr := f.Close()
-	if werr != nil {
-		return fmt.Errorf("writing %s: %w", p, werr)
-	}
-	if cerr != nil {
-		return fmt.Errorf("writing %s: %w", p, cerr)
-	}
-	return nil
+	return err
 }
 
 // mkdirAllExact creates dir and its missing parents, each with exactly mode. Existing directories are
@@ -297,82 +270,12 @@ func WriteRootfs(dir string, t *Tree) error {
 	if err := mkdirAllExact(dir, 0o755); err != nil {
 		return fmt.Errorf("writing rootfs to %s: %w", dir, err)
 	}
-
-	// Everything to write, as node paths.
-	files := t.Files()
-	units := t.Units()
-	var enabled []string
-	for _, u := range units {
-		if u.Contents != "" {
-			files = append(files, File{Path: path.Join(systemdUnitDir, u.Name), Mode: 0o644, Contents: []byte(u.Contents)})
-		}
-		for _, d := range u.Dropins {
-			files = append(files, File{Path: path.Join(systemdUnitDir, u.Name+".d", d.Name), Mode: 0o644, Contents: []byte(d.Contents)})
-		}
-		if u.Enabled {
-			enabled = append(enabled, "enable "+u.Name+"\n")
-		}
-	}
-	if len(enabled) > 0 {
-		slices.Sort(enabled)
-		files = append(files, File{Path: presetPath, Mode: 0o644, Contents: []byte(strings.Join(enabled, ""))})
-	}
-
-	dirModes := map[string]fs.FileMode{}
-	for _, d := range t.Dirs() {
-		dirModes[d.Path] = d.Mode
-	}
-	implied := func(p string) {
-		for _, d := range parents(p) {
-			if _, ok := dirModes[d]; !ok {
-				dirModes[d] = 0o755
-			}
-		}
-	}
-	for _, d := range t.Dirs() {
-		implied(d.Path)
-	}
-	for _, f := range files {
-		implied(f.Path)
-	}
-	dirs := make([]string, 0, len(dirModes))
-	for d := range dirModes {
-		dirs = append(dirs, d)
-	}
-	slices.Sort(dirs) // parents sort before their children
-
-	host := func(p string) string { return filepath.Join(dir, filepath.FromSlash(p)) }
-
-	// Create directories owner-writable first, write the files, then set the final directory modes
-	// deepest first, so that read-only directories (e.g. 0500) can still be filled.
-	for _, d := range dirs {
-		hp := host(d)
-		if err := os.Mkdir(hp, 0o700); err != nil {
-			if !errors.Is(err, fs.ErrExist) {
-				return fmt.Errorf("writing rootfs: %w", err)
-			}
-			st, serr := os.Lstat(hp)
-			if serr != nil {
-				return fmt.Errorf("writing rootfs: %w", serr)
-			}
-			if !st.IsDir() {
-				return fmt.Errorf("writing rootfs: %s exists and is not a directory", hp)
-			}
-		}
-		if err := os.Chmod(hp, 0o700); err != nil {
-			return fmt.Errorf("writing rootfs: %w", err)
-		}
-	}
-	err := Parallel(len(files), func(i int) error {
-		return WriteFile(host(files[i].Path), files[i].Mode, files[i].Contents)
-	})
-	if err != nil {
+	var p Plan
+	if err := p.Rootfs("", t); err != nil {
 		return fmt.Errorf("writing rootfs: %w", err)
 	}
-	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := os.Chmod(host(dirs[i]), dirModes[dirs[i]]); err != nil {
-			return fmt.Errorf("writing rootfs: %w", err)
-		}
+	if err := p.Write(dir); err != nil {
+		return fmt.Errorf("writing rootfs: %w", err)
 	}
 	return nil
 }

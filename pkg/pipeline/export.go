@@ -191,6 +191,10 @@ func captureState(e *Engine, objs []runtime.Object) (*state.State, error) {
 	if e.From != nil {
 		st.Continues(e.From) // unchanged objects keep their saved files
 	}
+	// Encoded now, while Ignition is built, rather than when the files are written.
+	if err := st.EncodeObjects(); err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
 	return st, nil
 }
 
@@ -233,40 +237,32 @@ func (o *Output) Write(dir string) error {
 	return export.WriteDirAtomic(dir, o.Fill)
 }
 
-// Fill writes the output into tmp, a new directory export.WriteDirAtomic is filling (renew adds its update).
-// aio.ign is written last, once Ignition passed its validation (Validated), which may run meanwhile.
+// Fill writes the output into tmp, a new directory export.WriteDirAtomic is filling (renew adds its update): one
+// export.Plan, so that files with the same contents and mode are written once. aio.ign is written last, once
+// Ignition passed its validation (Validated), which may run meanwhile.
 func (o *Output) Fill(tmp string) error {
-	if err := export.WriteFile(filepath.Join(tmp, "auth", "kubeconfig"), 0600, o.AdminKubeconfig); err != nil {
-		return err
-	}
+	var plan export.Plan
+	plan.File("auth/kubeconfig", 0600, o.AdminKubeconfig)
 	if len(o.Manifests) > 0 {
-		// Made here, not by the writers racing to make it (WriteFile makes missing parents 0755).
-		if err := os.Mkdir(filepath.Join(tmp, "manifests"), 0o700); err != nil {
-			return err
-		}
-		if err := os.Chmod(filepath.Join(tmp, "manifests"), 0o755); err != nil {
-			return err
-		}
+		plan.Dir("manifests", 0o755)
 	}
-	if err := export.Parallel(len(o.Manifests), func(i int) error {
-		m := o.Manifests[i]
+	for _, m := range o.Manifests {
 		mode := fs.FileMode(0644)
 		if m.Secret() {
 			mode = 0600
 		}
-		return export.WriteFile(filepath.Join(tmp, "manifests", m.File), mode, m.YAML)
-	}); err != nil {
-		return err
+		plan.File("manifests/"+m.File, mode, m.YAML)
 	}
-	if err := export.WriteRootfs(filepath.Join(tmp, "rootfs"), o.Tree); err != nil {
+	if err := plan.Rootfs("rootfs", o.Tree); err != nil {
 		return err
 	}
 	if o.State != nil {
-		if err := o.State.Write(tmp); err != nil {
+		if err := o.State.Plan(&plan); err != nil {
 			return err
 		}
 	}
-	if err := export.WriteFile(filepath.Join(tmp, "trace.txt"), 0644, []byte(o.Trace)); err != nil {
+	plan.File("trace.txt", 0644, []byte(o.Trace))
+	if err := plan.Write(tmp); err != nil {
 		return err
 	}
 	if err := o.Validated(); err != nil {

@@ -77,6 +77,8 @@ type State struct {
 	loaded map[string]loadedObject
 	// previous is the state this one continues (Continues): its files are reused for unchanged objects.
 	previous *State
+	// objectFiles are the objects' files once EncodeObjects made them.
+	objectFiles []File
 }
 
 type loadedObject struct {
@@ -149,14 +151,10 @@ func (s *State) Files() ([]File, error) {
 		return nil, err
 	}
 	out := []File{{Path: "README", Contents: []byte(readme)}, {Path: "render.json", Contents: append(head, '\n')}}
-	objs := make([]File, len(s.Objects))
-	err = export.Parallel(len(s.Objects), func(i int) (err error) {
-		objs[i], err = s.objectFile(s.Objects[i])
-		return err
-	})
-	if err != nil {
+	if err := s.EncodeObjects(); err != nil {
 		return nil, err
 	}
+	objs := s.objectFiles
 	seen := map[string]bool{}
 	for _, f := range objs {
 		if seen[f.Path] {
@@ -170,6 +168,24 @@ func (s *State) Files() ([]File, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// EncodeObjects makes the objects' files ahead of Files (and Write), which then only add render.json (its
+// Inputs may still be set after this) and the operators' files. Objects must not change afterwards.
+func (s *State) EncodeObjects() error {
+	if s.objectFiles != nil || len(s.Objects) == 0 {
+		return nil
+	}
+	objs := make([]File, len(s.Objects))
+	err := export.Parallel(len(s.Objects), func(i int) (err error) {
+		objs[i], err = s.objectFile(s.Objects[i])
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.objectFiles = objs
+	return nil
 }
 
 // objectFile is one object's file: objects/<group>_<kind>_<namespace>_<name>.yaml; the previous state's file when
@@ -210,22 +226,26 @@ func (s *State) objectFile(o runtime.Object) (File, error) {
 // Write writes the state into dir/state (dir is a temporary output directory being filled, see
 // export.WriteDirAtomic): directories 0700, files 0600.
 func (s *State) Write(dir string) error {
+	var p export.Plan
+	if err := s.Plan(&p); err != nil {
+		return err
+	}
+	return p.Write(dir)
+}
+
+// Plan adds the state's directories and files, under Dir, to an output's plan.
+func (s *State) Plan(p *export.Plan) error {
 	files, err := s.Files()
 	if err != nil {
 		return err
 	}
-	root := filepath.Join(dir, Dir)
-	for _, d := range []string{root, filepath.Join(root, "objects"), filepath.Join(root, "operators")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return err
-		}
-		if err := os.Chmod(d, 0o700); err != nil {
-			return err
-		}
+	for _, d := range []string{Dir, Dir + "/objects", Dir + "/operators"} {
+		p.Dir(d, 0o700)
 	}
-	return export.Parallel(len(files), func(i int) error {
-		return export.WriteFile(filepath.Join(root, filepath.FromSlash(files[i].Path)), 0o600, files[i].Contents)
-	})
+	for _, f := range files {
+		p.File(Dir+"/"+f.Path, 0o600, f.Contents)
+	}
+	return nil
 }
 
 // Exists says whether dir holds a state.
