@@ -230,11 +230,26 @@ type encodedFile struct {
 
 // encodeAll encodes every file's contents, one worker per core, each reusing its gzip writer (a gzip writer
 // allocates about a megabyte). The result is in files' order and the same as encoding one after another. A file
-// whose previous encoding (by path) decodes to its contents keeps that encoding.
+// whose previous encoding (by path) decodes to its contents keeps that encoding. Files with the same contents
+// (every manifest is both in /opt/openshift/manifests and in the installer's manifests, the etcd certificates
+// once per revision) are encoded once: an encoding is a function of the contents alone.
 func encodeAll(files []File, previous map[string]types.Resource) ([]encodedFile, error) {
 	out := make([]encodedFile, len(files))
-	workers := min(runtime.GOMAXPROCS(0), len(files))
-	errs := parallelEach(len(files), workers, func() *encoder { return &encoder{} }, func(e *encoder, i int) error {
+	first := make(map[string]int, len(files))
+	sameAs := make([]int, len(files))
+	var distinct []int
+	for i, f := range files {
+		if j, ok := first[string(f.Contents)]; ok {
+			sameAs[i] = j
+			continue
+		}
+		first[string(f.Contents)] = i
+		sameAs[i] = i
+		distinct = append(distinct, i)
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(distinct))
+	errs := parallelEach(len(distinct), workers, func() *encoder { return &encoder{} }, func(e *encoder, n int) error {
+		i := distinct[n]
 		if r, ok := previous[files[i].Path]; ok && e.holds(r, files[i].Contents) {
 			out[i].src, out[i].compressed = *r.Source, r.Compression != nil
 			return nil
@@ -245,6 +260,9 @@ func encodeAll(files []File, previous map[string]types.Resource) ([]encodedFile,
 		}
 		return nil
 	})
+	for i := range files {
+		out[i] = out[sameAs[i]]
+	}
 	return out, errors.Join(errs...)
 }
 

@@ -357,11 +357,18 @@ func TestIgnitionValidateTool(t *testing.T) {
 }
 
 // TestIgnitionParallelEncodingMatchesSerial: the workers (each reusing one gzip writer) encode every file of a
-// large, varied tree exactly as a fresh encoder per file does, in the tree's order.
+// large, varied tree exactly as a fresh encoder per file does, in the tree's order; a fifth of the files repeat
+// the contents of an earlier one (encoded once).
 func TestIgnitionParallelEncodingMatchesSerial(t *testing.T) {
 	tr := NewTree()
 	r := rand.New(rand.NewPCG(1, 2))
+	var made []string
 	for i := 0; i < 300; i++ {
+		name := filepath.Join("/etc/test", strings.Repeat("d", i%7), "f"+string(rune('a'+i%26))+strings.Repeat("x", i))
+		if i > 0 && r.IntN(5) == 0 {
+			mustAddFile(t, tr, name, 0644, made[r.IntN(len(made))])
+			continue
+		}
 		var b strings.Builder
 		for j := 0; j < r.IntN(4000); j++ {
 			if r.IntN(3) == 0 {
@@ -370,7 +377,8 @@ func TestIgnitionParallelEncodingMatchesSerial(t *testing.T) {
 				b.WriteString("key: value\n")
 			}
 		}
-		mustAddFile(t, tr, filepath.Join("/etc/test", strings.Repeat("d", i%7), "f"+string(rune('a'+i%26))+strings.Repeat("x", i)), 0644, b.String())
+		made = append(made, b.String())
+		mustAddFile(t, tr, name, 0644, b.String())
 	}
 	files := tr.Files()
 	got, err := encodeAll(files, nil)
