@@ -344,55 +344,83 @@ func encodeContents(data []byte) (string, bool, error) {
 	return (&encoder{}).encode(data)
 }
 
+// encode picks the shortest of three data URLs: percent-escaped ("data:,"), base64 ("data:;base64,") and gzip then
+// base64 (ties keep the earlier). Their lengths are known without building them (the gzip stream aside), so only
+// the chosen one is built.
 func (e *encoder) encode(data []byte) (string, bool, error) {
-	plain := "data:," + escapeDataURL(data)
-	if b64 := "data:;base64," + base64.StdEncoding.EncodeToString(data); len(b64) < len(plain) {
-		plain = b64
+	const plainPrefix, b64Prefix = "data:,", "data:;base64,"
+	escaped := escapedLen(data)
+	best, bestLen := 0, len(plainPrefix)+escaped // 0 plain, 1 base64
+	if l := len(b64Prefix) + base64.StdEncoding.EncodedLen(len(data)); l < bestLen {
+		best, bestLen = 1, l
 	}
-	if len(data) == 0 {
-		return plain, false, nil
-	}
-	e.zbuf.Reset()
-	if e.zw == nil {
-		zw, err := gzip.NewWriterLevel(&e.zbuf, gzipLevel)
-		if err != nil {
+	// A gzip stream is at least 20 bytes (10 header, 8 trailer, 2 of deflate): its URL cannot be shorter than that.
+	if len(data) > 0 && bestLen > len(b64Prefix)+base64.StdEncoding.EncodedLen(20) {
+		e.zbuf.Reset()
+		if e.zw == nil {
+			zw, err := gzip.NewWriterLevel(&e.zbuf, gzipLevel)
+			if err != nil {
+				return "", false, err
+			}
+			e.zw = zw
+		} else {
+			e.zw.Reset(&e.zbuf)
+		}
+		if _, err := e.zw.Write(data); err != nil {
 			return "", false, err
 		}
-		e.zw = zw
-	} else {
-		e.zw.Reset(&e.zbuf)
+		if err := e.zw.Close(); err != nil {
+			return "", false, err
+		}
+		if len(b64Prefix)+base64.StdEncoding.EncodedLen(e.zbuf.Len()) < bestLen {
+			return b64Prefix + base64.StdEncoding.EncodeToString(e.zbuf.Bytes()), true, nil
+		}
 	}
-	zw, zbuf := e.zw, &e.zbuf
-	if _, err := zw.Write(data); err != nil {
-		return "", false, err
+	if best == 1 {
+		return b64Prefix + base64.StdEncoding.EncodeToString(data), false, nil
 	}
-	if err := zw.Close(); err != nil {
-		return "", false, err
-	}
-	if gz := "data:;base64," + base64.StdEncoding.EncodeToString(zbuf.Bytes()); len(gz) < len(plain) {
-		return gz, true, nil
-	}
-	return plain, false, nil
+	return plainPrefix + escapeDataURLLen(data, escaped), false, nil
 }
 
 // escapeDataURL percent-escapes data for the data part of a "data:," URL. Bytes left as they are:
 // ASCII letters and digits and -._~!$&'()*,;=:@/ — all valid unescaped in a URL and taken literally
 // by data URL decoders. Everything else (including '%', '+', '?', '#', space and non-ASCII) becomes %XX.
 func escapeDataURL(data []byte) string {
-	const hex = "0123456789ABCDEF"
-	var b strings.Builder
-	b.Grow(len(data))
+	return escapeDataURLLen(data, escapedLen(data))
+}
+
+// escapedLen is len(escapeDataURL(data)).
+func escapedLen(data []byte) int {
+	n := len(data)
 	for _, c := range data {
-		if dataURLLiteral(c) {
-			b.WriteByte(c)
+		if !dataURLLiterals[c] {
+			n += 2
+		}
+	}
+	return n
+}
+
+// escapeDataURLLen is escapeDataURL(data), whose length is n.
+func escapeDataURLLen(data []byte, n int) string {
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, n)
+	for _, c := range data {
+		if dataURLLiterals[c] {
+			b = append(b, c)
 			continue
 		}
-		b.WriteByte('%')
-		b.WriteByte(hex[c>>4])
-		b.WriteByte(hex[c&0xf])
+		b = append(b, '%', hex[c>>4], hex[c&0xf])
 	}
-	return b.String()
+	return string(b)
 }
+
+// dataURLLiterals are the bytes escapeDataURL leaves as they are.
+var dataURLLiterals = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = dataURLLiteral(byte(c))
+	}
+	return t
+}()
 
 func dataURLLiteral(c byte) bool {
 	switch {

@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"github.com/render-static/render-static/internal/testtools"
@@ -449,5 +450,83 @@ func TestIgnitionReusesPreviousEncodings(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: aio.ign differs from one made without Previous", name)
 		}
+	}
+}
+
+// referenceEncode is how the contents were encoded before encode learned to build only the URL it picks: every
+// candidate built, the shortest kept (ties keep the earlier).
+func referenceEncode(t *testing.T, data []byte) (string, bool) {
+	t.Helper()
+	var esc strings.Builder
+	for _, c := range data {
+		if dataURLLiteral(c) {
+			esc.WriteByte(c)
+		} else {
+			fmt.Fprintf(&esc, "%%%02X", c)
+		}
+	}
+	out := "data:," + esc.String()
+	if b64 := "data:;base64," + base64.StdEncoding.EncodeToString(data); len(b64) < len(out) {
+		out = b64
+	}
+	if len(data) == 0 {
+		return out, false
+	}
+	var z bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&z, gzipLevel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if gz := "data:;base64," + base64.StdEncoding.EncodeToString(z.Bytes()); len(gz) < len(out) {
+		return gz, true
+	}
+	return out, false
+}
+
+// encode picks exactly what building every candidate picks, over contents of every size and make-up: empty, a
+// few bytes, text, binary, repetitive.
+func TestEncodeMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	alphabets := []string{"abc", "key: value\n", "%+ ?#\x00\xff", "-._~!$&'()*,;=:@/", "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b"}
+	e := &encoder{}
+	seen := map[string]bool{}
+	for i := 0; i < 3000; i++ {
+		var data []byte
+		n := r.IntN(8)
+		switch i % 3 {
+		case 1:
+			n = r.IntN(200)
+		case 2:
+			n = r.IntN(6000)
+		}
+		alpha := alphabets[r.IntN(len(alphabets))]
+		for j := 0; j < n; j++ {
+			if r.IntN(10) == 0 {
+				data = append(data, byte(r.IntN(256)))
+			} else {
+				data = append(data, alpha[r.IntN(len(alpha))])
+			}
+		}
+		wantSrc, wantGz := referenceEncode(t, data)
+		gotSrc, gotGz, err := e.encode(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gotSrc != wantSrc || gotGz != wantGz {
+			t.Fatalf("contents %q: encoded as %q (gzip %v), want %q (gzip %v)", data, gotSrc, gotGz, wantSrc, wantGz)
+		}
+		if esc := escapeDataURL(data); len(esc) != escapedLen(data) {
+			t.Fatalf("escapedLen(%q) = %d, len(escapeDataURL) = %d", data, escapedLen(data), len(esc))
+		}
+		seen[strings.SplitN(wantSrc, ",", 2)[0]+fmt.Sprint(wantGz)] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("the contents exercised %v, want all three encodings", seen)
 	}
 }
