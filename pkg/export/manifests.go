@@ -2,6 +2,7 @@ package export
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -49,7 +50,19 @@ func Manifests(c *loops.Cluster) ([]Manifest, error) {
 // ManifestsOf is Manifests of the objects Objects(c) returned (which it only reads), for a caller that needs
 // them for something else as well.
 func ManifestsOf(c *loops.Cluster, objs []runtime.Object) ([]Manifest, error) {
-	return manifestsOf(c, objs)
+	m, _, err := manifestsAndWhole(c, objs, false)
+	return m, err
+}
+
+// ManifestsAndWholeOf is ManifestsOf, and the YAML of objects whole, by object: MarshalYAML(ObjectMap(o)) with
+// nothing stripped (what the state saves, pkg/state), made with the manifest from the same encodings. A
+// mapping's entries are written one after another, each from its own key and value, so an object's YAML is the
+// YAML of each top-level key alone, in key order; only metadata differs between an object whole and its
+// manifest, so the other keys (data, spec, the bulk) are encoded once for both. An object some key of which is
+// not plain letters (whose place in go-yaml's key order this does not model), or whose apiVersion and kind are
+// not those of its type, is left out of the map (the state encodes it itself).
+func ManifestsAndWholeOf(c *loops.Cluster, objs []runtime.Object) ([]Manifest, map[runtime.Object][]byte, error) {
+	return manifestsAndWhole(c, objs, true)
 }
 
 // Objects is every object the cluster's fakes hold (typed kube, config and operator objects with their kind set,
@@ -108,29 +121,44 @@ func Identities(c *loops.Cluster) ([]Identity, error) {
 }
 
 func manifestsOf(c *loops.Cluster, objs []runtime.Object) ([]Manifest, error) {
+	m, _, err := manifestsAndWhole(c, objs, false)
+	return m, err
+}
+
+func manifestsAndWhole(c *loops.Cluster, objs []runtime.Object, wantWhole bool) ([]Manifest, map[runtime.Object][]byte, error) {
 	var ops []map[string]interface{}
 	for _, oc := range c.OperatorClients() {
 		ops = append(ops, oc.Object())
 	}
 	out := make([]Manifest, len(objs)+len(ops))
+	whole := make([][]byte, len(objs))
 	err := Parallel(len(out), func(i int) (err error) {
 		if i < len(objs) {
-			out[i], err = toManifest(objs[i])
+			out[i], whole[i], err = toManifestWhole(objs[i], wantWhole)
 		} else {
 			out[i], err = fromMap(ops[i-len(objs)])
 		}
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	var byObject map[runtime.Object][]byte
+	if wantWhole {
+		byObject = make(map[runtime.Object][]byte, len(objs))
+		for i, o := range objs {
+			if whole[i] != nil {
+				byObject[o] = whole[i]
+			}
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
 	for i := 1; i < len(out); i++ {
 		if out[i].File == out[i-1].File {
-			return nil, fmt.Errorf("two objects export to %s", out[i].File)
+			return nil, nil, fmt.Errorf("two objects export to %s", out[i].File)
 		}
 	}
-	return out, nil
+	return out, byObject, nil
 }
 
 // listAll lists every object of every kind a tracker's scheme knows. The tracker has no "list everything", so the
@@ -175,11 +203,27 @@ func listAll(tracker clienttesting.ObjectTracker, s *runtime.Scheme) ([]runtime.
 }
 
 func toManifest(o runtime.Object) (Manifest, error) {
+	m, _, err := toManifestWhole(o, false)
+	return m, err
+}
+
+// toManifestWhole is toManifest and, when wantWhole and the object allows it (see ManifestsAndWholeOf), o's YAML
+// whole.
+func toManifestWhole(o runtime.Object, wantWhole bool) (Manifest, []byte, error) {
 	u, err := ObjectMap(o)
 	if err != nil {
-		return Manifest{}, err
+		return Manifest{}, nil, err
 	}
-	return fromMap(u)
+	if !wantWhole {
+		m, err := fromMap(u)
+		return m, nil, err
+	}
+	apiVersion, kind := o.GetObjectKind().GroupVersionKind().ToAPIVersionAndKind()
+	if u["apiVersion"] != apiVersion || u["kind"] != kind {
+		m, err := fromMap(u)
+		return m, nil, err
+	}
+	return fromMapWhole(u)
 }
 
 // kindOrder puts what other objects need first.
@@ -197,10 +241,34 @@ func kindOrder(gk schema.GroupKind) string {
 }
 
 func fromMap(u map[string]interface{}) (Manifest, error) {
+	m, _, err := fromMapParts(u, nil)
+	return m, err
+}
+
+// fromMapWhole is fromMap, and u's YAML as it was (nothing stripped) when u's keys allow encoding it by parts.
+func fromMapWhole(u map[string]interface{}) (Manifest, []byte, error) {
+	parts, err := encodeParts(u)
+	if err != nil || parts == nil {
+		m, err2 := fromMap(u)
+		return m, nil, errors.Join(err, err2)
+	}
+	return fromMapParts(u, parts)
+}
+
+// fromMapParts is fromMap; with parts (u's encoding by top-level key, encodeParts), the manifest is made from
+// them and the YAML of u whole is returned as well.
+func fromMapParts(u map[string]interface{}, parts *yamlParts) (Manifest, []byte, error) {
 	obj := &unstructured.Unstructured{Object: u}
 	gvk := obj.GroupVersionKind()
 	if gvk.Kind == "" || gvk.Version == "" {
-		return Manifest{}, fmt.Errorf("object %s/%s has no apiVersion/kind", obj.GetNamespace(), obj.GetName())
+		return Manifest{}, nil, fmt.Errorf("object %s/%s has no apiVersion/kind", obj.GetNamespace(), obj.GetName())
+	}
+	var whole []byte
+	if parts != nil {
+		var err error
+		if whole, err = parts.join(u); err != nil {
+			return Manifest{}, nil, err
+		}
 	}
 	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "ownerReferences", "selfLink"} {
 		unstructured.RemoveNestedField(obj.Object, "metadata", f)
@@ -212,9 +280,15 @@ func fromMap(u map[string]interface{}) (Manifest, error) {
 			}
 		}
 	}
-	b, err := MarshalYAML(obj.Object)
+	var b []byte
+	var err error
+	if parts != nil {
+		b, err = parts.join(obj.Object)
+	} else {
+		b, err = MarshalYAML(obj.Object)
+	}
 	if err != nil {
-		return Manifest{}, err
+		return Manifest{}, nil, err
 	}
 	scope := obj.GetNamespace()
 	if scope == "" {
@@ -225,5 +299,78 @@ func fromMap(u map[string]interface{}) (Manifest, error) {
 		kind += "." + gvk.Group
 	}
 	file := fmt.Sprintf("%s_%s_%s_%s.yaml", kindOrder(gvk.GroupKind()), scope, kind, obj.GetName())
-	return Manifest{File: file, GVK: gvk, Namespace: obj.GetNamespace(), Name: obj.GetName(), Object: obj.Object, YAML: b}, nil
+	return Manifest{File: file, GVK: gvk, Namespace: obj.GetNamespace(), Name: obj.GetName(), Object: obj.Object, YAML: b}, whole, nil
+}
+
+// yamlParts is a map's YAML by top-level key (each key alone: MarshalYAML(map{key: value})), but for metadata,
+// which join encodes from the map it is given.
+type yamlParts struct {
+	keys  []string // sorted
+	parts map[string][]byte
+}
+
+// encodeParts encodes u by top-level key; nil when some key is not plain ASCII letters: go-yaml sorts such keys
+// in code point order (yaml.v2 sorter.go, keyList.Less: letters compare as runes, a prefix first), which is Go's
+// string order; digits and other bytes sort otherwise.
+func encodeParts(u map[string]interface{}) (*yamlParts, error) {
+	if len(u) == 0 {
+		return nil, nil
+	}
+	p := &yamlParts{keys: make([]string, 0, len(u)), parts: make(map[string][]byte, len(u))}
+	for k := range u {
+		if !asciiLetters(k) {
+			return nil, nil
+		}
+		p.keys = append(p.keys, k)
+	}
+	sort.Strings(p.keys)
+	for _, k := range p.keys {
+		if k == "metadata" {
+			continue
+		}
+		b, err := MarshalYAML(map[string]interface{}{k: u[k]})
+		if err != nil {
+			return nil, err
+		}
+		p.parts[k] = b
+	}
+	return p, nil
+}
+
+// join is the YAML of u, which has exactly the keys the parts were made from and the same values but for
+// metadata.
+func (p *yamlParts) join(u map[string]interface{}) ([]byte, error) {
+	if len(u) != len(p.keys) {
+		return nil, fmt.Errorf("encoding by parts: %d keys, parts of %d", len(u), len(p.keys))
+	}
+	n := 0
+	for _, b := range p.parts {
+		n += len(b)
+	}
+	out := make([]byte, 0, n+512)
+	for _, k := range p.keys {
+		b, ok := p.parts[k]
+		if k == "metadata" {
+			var err error
+			if b, err = MarshalYAML(map[string]interface{}{k: u[k]}); err != nil {
+				return nil, err
+			}
+		} else if _, has := u[k]; !has || !ok {
+			return nil, fmt.Errorf("encoding by parts: no key %s", k)
+		}
+		out = append(out, b...)
+	}
+	return out, nil
+}
+
+func asciiLetters(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }

@@ -73,7 +73,8 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("export manifests: %w", err)
 	}
-	manifests, err := export.ManifestsOf(e.Cluster, objs)
+	// The manifests, and each object's YAML whole for the state, from one encoding of what they share.
+	manifests, whole, err := export.ManifestsAndWholeOf(e.Cluster, objs)
 	if err != nil {
 		return nil, fmt.Errorf("export manifests: %w", err)
 	}
@@ -149,7 +150,7 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 		defer close(expired)
 		exp, subject = earliestExpiry(tree, manifests)
 	}()
-	st, err := captureState(e, objs)
+	st, err := captureState(e, objs, whole)
 	<-built
 	<-expired
 	if err != nil {
@@ -177,8 +178,9 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	return out, nil
 }
 
-// captureState is the state of the settled engine, whose objects are objs.
-func captureState(e *Engine, objs []runtime.Object) (*state.State, error) {
+// captureState is the state of the settled engine, whose objects are objs; whole holds the YAML of some of them
+// (export.ManifestsAndWholeOf).
+func captureState(e *Engine, objs []runtime.Object, whole map[runtime.Object][]byte) (*state.State, error) {
 	nodeKeys, err := e.Node.SaveKeys()
 	if err != nil {
 		return nil, err
@@ -192,7 +194,7 @@ func captureState(e *Engine, objs []runtime.Object) (*state.State, error) {
 		st.Continues(e.From) // unchanged objects keep their saved files
 	}
 	// Encoded now, while Ignition is built, rather than when the files are written.
-	if err := st.EncodeObjects(); err != nil {
+	if err := st.EncodeObjects(whole); err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
 	return st, nil

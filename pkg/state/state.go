@@ -151,7 +151,7 @@ func (s *State) Files() ([]File, error) {
 		return nil, err
 	}
 	out := []File{{Path: "README", Contents: []byte(readme)}, {Path: "render.json", Contents: append(head, '\n')}}
-	if err := s.EncodeObjects(); err != nil {
+	if err := s.EncodeObjects(nil); err != nil {
 		return nil, err
 	}
 	objs := s.objectFiles
@@ -171,14 +171,16 @@ func (s *State) Files() ([]File, error) {
 }
 
 // EncodeObjects makes the objects' files ahead of Files (and Write), which then only add render.json (its
-// Inputs may still be set after this) and the operators' files. Objects must not change afterwards.
-func (s *State) EncodeObjects() error {
+// Inputs may still be set after this) and the operators' files. whole may hold an object's file contents
+// already made (export.ManifestsAndWholeOf: MarshalYAML of the object whole, which is what objectFile writes).
+// Objects must not change afterwards.
+func (s *State) EncodeObjects(whole map[runtime.Object][]byte) error {
 	if s.objectFiles != nil || len(s.Objects) == 0 {
 		return nil
 	}
 	objs := make([]File, len(s.Objects))
 	err := export.Parallel(len(s.Objects), func(i int) (err error) {
-		objs[i], err = s.objectFile(s.Objects[i])
+		objs[i], err = s.objectFile(s.Objects[i], whole[s.Objects[i]])
 		return err
 	})
 	if err != nil {
@@ -189,8 +191,8 @@ func (s *State) EncodeObjects() error {
 }
 
 // objectFile is one object's file: objects/<group>_<kind>_<namespace>_<name>.yaml; the previous state's file when
-// the object is the one it holds unchanged (Continues).
-func (s *State) objectFile(o runtime.Object) (File, error) {
+// the object is the one it holds unchanged (Continues); else made, or made already (made: see EncodeObjects).
+func (s *State) objectFile(o runtime.Object, made []byte) (File, error) {
 	m, err := meta.Accessor(o)
 	if err != nil {
 		return File{}, err
@@ -209,6 +211,9 @@ func (s *State) objectFile(o runtime.Object) (File, error) {
 		if l, ok := s.previous.loaded[p]; ok && reflect.DeepEqual(l.object, o) {
 			return File{Path: p, Contents: l.contents}, nil
 		}
+	}
+	if made != nil {
+		return File{Path: p, Contents: made}, nil
 	}
 	u, err := export.ObjectMap(o)
 	if err != nil {
