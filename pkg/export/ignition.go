@@ -235,15 +235,14 @@ type encodedFile struct {
 // once per revision) are encoded once: an encoding is a function of the contents alone.
 func encodeAll(files []File, previous map[string]types.Resource) ([]encodedFile, error) {
 	out := make([]encodedFile, len(files))
-	first := make(map[string]int, len(files))
+	same := newContentIndex(len(files))
 	sameAs := make([]int, len(files))
 	var distinct []int
 	for i, f := range files {
-		if j, ok := first[string(f.Contents)]; ok {
+		if j, ok := same.firstOf(i, f.Contents, nil); ok {
 			sameAs[i] = j
 			continue
 		}
-		first[string(f.Contents)] = i
 		sameAs[i] = i
 		distinct = append(distinct, i)
 	}

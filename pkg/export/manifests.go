@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
+	"sync"
 
 	configscheme "github.com/openshift/client-go/config/clientset/versioned/scheme"
 	operatorscheme "github.com/openshift/client-go/operator/clientset/versioned/scheme"
@@ -161,17 +163,38 @@ func manifestsAndWhole(c *loops.Cluster, objs []runtime.Object, wantWhole bool) 
 	return out, byObject, nil
 }
 
+// sortedKinds are the scheme's kinds sorted by their String(), made once per scheme (and again if the scheme
+// learns kinds): a render lists every kind of three schemes of ~1,000 kinds.
+func sortedKinds(s *runtime.Scheme, types map[schema.GroupVersionKind]reflect.Type) []schema.GroupVersionKind {
+	if c, ok := kindsByScheme.Load(s); ok && len(c.([]schema.GroupVersionKind)) == len(types) {
+		return c.([]schema.GroupVersionKind)
+	}
+	type named struct {
+		gvk  schema.GroupVersionKind
+		name string
+	}
+	all := make([]named, 0, len(types))
+	for gvk := range types {
+		all = append(all, named{gvk, gvk.String()})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
+	gvks := make([]schema.GroupVersionKind, len(all))
+	for i, n := range all {
+		gvks[i] = n.gvk
+	}
+	kindsByScheme.Store(s, gvks)
+	return gvks
+}
+
+var kindsByScheme sync.Map // *runtime.Scheme → []schema.GroupVersionKind, sorted
+
 // listAll lists every object of every kind a tracker's scheme knows. The tracker has no "list everything", so the
 // scheme's types are walked; a kind without a list type cannot be stored and is skipped.
 func listAll(tracker clienttesting.ObjectTracker, s *runtime.Scheme) ([]runtime.Object, error) {
 	var out []runtime.Object
 	seen := map[schema.GroupVersionResource]bool{}
 	types := s.AllKnownTypes()
-	gvks := make([]schema.GroupVersionKind, 0, len(types))
-	for gvk := range types {
-		gvks = append(gvks, gvk)
-	}
-	sort.Slice(gvks, func(i, j int) bool { return gvks[i].String() < gvks[j].String() })
+	gvks := sortedKinds(s, types)
 	for _, gvk := range gvks {
 		if gvk.Version == runtime.APIVersionInternal || strings.HasSuffix(gvk.Kind, "List") || strings.HasSuffix(gvk.Kind, "Options") ||
 			gvk.Kind == "WatchEvent" || gvk.Kind == "Status" || gvk.Kind == "APIVersions" || gvk.Kind == "APIGroup" ||

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io/fs"
 	"os"
 	"path"
@@ -150,21 +151,15 @@ func (p *Plan) Write(root string) error {
 	}
 
 	// The first file with given mode and contents is written; the next ones link to it.
-	type key struct {
-		mode fs.FileMode
-		data string
-	}
-	first := map[key]int{}
 	var distinct, links []int
 	linkTo := make([]int, len(p.files))
+	same := newContentIndex(len(p.files))
 	for i, f := range p.files {
-		k := key{f.Mode, string(f.Contents)}
-		if j, ok := first[k]; ok {
+		if j, ok := same.firstOf(i, f.Contents, func(j int) bool { return p.files[j].Mode == f.Mode }); ok {
 			linkTo[i] = j
 			links = append(links, i)
 			continue
 		}
-		first[k] = i
 		distinct = append(distinct, i)
 	}
 	if err := Parallel(len(distinct), func(n int) error {
@@ -185,6 +180,32 @@ func (p *Plan) Write(root string) error {
 		}
 	}
 	return nil
+}
+
+// contentIndex finds the first of a list of items with the same contents (and whatever else a caller compares),
+// by a hash of the contents: no copy of them is kept.
+type contentIndex struct {
+	seed     maphash.Seed
+	byHash   map[uint64][]int
+	contents map[int][]byte
+}
+
+func newContentIndex(n int) *contentIndex {
+	return &contentIndex{seed: maphash.MakeSeed(), byHash: make(map[uint64][]int, n), contents: make(map[int][]byte, n)}
+}
+
+// firstOf returns the first item added before i with the same contents for which also(j) holds; when there is
+// none, it adds i.
+func (c *contentIndex) firstOf(i int, contents []byte, also func(j int) bool) (int, bool) {
+	h := maphash.Bytes(c.seed, contents)
+	for _, j := range c.byHash[h] {
+		if bytes.Equal(c.contents[j], contents) && (also == nil || also(j)) {
+			return j, true
+		}
+	}
+	c.byHash[h] = append(c.byHash[h], i)
+	c.contents[i] = contents
+	return 0, false
 }
 
 // linkFile makes p a hard link to src, replacing a regular file at p.
