@@ -156,6 +156,7 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 		_ = out.Validated()
 		return nil, err
 	}
+	written := time.Now()
 	if err := out.Write(o.Dir); err != nil {
 		if verr := out.Validated(); verr != nil {
 			return nil, fmt.Errorf("ignition: %w", verr)
@@ -163,6 +164,7 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 		return nil, err
 	}
 	s := out.Summary
+	s.WriteTime = time.Since(written)
 	s.Elapsed = time.Since(start)
 	return &s, nil
 }

@@ -21,8 +21,10 @@ type Summary struct {
 	EarliestExpirySubject         string // the certificate's name in `render-static certs`
 	Elapsed                       time.Duration
 	// Timing of the render's parts, for benchmarks. IgnitionTime is building Ignition, with the state captured and
-	// the earliest expiry found meanwhile; a render validates Ignition while it writes the output directory.
-	KeygenTime, LoopsTime, ExportTime, IgnitionTime time.Duration
+	// the earliest expiry found meanwhile; a render validates Ignition while it writes the output directory
+	// (WriteTime: until the directory is in place and durable). The rest of Elapsed is setting up: reading the
+	// inputs (and a saved state), building the cluster and the loops.
+	KeygenTime, LoopsTime, ExportTime, IgnitionTime, WriteTime time.Duration
 	// Warnings are printed after the summary: inputs that render but need care (leaves of minutes).
 	Warnings []string
 }
