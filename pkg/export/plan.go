@@ -79,7 +79,7 @@ func (p *Plan) Rootfs(rel string, t *Tree) error {
 }
 
 // Write writes the plan into root, an existing directory whose own mode it leaves alone. Directories are made
-// first (owner-writable until the files are in), then the files, distinct ones in parallel, then the hard links
+// first, level by level (owner-writable until the files are in), then the files, distinct ones in parallel, then the hard links
 // of the duplicates, then the final modes of the directories that needed one, deepest first. Directories that
 // already exist get the plan's modes; files that already exist are replaced; symlinks are never followed.
 func (p *Plan) Write(root string) error {
@@ -120,8 +120,10 @@ func (p *Plan) Write(root string) error {
 	umask, umaskKnown := currentUmask()
 	exact := func(m fs.FileMode) bool { return umaskKnown && m&umask == 0 }
 
-	var chmodLater []string
-	for _, d := range dirs {
+	// Directories level by level (a parent before its children), each level in parallel.
+	later := make([]bool, len(dirs)) // whose final mode is set at the end
+	mkdir := func(i int) error {
+		d := dirs[i]
 		m, hp := dirModes[d], host(d)
 		direct := exact(m) && m&0o700 == 0o700 // fillable as it is
 		create := m
@@ -146,7 +148,21 @@ func (p *Plan) Write(root string) error {
 			if err := os.Chmod(hp, 0o700); err != nil {
 				return fmt.Errorf("writing %s: %w", hp, err)
 			}
-			chmodLater = append(chmodLater, d)
+			later[i] = true
+		}
+		return nil
+	}
+	var levels [][]int
+	for i, d := range dirs {
+		depth := strings.Count(d, "/")
+		for len(levels) <= depth {
+			levels = append(levels, nil)
+		}
+		levels[depth] = append(levels[depth], i)
+	}
+	for _, level := range levels {
+		if err := Parallel(len(level), func(n int) error { return mkdir(level[n]) }); err != nil {
+			return err
 		}
 	}
 
@@ -174,9 +190,12 @@ func (p *Plan) Write(root string) error {
 	}); err != nil {
 		return err
 	}
-	for i := len(chmodLater) - 1; i >= 0; i-- {
-		if err := os.Chmod(host(chmodLater[i]), dirModes[chmodLater[i]]); err != nil {
-			return fmt.Errorf("writing %s: %w", host(chmodLater[i]), err)
+	for i := len(dirs) - 1; i >= 0; i-- { // children before their parents
+		if !later[i] {
+			continue
+		}
+		if err := os.Chmod(host(dirs[i]), dirModes[dirs[i]]); err != nil {
+			return fmt.Errorf("writing %s: %w", host(dirs[i]), err)
 		}
 	}
 	return nil
