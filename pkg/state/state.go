@@ -348,7 +348,8 @@ func keyOf(o runtime.Object) (objectKey, error) {
 
 // Seeds are the objects a run continuing from the state starts with: every saved object, except that the objects
 // a run derives from its inputs (fresh: the installer's objects of clusterconfig.Objects) replace their saved
-// copies, keeping the saved UID and creation time, so that a changed input reaches the loops. Typed objects go to
+// copies, keeping the saved UID and creation time, and the saved status where the installer leaves status to an
+// operator (keepStatus), so that a changed input reaches the loops. Typed objects go to
 // loops.NewCluster; unstructured ones (the dynamic client's kinds) are returned apart.
 func (s *State) Seeds(fresh []runtime.Object) (typed []runtime.Object, dynamic []*unstructured.Unstructured, err error) {
 	replace := map[objectKey]runtime.Object{}
@@ -371,6 +372,7 @@ func (s *State) Seeds(fresh []runtime.Object) (typed []runtime.Object, dynamic [
 			om, _ := meta.Accessor(o)
 			fm.SetUID(om.GetUID())
 			fm.SetCreationTimestamp(om.GetCreationTimestamp())
+			keepStatus(f, o)
 			used[k] = true
 			o = f
 		}
@@ -386,4 +388,30 @@ func (s *State) Seeds(fresh []runtime.Object) (typed []runtime.Object, dynamic [
 		}
 	}
 	return typed, dynamic, nil
+}
+
+// keepStatus gives fresh, an installer-made object replacing its saved copy, the saved copy's status when the
+// installer leaves status empty: that status is an operator's, which the previous run's loops wrote. Without it a
+// re-render starts from an empty status (e.g. network.config.openshift.io cluster's, which
+// emulate/cluster-network-operator fills), so its first pass rewrites that status and a whole second pass runs
+// only to find nothing else changed.
+//
+// Safe because the only loops writing the status of an installer-made object (clusterconfig.NetworkStatus and
+// ProxyStatus) derive the whole status from the spec and the inputs, and rewrite it in their first turn whenever
+// it differs; the one field they carry over (Network status.clusterNetworkMTU) is the value they set themselves
+// (1400) when it was empty. So the cluster settles on the same status either way: with unchanged inputs the saved
+// status is already what the loop wants (no write); with a changed spec the loop writes the status the spec now
+// says, as it did from an empty one. Only the trace differs, by the write that no longer happens. Statuses the
+// installer sets itself (Infrastructure, FeatureGate) stay the fresh ones.
+func keepStatus(fresh, saved runtime.Object) {
+	f := reflect.ValueOf(fresh)
+	if f.Kind() != reflect.Pointer || reflect.TypeOf(saved) != f.Type() || f.Elem().Kind() != reflect.Struct {
+		return
+	}
+	status := f.Elem().FieldByName("Status")
+	if !status.IsValid() || !status.CanSet() || !status.IsZero() {
+		return
+	}
+	// A copy: the saved object stays the state's own (Continues compares against it).
+	status.Set(reflect.ValueOf(saved.DeepCopyObject()).Elem().FieldByName("Status"))
 }
