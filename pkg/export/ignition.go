@@ -29,12 +29,51 @@ type IgnitionOptions struct {
 }
 
 // PreviousIgnition is an earlier aio.ign's file contents, parsed for IgnitionOptions.PreviousParsed.
-type PreviousIgnition struct{ sources map[string]types.Resource }
+type PreviousIgnition struct {
+	sources map[string]types.Resource
+	// raw is the earlier aio.ign and valid its ValidateIgnition result, there once checked is closed (nil
+	// checked: not validated, see ParseValidatePreviousIgnition).
+	raw     []byte
+	valid   error
+	checked chan struct{}
+}
 
 // ParsePreviousIgnition parses an earlier aio.ign for IgnitionOptions.PreviousParsed (one that does not parse,
 // or nil, gives nothing to reuse).
 func ParsePreviousIgnition(ign []byte) *PreviousIgnition {
 	return &PreviousIgnition{sources: previousSources(ign)}
+}
+
+// ParseValidatePreviousIgnition is ParsePreviousIgnition that also runs ValidateIgnition on the earlier aio.ign,
+// on a goroutine of its own, so that Validate needs no parse-back for a config identical to it. A re-render of
+// unchanged inputs makes exactly the earlier aio.ign: its validation then runs while the caller does other work
+// (the loops) instead of after the config is built.
+func ParseValidatePreviousIgnition(ign []byte) *PreviousIgnition {
+	p := &PreviousIgnition{raw: ign, checked: make(chan struct{})}
+	go func() {
+		defer close(p.checked)
+		if len(ign) == 0 {
+			p.valid = errors.New("no earlier config")
+			return
+		}
+		p.valid = ValidateIgnition(ign)
+	}()
+	p.sources = previousSources(ign)
+	return p
+}
+
+// Validate is ValidateIgnition(raw), except that a raw identical to the earlier aio.ign that passed it (checked by
+// ParseValidatePreviousIgnition) passes without a parse-back of its own: ValidateIgnition is a function of the
+// bytes alone (the Ignition library's parse and validation of them, nothing else), so the same bytes get the same
+// verdict, from the same code in this same process. p may be nil.
+func (p *PreviousIgnition) Validate(raw []byte) error {
+	if p != nil && p.checked != nil && len(raw) == len(p.raw) {
+		<-p.checked
+		if p.valid == nil && bytes.Equal(raw, p.raw) {
+			return nil
+		}
+	}
+	return ValidateIgnition(raw)
 }
 
 // EncoderID names how Ignition encodes contents (the Go release, whose compress/flate makes the bytes, and the

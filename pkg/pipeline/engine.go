@@ -93,7 +93,8 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 		opts.Parallelism = DefaultParallelism()
 	}
 	// What Export needs that the loops do not change is read and parsed while they run: the CRDs
-	// (export.PrefetchCRDs) and the aio.ign beside the state, whose encodings Ignition keeps.
+	// (export.PrefetchCRDs) and the aio.ign beside the state, whose encodings Ignition keeps, validated (an
+	// identical new aio.ign then needs no validation of its own, export.PreviousIgnition.Validate).
 	go export.PrefetchCRDs(in.InstallConfig.FeatureSet)
 	var previousIgn func() *export.PreviousIgnition
 	if st != nil {
@@ -101,7 +102,7 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			prev = export.ParsePreviousIgnition(previousIgnition(st))
+			prev = export.ParseValidatePreviousIgnition(previousIgnition(st))
 		}()
 		previousIgn = func() *export.PreviousIgnition { <-done; return prev }
 	}

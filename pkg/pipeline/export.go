@@ -138,9 +138,11 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	var ign []byte
 	var ignErr error
 	built := make(chan struct{})
+	var prevIgn *export.PreviousIgnition // set once built is closed
 	go func() {
 		defer close(built)
-		ign, ignErr = export.IgnitionUnvalidated(tree, export.IgnitionOptions{SSHAuthorizedKeys: in.InstallConfig.SSHKeys(), PreviousParsed: e.previousIgnition()})
+		prevIgn = e.previousIgnition()
+		ign, ignErr = export.IgnitionUnvalidated(tree, export.IgnitionOptions{SSHAuthorizedKeys: in.InstallConfig.SSHKeys(), PreviousParsed: prevIgn})
 	}()
 	var exp time.Time
 	var subject string
@@ -172,7 +174,7 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	}
 	go func() {
 		defer close(out.validated)
-		out.validationErr = export.ValidateIgnition(ign)
+		out.validationErr = prevIgn.Validate(ign) // ValidateIgnition, done already when ign is the previous aio.ign
 	}()
 	return out, nil
 }
