@@ -294,9 +294,12 @@ func Load(dir string) (*State, error) {
 // decode turns a saved object into the typed object a scheme knows, or keeps it unstructured (the dynamic
 // client's kinds).
 func decode(b []byte) (runtime.Object, error) {
-	m, err := export.UnmarshalYAML(b)
-	if err != nil {
-		return nil, err
+	m, ok := fastYAML(b) // what export.UnmarshalYAML gives, for the YAML it writes
+	if !ok {
+		var err error
+		if m, err = export.UnmarshalYAML(b); err != nil {
+			return nil, err
+		}
 	}
 	u := &unstructured.Unstructured{Object: m}
 	gvk := u.GroupVersionKind()
