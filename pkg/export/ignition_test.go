@@ -441,6 +441,20 @@ func TestIgnitionReusesPreviousEncodings(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: aio.ign differs from one made without Previous", name)
 		}
+		// The same, with the earlier aio.ign decoded, validated and parsed ahead (ParseValidatePreviousIgnition).
+		o = opts
+		p := ParseValidatePreviousIgnition(prev)
+		<-p.checked
+		o.PreviousParsed = p
+		if got, err = Ignition(build(true), o); err != nil {
+			t.Fatalf("%s, parsed ahead: %v", name, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s, parsed ahead: aio.ign differs from one made without Previous", name)
+		}
+		if reused := len(got) > 0 && len(prev) > 0 && &got[0] == &prev[0]; reused != (name == "same tree") {
+			t.Errorf("%s, parsed ahead: the earlier aio.ign itself given back: %v", name, reused)
+		}
 	}
 }
 
