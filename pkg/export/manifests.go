@@ -52,6 +52,16 @@ func ManifestsOf(c *loops.Cluster, objs []runtime.Object) ([]Manifest, error) {
 	return manifestsOf(c, objs)
 }
 
+// ManifestsReusing is ManifestsOf taking an object's manifest from reuse when it gives one (ok): reuse must give
+// exactly what ToManifest gives for that object, e.g. a manifest made ahead from an equal object. reuse runs on
+// several goroutines at once.
+func ManifestsReusing(c *loops.Cluster, objs []runtime.Object, reuse func(o runtime.Object) (Manifest, bool)) ([]Manifest, error) {
+	return manifestsReusing(c, objs, reuse)
+}
+
+// ToManifest is one object's manifest, as Manifests exports it (the object is only read).
+func ToManifest(o runtime.Object) (Manifest, error) { return toManifest(o) }
+
 // Objects is every object the cluster's fakes hold (typed kube, config and operator objects with their kind set,
 // and the dynamic client's unstructured objects), as they are: nothing stripped. Operator clients are not
 // included (see loops.OperatorClient).
@@ -108,6 +118,10 @@ func Identities(c *loops.Cluster) ([]Identity, error) {
 }
 
 func manifestsOf(c *loops.Cluster, objs []runtime.Object) ([]Manifest, error) {
+	return manifestsReusing(c, objs, nil)
+}
+
+func manifestsReusing(c *loops.Cluster, objs []runtime.Object, reuse func(o runtime.Object) (Manifest, bool)) ([]Manifest, error) {
 	var ops []map[string]interface{}
 	for _, oc := range c.OperatorClients() {
 		ops = append(ops, oc.Object())
@@ -115,6 +129,12 @@ func manifestsOf(c *loops.Cluster, objs []runtime.Object) ([]Manifest, error) {
 	out := make([]Manifest, len(objs)+len(ops))
 	err := Parallel(len(out), func(i int) (err error) {
 		if i < len(objs) {
+			if reuse != nil {
+				if m, ok := reuse(objs[i]); ok {
+					out[i] = m
+					return nil
+				}
+			}
 			out[i], err = toManifest(objs[i])
 		} else {
 			out[i], err = fromMap(ops[i-len(objs)])

@@ -39,6 +39,8 @@ type Engine struct {
 	From *state.State
 	// previousIgn waits for the aio.ign beside From, parsed while the loops ran (nil: parse it when needed).
 	previousIgn func() *export.PreviousIgnition
+	// ahead are the manifests of From's objects, made while the loops ran (nil: none).
+	ahead *aheadManifests
 }
 
 // Component returns the named component, or nil.
@@ -106,6 +108,14 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 		}()
 		previousIgn = func() *export.PreviousIgnition { <-done; return prev }
 	}
+	// And the manifests of the saved objects, which a re-render's loops leave nearly all as they are.
+	ahead := manifestsAhead(st)
+	succeeded := false
+	defer func() {
+		if !succeeded {
+			ahead.halt() // Export stops it once it needs the cores
+		}
+	}()
 	t := time.Now()
 	fresh, err := clusterconfig.Objects(in)
 	if err != nil {
@@ -225,10 +235,11 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 	if adminErr != nil {
 		return nil, adminErr
 	}
+	succeeded = true
 	return &Engine{
 		Inputs: in, Cluster: c, Admin: admin, Components: comps, Node: nodeSide, Revisions: revs,
 		Result: r.Result(), Loops: len(converge.Loops) + len(revision.Loops),
-		KeygenTime: keygen, LoopsTime: time.Since(t), From: st, previousIgn: previousIgn,
+		KeygenTime: keygen, LoopsTime: time.Since(t), From: st, previousIgn: previousIgn, ahead: ahead,
 	}, nil
 }
 

@@ -73,7 +73,8 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("export manifests: %w", err)
 	}
-	manifests, err := export.ManifestsOf(e.Cluster, objs)
+	e.ahead.halt()
+	manifests, err := export.ManifestsReusing(e.Cluster, objs, e.ahead.reuse)
 	if err != nil {
 		return nil, fmt.Errorf("export manifests: %w", err)
 	}

@@ -82,6 +82,7 @@ type State struct {
 type loadedObject struct {
 	object   runtime.Object
 	contents []byte
+	index    int // in Objects
 }
 
 // Continues says that s is the state of a run that started from prev (a loaded state): Files then writes prev's
@@ -172,12 +173,11 @@ func (s *State) Files() ([]File, error) {
 	return out, nil
 }
 
-// objectFile is one object's file: objects/<group>_<kind>_<namespace>_<name>.yaml; the previous state's file when
-// the object is the one it holds unchanged (Continues).
-func (s *State) objectFile(o runtime.Object) (File, error) {
+// objectPath is an object's file: objects/<group>_<kind>_<namespace>_<name>.yaml.
+func objectPath(o runtime.Object) (string, error) {
 	m, err := meta.Accessor(o)
 	if err != nil {
-		return File{}, err
+		return "", err
 	}
 	gvk := o.GetObjectKind().GroupVersionKind()
 	ns := m.GetNamespace()
@@ -188,7 +188,35 @@ func (s *State) objectFile(o runtime.Object) (File, error) {
 	if group == "" {
 		group = "core"
 	}
-	p := fmt.Sprintf("objects/%s_%s_%s_%s.yaml", group, strings.ToLower(gvk.Kind), ns, m.GetName())
+	return fmt.Sprintf("objects/%s_%s_%s_%s.yaml", group, strings.ToLower(gvk.Kind), ns, m.GetName()), nil
+}
+
+// LoadedIndex says which of the loaded state's Objects o is exactly (reflect.DeepEqual), the one saved at o's
+// file; false for another object, a changed one, or a state that was not loaded. Such an object gives whatever
+// the loaded one gives (its manifest, its file), which can be made ahead.
+func (s *State) LoadedIndex(o runtime.Object) (int, bool) {
+	if s == nil || s.loaded == nil {
+		return 0, false
+	}
+	p, err := objectPath(o)
+	if err != nil {
+		return 0, false
+	}
+	l, ok := s.loaded[p]
+	if !ok || !reflect.DeepEqual(l.object, o) {
+		return 0, false
+	}
+	return l.index, true
+}
+
+// objectFile is one object's file (objectPath); the previous state's file when the object is the one it holds
+// unchanged (Continues).
+func (s *State) objectFile(o runtime.Object) (File, error) {
+	p, err := objectPath(o)
+	if err != nil {
+		return File{}, err
+	}
+	gvk := o.GetObjectKind().GroupVersionKind()
 	if s.previous != nil {
 		if l, ok := s.previous.loaded[p]; ok && reflect.DeepEqual(l.object, o) {
 			return File{Path: p, Contents: l.contents}, nil
@@ -275,7 +303,7 @@ func Load(dir string) (*State, error) {
 	}
 	s.loaded = make(map[string]loadedObject, len(paths))
 	for i, p := range paths {
-		s.loaded["objects/"+filepath.Base(p)] = loadedObject{object: s.Objects[i], contents: contents[i]}
+		s.loaded["objects/"+filepath.Base(p)] = loadedObject{object: s.Objects[i], contents: contents[i], index: i}
 	}
 	ops, err := filepath.Glob(filepath.Join(root, "operators", "*.json"))
 	if err != nil {
