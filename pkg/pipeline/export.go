@@ -75,6 +75,7 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	}
 	e.ahead.halt()
 	manifests, err := export.ManifestsReusing(e.Cluster, objs, e.ahead.reuse)
+	e.ahead = nil // what was not taken is garbage
 	if err != nil {
 		return nil, fmt.Errorf("export manifests: %w", err)
 	}
