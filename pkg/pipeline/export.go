@@ -36,6 +36,16 @@ type Output struct {
 	// error in validationErr; nil when Ignition was validated before the Output was made.
 	validated     chan struct{}
 	validationErr error
+	// expiry waits for the earliest expiry, found while Render writes the output (nil: in Summary already).
+	expiry func() (time.Time, string)
+}
+
+// summarized puts the earliest expiry into Summary once it is found.
+func (o *Output) summarized() {
+	if o.expiry != nil {
+		o.Summary.EarliestExpiry, o.Summary.EarliestExpirySubject = o.expiry()
+		o.expiry = nil
+	}
 }
 
 // Validated waits for the parse-back validation of Ignition and returns its error: Ignition may be used (written,
@@ -59,11 +69,13 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 	if err := out.Validated(); err != nil {
 		return nil, fmt.Errorf("ignition: %w", err)
 	}
+	out.summarized()
 	return out, nil
 }
 
-// exportValidating is Export returning while Ignition's parse-back validation still runs (Output.Validated), so
-// that the output directory is written meanwhile (Render). The Ignition config is built, the state captured and the
+// exportValidating is Export returning while Ignition's parse-back validation still runs (Output.Validated), and
+// while the earliest expiry is still being found (Output.summarized), so that the output directory is written
+// meanwhile (Render). The Ignition config is built, the state captured and the
 // earliest expiry found on goroutines of their own: none depends on another.
 func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	t := time.Now()
@@ -155,24 +167,23 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	}()
 	st, err := captureState(e, objs)
 	<-built
-	<-expired
 	if err != nil {
 		return nil, err
 	}
 	if ignErr != nil {
 		return nil, fmt.Errorf("ignition: %w", ignErr)
 	}
-	ignTime := time.Since(t) // building Ignition, and meanwhile the state and the earliest expiry
+	ignTime := time.Since(t) // building Ignition, and meanwhile the state (and part of the earliest expiry)
 
 	out := &Output{
 		Tree: tree, Manifests: manifests, State: st, Ignition: ign, AdminKubeconfig: kubeconfig, Trace: e.Result.Trace(),
 		Summary: Summary{
 			Loops: e.Loops, Passes: e.Result.TotalPasses(), Objects: len(manifests), Files: len(tree.Files()),
-			IgnitionBytes: len(ign), EarliestExpiry: exp, EarliestExpirySubject: subject,
+			IgnitionBytes: len(ign), Warnings: warnings(in),
 			KeygenTime: e.KeygenTime, LoopsTime: e.LoopsTime, ExportTime: exportTime, IgnitionTime: ignTime,
-			Warnings: warnings(in),
 		},
 		validated: make(chan struct{}),
+		expiry:    func() (time.Time, string) { <-expired; return exp, subject },
 	}
 	go func() {
 		defer close(out.validated)

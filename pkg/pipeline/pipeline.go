@@ -162,6 +162,7 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 		}
 		return nil, err
 	}
+	out.summarized()
 	s := out.Summary
 	s.Elapsed = time.Since(start)
 	return &s, nil
