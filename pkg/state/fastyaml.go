@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -323,6 +324,9 @@ func plain(t string) (interface{}, bool) {
 				return float64(n), true
 			}
 		}
+		if !maybeNotString(t) {
+			return t, true
+		}
 		// Numbers, timestamps and the like: go-yaml itself resolves the scalar alone.
 		m, err := export.UnmarshalYAML([]byte("v: " + t + "\n"))
 		if err != nil || len(m) != 1 {
@@ -332,6 +336,49 @@ func plain(t string) (interface{}, bool) {
 		return v, ok
 	}
 	return t, true
+}
+
+// yamlStyleFloat is go-yaml v2's pattern of a float.
+var yamlStyleFloat = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
+
+// maybeNotString is false for a plain scalar starting with a digit, a sign or a dot that go-yaml v2 resolves to a
+// string for sure: its resolve tries, for these, a timestamp (four digits and a dash first), an integer
+// (strconv.ParseInt and ParseUint with base 0, underscores removed; 0b binary is among them), a float (its
+// pattern, and for a leading dot strconv.ParseFloat) and the .inf/.nan words; anything none of them can take is a
+// string (e.g. UIDs, durations, quantities, addresses).
+func maybeNotString(t string) bool {
+	if len(t) > 4 && t[4] == '-' && decimalDigits(t[:4]) {
+		return true // a timestamp, maybe
+	}
+	plain := strings.ReplaceAll(t, "_", "")
+	if _, err := strconv.ParseInt(plain, 0, 64); err == nil {
+		return true
+	}
+	if _, err := strconv.ParseUint(plain, 0, 64); err == nil {
+		return true
+	}
+	if _, err := strconv.ParseFloat(plain, 64); err == nil || yamlStyleFloat.MatchString(plain) {
+		return true
+	}
+	if _, err := strconv.ParseFloat(t, 64); err == nil {
+		return true
+	}
+	for _, p := range []string{"0b", "-0b", "+0b"} {
+		if strings.HasPrefix(plain, p) {
+			return true
+		}
+	}
+	l := strings.ToLower(t)
+	return strings.Contains(l, "inf") || strings.Contains(l, "nan")
+}
+
+func decimalDigits(s string) bool {
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // decimalInt: an optional minus and decimal digits without a leading zero (or "0"), short enough for an int64.

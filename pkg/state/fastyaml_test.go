@@ -45,7 +45,11 @@ func TestFastYAMLValues(t *testing.T) {
 		"a,b", "'", "\"", "a'b", "a\"b", "\\", "a\\b", "\t", "a\tb", "é", "ü\n", "\u2028", "\ufeff", "line\n",
 		"two\nlines", "two\nlines\n", "trailing\n\n", "trailing\n\n\n", "\nleading", "  indented\nnot", "a\n  b\n", "a \nb",
 		"a\n\n\nb\n", "end with space ", strings.Repeat("long words ", 30), strings.Repeat("x", 300),
-		strings.Repeat("line\n", 40), "*a", "&a", "!a", "%a", "@a", "`a", "|", ">", "a: ", " a", "0.", "1.", "-0", "00", "+", ".", "..."}
+		strings.Repeat("line\n", 40), "*a", "&a", "!a", "%a", "@a", "`a", "|", ">", "a: ", " a", "0.", "1.", "-0", "00", "+", ".", "...",
+		"888dc613-5914-ce10-8404-8dd5e2d6af0c", "7008h0m0s", "50Mi", "10m", "9980", "10.128.0.0/14", "192.168.126.10", "2026-11-26",
+		"2026-11-26T06:52:33Z", "2026-11-26 06:52:33", "1234-x", "0b101", "-0b11", "0B11", "0o17", "0O17", "017", "019", "1_000", "1__0",
+		"_1", "+.inf", "-.Inf", ".NaN", "1e3", "1E+3", "12e", "0x1g", "0x1F", "-0x1f", "1:20", "+1.5e-3", "9223372036854775808",
+		"18446744073709551616", "1.5.6", "-.5", "+.", "0x", "1e", "Infinity", "-inf", "+nan", "1d", "0_0"}
 	obj := map[string]interface{}{}
 	var list []interface{}
 	for i, s := range strs {
@@ -148,10 +152,11 @@ func TestFastYAMLRender(t *testing.T) {
 // at several depths, read back as export.UnmarshalYAML reads them.
 func TestFastYAMLRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 1))
-	const alphabet = "aZ09 -:#'\"\\|>{}[],&*!%@`?.+~\n\t_/=<é"
+	alphabet := "aZ09 -:#'\"\\|>{}[],&*!%@`?.+~\n\t_/=<é"
+	maxLen := 40
 	word := func() string {
 		var b strings.Builder
-		for n := r.IntN(40); n > 0; n-- {
+		for n := r.IntN(maxLen); n > 0; n-- {
 			if r.IntN(6) == 0 {
 				b.WriteString([]string{"yes", "null", "0", "1.5", "0x1", "- ", ": ", " #", "\n\n", "  ", "''"}[r.IntN(11)])
 				continue
@@ -161,7 +166,10 @@ func TestFastYAMLRandom(t *testing.T) {
 		return b.String()
 	}
 	read := 0
-	for i := 0; i < 3000; i++ {
+	for i := 0; i < 6000; i++ {
+		if i == 3000 { // numbers, timestamps and what looks like them
+			alphabet, maxLen = "0123456789-+._eExXbBoOfinaT:Z /", 12
+		}
 		w := word()
 		o := map[string]interface{}{"v": w, w: "k", "l": []interface{}{w, map[string]interface{}{"a": w, "b": []interface{}{w}}},
 			"m": map[string]interface{}{"n": map[string]interface{}{"w": w}}}
@@ -173,5 +181,5 @@ func TestFastYAMLRandom(t *testing.T) {
 			read++
 		}
 	}
-	t.Logf("read %d of 3000", read)
+	t.Logf("read %d of 6000", read)
 }
