@@ -75,8 +75,9 @@ func (f *crdFile) manifest() (Manifest, error) {
 	return f.exported, f.exportErr
 }
 
-// object is the whole CRD, parsed on first use (the tests read it; a render uses manifest): a render exports one variant of a few kinds, and parsing every
-// vendored CRD (1.5 MB of YAML) was ~0.18 s of CPU in each render-static process.
+// object is the whole CRD, parsed on first use (the tests read it; a render uses manifest): a render exports one
+// variant of a few kinds, and parsing every vendored CRD (1.5 MB of YAML) was ~0.18 s of CPU in each render-static
+// process.
 func (f *crdFile) object() (map[string]interface{}, error) {
 	f.once.Do(func() {
 		if err := yaml.Unmarshal(f.raw, &f.parsed); err != nil {
@@ -260,9 +261,9 @@ func CRDs(ms []Manifest, featureSet string) ([]Manifest, error) {
 	return out, nil
 }
 
-// PrefetchCRDs parses and marshals, ahead of CRDs, the vendored CRDs a render of that feature set ("" is Default) may export:
-// a render calls it on a goroutine of its own while its loops run (on a re-render they keep one core busy, not
-// two). CRDs parses whatever it needs that is not parsed yet, so a wrong guess costs only the CPU.
+// PrefetchCRDs parses and marshals, ahead of CRDs, the vendored CRDs a render of that feature set ("" is Default)
+// may export: a render calls it on a goroutine of its own while its loops run (on a re-render they keep one core
+// busy, not two). CRDs makes whatever it needs that is not made yet, so a wrong guess costs only the CPU.
 func PrefetchCRDs(featureSet string) {
 	if featureSet == "" {
 		featureSet = "Default"

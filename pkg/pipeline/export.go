@@ -73,10 +73,10 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 	return out, nil
 }
 
-// exportValidating is Export returning while Ignition's parse-back validation still runs (Output.Validated), and
-// while the earliest expiry is still being found (Output.summarized), so that the output directory is written
-// meanwhile (Render). The Ignition config is built, the state captured and the
-// earliest expiry found on goroutines of their own: none depends on another.
+// exportValidating is Export returning while Ignition's parse-back validation still runs (Output.Validated) and
+// the earliest expiry is still being found (Output.summarized), so that the output directory is written meanwhile
+// (Render). The Ignition config is built, the state captured and the earliest expiry found on goroutines of their
+// own: none depends on another.
 func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	t := time.Now()
 	in := e.Inputs
