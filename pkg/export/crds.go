@@ -49,10 +49,35 @@ type crdFile struct {
 	once   sync.Once
 	parsed map[string]interface{}
 	err    error
+
+	// exported is the CRD as a manifest (fromMap of the parsed object), made once (manifestOnce) and read-only:
+	// CRDs hands out copies.
+	manifestOnce sync.Once
+	exported     Manifest
+	exportErr    error
 }
 
-// object is the whole CRD, parsed on first use: a render exports one variant of a few kinds, and parsing every
-// vendored CRD (1.5 MB of YAML) was ~0.18 s of CPU in each render-static process.
+// manifest is the CRD's manifest, made on first use (PrefetchCRDs makes those a render will likely export while
+// the loops run: marshalling a CRD's schemas is most of what exporting it costs). Its Object and YAML are shared.
+func (f *crdFile) manifest() (Manifest, error) {
+	f.manifestOnce.Do(func() {
+		// Parsed here rather than through object(), whose parse would stay in memory beside the manifest's.
+		var obj map[string]interface{}
+		if err := yaml.Unmarshal(f.raw, &obj); err != nil {
+			f.exportErr = fmt.Errorf("%s: %w", f.name, err)
+			return
+		}
+		var err error
+		if f.exported, err = fromMap(obj); err != nil {
+			f.exportErr = fmt.Errorf("CRD %s: %w", f.name, err)
+		}
+	})
+	return f.exported, f.exportErr
+}
+
+// object is the whole CRD, parsed on first use (the tests read it; a render uses manifest): a render exports one
+// variant of a few kinds, and parsing every vendored CRD (1.5 MB of YAML) was ~0.18 s of CPU in each render-static
+// process.
 func (f *crdFile) object() (map[string]interface{}, error) {
 	f.once.Do(func() {
 		if err := yaml.Unmarshal(f.raw, &f.parsed); err != nil {
@@ -221,13 +246,14 @@ func CRDs(ms []Manifest, featureSet string) ([]Manifest, error) {
 	}
 	out := make([]Manifest, len(files))
 	if err := Parallel(len(files), func(i int) error {
-		obj, err := files[i].object()
+		m, err := files[i].manifest()
 		if err != nil {
 			return err
 		}
-		if out[i], err = fromMap(k8sruntime.DeepCopyJSON(obj)); err != nil { // the parsed CRDs are shared by every render
-			return fmt.Errorf("CRD %s: %w", files[i].name, err)
-		}
+		// The manifests of the vendored CRDs are shared by every render: the caller gets its own copy.
+		m.Object = k8sruntime.DeepCopyJSON(m.Object)
+		m.YAML = bytes.Clone(m.YAML)
+		out[i] = m
 		return nil
 	}); err != nil {
 		return nil, err
@@ -235,9 +261,9 @@ func CRDs(ms []Manifest, featureSet string) ([]Manifest, error) {
 	return out, nil
 }
 
-// PrefetchCRDs parses, ahead of CRDs, the vendored CRDs a render of that feature set ("" is Default) may export:
-// a render calls it on a goroutine of its own while its loops run (on a re-render they keep one core busy, not
-// two). CRDs parses whatever it needs that is not parsed yet, so a wrong guess costs only the CPU.
+// PrefetchCRDs parses and marshals, ahead of CRDs, the vendored CRDs a render of that feature set ("" is Default)
+// may export: a render calls it on a goroutine of its own while its loops run (on a re-render they keep one core
+// busy, not two). CRDs makes whatever it needs that is not made yet, so a wrong guess costs only the CPU.
 func PrefetchCRDs(featureSet string) {
 	if featureSet == "" {
 		featureSet = "Default"
@@ -248,7 +274,7 @@ func PrefetchCRDs(featureSet string) {
 	}
 	for _, f := range vendored {
 		if f.forSelfManaged() && f.forFeatureSet(featureSet) {
-			_, _ = f.object()
+			_, _ = f.manifest()
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -29,12 +30,88 @@ type IgnitionOptions struct {
 }
 
 // PreviousIgnition is an earlier aio.ign's file contents, parsed for IgnitionOptions.PreviousParsed.
-type PreviousIgnition struct{ sources map[string]types.Resource }
+type PreviousIgnition struct {
+	sources map[string]types.Resource
+	// decoded is what each base64 source decodes to, by path (ParseValidatePreviousIgnition; nil otherwise).
+	decoded map[string][]byte
+	// raw is the earlier aio.ign and valid its ValidateIgnition result, there once checked is closed (nil
+	// checked: not validated, see ParseValidatePreviousIgnition); config is raw parsed, when it passed and
+	// marshalCompact gives raw back from it byte for byte (nil otherwise).
+	raw     []byte
+	valid   error
+	config  *types.Config
+	checked chan struct{}
+}
 
 // ParsePreviousIgnition parses an earlier aio.ign for IgnitionOptions.PreviousParsed (one that does not parse,
 // or nil, gives nothing to reuse).
 func ParsePreviousIgnition(ign []byte) *PreviousIgnition {
 	return &PreviousIgnition{sources: previousSources(ign)}
+}
+
+// ParseValidatePreviousIgnition is ParsePreviousIgnition that also does ahead what a re-render of unchanged inputs,
+// which makes exactly the earlier aio.ign, would do after its loops: it runs ValidateIgnition on the earlier aio.ign
+// on a goroutine of its own (Validate then needs no parse-back of an identical config), keeps the config it parsed
+// when marshalling it gives the earlier aio.ign back (IgnitionUnvalidated then needs no marshalling of an identical
+// config), and decodes the earlier files' contents (IgnitionUnvalidated then compares contents without
+// decompressing them). The caller does other work meanwhile (the loops).
+func ParseValidatePreviousIgnition(ign []byte) *PreviousIgnition {
+	p := &PreviousIgnition{raw: ign, checked: make(chan struct{})}
+	go func() {
+		defer close(p.checked)
+		if len(ign) == 0 {
+			p.valid = errors.New("no earlier config")
+			return
+		}
+		var cfg types.Config
+		if cfg, p.valid = parseValidated(ign); p.valid != nil {
+			return
+		}
+		if b, err := marshalCompact(cfg); err == nil && bytes.Equal(b, ign) {
+			p.config = &cfg
+		}
+	}()
+	p.sources = previousSources(ign)
+	p.decoded = make(map[string][]byte, len(p.sources))
+	e := &encoder{}
+	for path, r := range p.sources {
+		if b, ok := e.decode(r); ok {
+			p.decoded[path] = bytes.Clone(b)
+		}
+	}
+	return p
+}
+
+// same returns the earlier aio.ign when cfg is the config it holds (so that marshalCompact(cfg) gives it byte for
+// byte: it gave it from the config parsed from it, which cfg equals), once its parse is done; nil otherwise. It
+// does not wait for that parse: without it, the config is marshalled, to the same bytes.
+func (p *PreviousIgnition) same(cfg *types.Config) []byte {
+	if p == nil || p.checked == nil {
+		return nil
+	}
+	select {
+	case <-p.checked:
+	default:
+		return nil
+	}
+	if p.config == nil || !reflect.DeepEqual(cfg, p.config) {
+		return nil
+	}
+	return p.raw
+}
+
+// Validate is ValidateIgnition(raw), except that a raw identical to the earlier aio.ign that passed it (checked by
+// ParseValidatePreviousIgnition) passes without a parse-back of its own: ValidateIgnition is a function of the
+// bytes alone (the Ignition library's parse and validation of them, nothing else), so the same bytes get the same
+// verdict, from the same code in this same process. p may be nil.
+func (p *PreviousIgnition) Validate(raw []byte) error {
+	if p != nil && p.checked != nil && len(raw) == len(p.raw) {
+		<-p.checked
+		if p.valid == nil && bytes.Equal(raw, p.raw) {
+			return nil
+		}
+	}
+	return ValidateIgnition(raw)
 }
 
 // EncoderID names how Ignition encodes contents (the Go release, whose compress/flate makes the bytes, and the
@@ -86,7 +163,7 @@ func IgnitionUnvalidated(t *Tree, opts IgnitionOptions) ([]byte, error) {
 	if prev == nil {
 		prev = ParsePreviousIgnition(opts.Previous)
 	}
-	encoded, err := encodeAll(files, prev.sources)
+	encoded, err := encodeAll(files, prev)
 	if err != nil {
 		return nil, fmt.Errorf("building ignition config: %w", err)
 	}
@@ -132,6 +209,9 @@ func IgnitionUnvalidated(t *Tree, opts IgnitionOptions) ([]byte, error) {
 		cfg.Passwd.Users = []types.PasswdUser{user}
 	}
 
+	if raw := prev.same(&cfg); raw != nil {
+		return raw, nil
+	}
 	raw, err := marshalCompact(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building ignition config: marshalling: %w", err)
@@ -144,14 +224,21 @@ func IgnitionUnvalidated(t *Tree, opts IgnitionOptions) ([]byte, error) {
 // context; any report entry (error, warning or info) fails. Validating the struct before marshalling it as well
 // ran the same validation twice (~15 % of a re-render's CPU).
 func ValidateIgnition(raw []byte) error {
-	if _, rpt, err := v3_2.Parse(raw); err != nil || len(rpt.Entries) > 0 {
+	_, err := parseValidated(raw)
+	return err
+}
+
+// parseValidated is ValidateIgnition returning the config it parsed.
+func parseValidated(raw []byte) (types.Config, error) {
+	cfg, rpt, err := v3_2.Parse(raw)
+	if err != nil || len(rpt.Entries) > 0 {
 		msg := reportText(rpt)
 		if err != nil {
 			msg = err.Error() + "\n" + msg
 		}
-		return fmt.Errorf("building ignition config: parsing the result back reported:\n%s", msg)
+		return types.Config{}, fmt.Errorf("building ignition config: parsing the result back reported:\n%s", msg)
 	}
-	return nil
+	return cfg, nil
 }
 
 // marshalCompact marshals cfg to JSON without the empty objects encoding/json emits for unset struct
@@ -233,7 +320,7 @@ type encodedFile struct {
 // whose previous encoding (by path) decodes to its contents keeps that encoding. Files with the same contents
 // (every manifest is both in /opt/openshift/manifests and in the installer's manifests, the etcd certificates
 // once per revision) are encoded once: an encoding is a function of the contents alone.
-func encodeAll(files []File, previous map[string]types.Resource) ([]encodedFile, error) {
+func encodeAll(files []File, prev *PreviousIgnition) ([]encodedFile, error) {
 	out := make([]encodedFile, len(files))
 	same := newContentIndex(len(files))
 	sameAs := make([]int, len(files))
@@ -249,7 +336,8 @@ func encodeAll(files []File, previous map[string]types.Resource) ([]encodedFile,
 	workers := min(runtime.GOMAXPROCS(0), len(distinct))
 	errs := parallelEach(len(distinct), workers, func() *encoder { return &encoder{} }, func(e *encoder, n int) error {
 		i := distinct[n]
-		if r, ok := previous[files[i].Path]; ok && e.holds(r, files[i].Contents) {
+		if prev.reusable(e, files[i].Path, files[i].Contents) {
+			r := prev.sources[files[i].Path]
 			out[i].src, out[i].compressed = *r.Source, r.Compression != nil
 			return nil
 		}
@@ -294,37 +382,60 @@ func previousSources(ign []byte) map[string]types.Resource {
 	return out
 }
 
-// holds says whether the resource r (from previousSources) decodes to data.
-func (e *encoder) holds(r types.Resource, data []byte) bool {
-	src := *r.Source
-	var raw []byte
-	if b64, ok := strings.CutPrefix(src, "data:;base64,"); ok {
-		var err error
-		if raw, err = base64.StdEncoding.DecodeString(b64); err != nil {
-			return false
-		}
-	} else if esc, ok := strings.CutPrefix(src, "data:,"); ok && r.Compression == nil {
-		return escapeDataURL(data) == esc
-	} else {
+// reusable says whether the earlier file at path (p may be nil) decodes to data: its encoding is then kept.
+func (p *PreviousIgnition) reusable(e *encoder, path string, data []byte) bool {
+	if p == nil {
 		return false
 	}
+	if d, ok := p.decoded[path]; ok {
+		return bytes.Equal(d, data)
+	}
+	r, ok := p.sources[path]
+	return ok && e.holds(r, data)
+}
+
+// holds says whether the resource r (from previousSources) decodes to data.
+func (e *encoder) holds(r types.Resource, data []byte) bool {
+	if esc, ok := strings.CutPrefix(*r.Source, "data:,"); ok && r.Compression == nil {
+		return escapeDataURL(data) == esc
+	}
+	d, ok := e.decodeAtMost(r, int64(len(data))+1)
+	return ok && bytes.Equal(d, data)
+}
+
+// decode is what a base64 resource r (from previousSources) decodes to, in e's buffer (valid until e's next use);
+// false for other resources.
+func (e *encoder) decode(r types.Resource) ([]byte, bool) {
+	return e.decodeAtMost(r, 1<<30)
+}
+
+// decodeAtMost is decode reading at most limit bytes of a compressed resource.
+func (e *encoder) decodeAtMost(r types.Resource, limit int64) ([]byte, bool) {
+	b64, ok := strings.CutPrefix(*r.Source, "data:;base64,")
+	if !ok {
+		return nil, false
+	}
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return nil, false
+	}
 	if r.Compression == nil {
-		return bytes.Equal(raw, data)
+		return raw, true
 	}
 	if e.zr == nil {
 		zr, err := gzip.NewReader(bytes.NewReader(raw))
 		if err != nil {
-			return false
+			return nil, false
 		}
 		e.zr = zr
 	} else if e.zr.Reset(bytes.NewReader(raw)) != nil {
-		return false
+		return nil, false
 	}
 	e.zbuf.Reset()
-	if _, err := e.zbuf.ReadFrom(io.LimitReader(e.zr, int64(len(data))+1)); err != nil {
-		return false
+	if _, err := e.zbuf.ReadFrom(io.LimitReader(e.zr, limit)); err != nil {
+		return nil, false
 	}
-	return bytes.Equal(e.zbuf.Bytes(), data)
+	return e.zbuf.Bytes(), true
 }
 
 // gzipLevel is the default level, not the best: on a render's files (YAML, PEM, scripts) BestCompression takes about

@@ -450,6 +450,53 @@ func TestIgnitionReusesPreviousEncodings(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: aio.ign differs from one made without Previous", name)
 		}
+		// The same, with the earlier aio.ign decoded, validated and parsed ahead (ParseValidatePreviousIgnition).
+		o = opts
+		p := ParseValidatePreviousIgnition(prev)
+		<-p.checked
+		o.PreviousParsed = p
+		if got, err = Ignition(build(true), o); err != nil {
+			t.Fatalf("%s, parsed ahead: %v", name, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s, parsed ahead: aio.ign differs from one made without Previous", name)
+		}
+		if reused := len(got) > 0 && len(prev) > 0 && &got[0] == &prev[0]; reused != (name == "same tree") {
+			t.Errorf("%s, parsed ahead: the earlier aio.ign itself given back: %v", name, reused)
+		}
+	}
+}
+
+// TestPreviousIgnitionValidate: Validate gives ValidateIgnition's verdict on every config: a config identical to
+// a valid earlier aio.ign passes (its validation ran in ParseValidatePreviousIgnition), one identical to an invalid
+// earlier config fails as ValidateIgnition fails it, and any other config is validated itself.
+func TestPreviousIgnitionValidate(t *testing.T) {
+	valid, err := Ignition(buildTestTree(t), IgnitionOptions{SSHAuthorizedKeys: []string{testKey1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := NewTree()
+	mustAddUnit(t, bad, Unit{Name: "y.service", Contents: "[Unit\nDescription=broken\n"})
+	invalid, err := IgnitionUnvalidated(bad, IgnitionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ValidateIgnition(invalid) == nil {
+		t.Fatal("the broken unit's config passes ValidateIgnition")
+	}
+	otherValid, err := Ignition(NewTree(), IgnitionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, prev := range [][]byte{valid, invalid, nil, []byte("{not json")} {
+		for _, p := range []*PreviousIgnition{ParseValidatePreviousIgnition(prev), ParsePreviousIgnition(prev), nil} {
+			for _, raw := range [][]byte{valid, invalid, otherValid, []byte("{not json")} {
+				got, want := p.Validate(raw), ValidateIgnition(raw)
+				if (got == nil) != (want == nil) || (got != nil && got.Error() != want.Error()) {
+					t.Errorf("previous of %d bytes: Validate of %d bytes gives %v, ValidateIgnition %v", len(prev), len(raw), got, want)
+				}
+			}
+		}
 	}
 }
 

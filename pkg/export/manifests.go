@@ -52,8 +52,7 @@ func Manifests(c *loops.Cluster) ([]Manifest, error) {
 // ManifestsOf is Manifests of the objects Objects(c) returned (which it only reads), for a caller that needs
 // them for something else as well.
 func ManifestsOf(c *loops.Cluster, objs []runtime.Object) ([]Manifest, error) {
-	m, _, err := manifestsAndWhole(c, objs, false)
-	return m, err
+	return manifestsOf(c, objs)
 }
 
 // ManifestsAndWholeOf is ManifestsOf, and the YAML of objects whole, by object: MarshalYAML(ObjectMap(o)) with
@@ -63,9 +62,21 @@ func ManifestsOf(c *loops.Cluster, objs []runtime.Object) ([]Manifest, error) {
 // manifest, so the other keys (data, spec, the bulk) are encoded once for both. An object some key of which is
 // not plain letters (whose place in go-yaml's key order this does not model), or whose apiVersion and kind are
 // not those of its type, is left out of the map (the state encodes it itself).
-func ManifestsAndWholeOf(c *loops.Cluster, objs []runtime.Object) ([]Manifest, map[runtime.Object][]byte, error) {
-	return manifestsAndWhole(c, objs, true)
+// reuse, when not nil, gives an object's manifest made ahead (see ManifestsReusing); such an object is left out
+// of the map.
+func ManifestsAndWholeOf(c *loops.Cluster, objs []runtime.Object, reuse func(o runtime.Object) (Manifest, bool)) ([]Manifest, map[runtime.Object][]byte, error) {
+	return manifestsAndWhole(c, objs, true, reuse)
 }
+
+// ManifestsReusing is ManifestsOf taking an object's manifest from reuse when it gives one (ok): reuse must give
+// exactly what ToManifest gives for that object, e.g. a manifest made ahead from an equal object. reuse runs on
+// several goroutines at once.
+func ManifestsReusing(c *loops.Cluster, objs []runtime.Object, reuse func(o runtime.Object) (Manifest, bool)) ([]Manifest, error) {
+	return manifestsReusing(c, objs, reuse)
+}
+
+// ToManifest is one object's manifest, as Manifests exports it (the object is only read).
+func ToManifest(o runtime.Object) (Manifest, error) { return toManifest(o) }
 
 // Objects is every object the cluster's fakes hold (typed kube, config and operator objects with their kind set,
 // and the dynamic client's unstructured objects), as they are: nothing stripped. Operator clients are not
@@ -123,11 +134,17 @@ func Identities(c *loops.Cluster) ([]Identity, error) {
 }
 
 func manifestsOf(c *loops.Cluster, objs []runtime.Object) ([]Manifest, error) {
-	m, _, err := manifestsAndWhole(c, objs, false)
+	return manifestsReusing(c, objs, nil)
+}
+
+func manifestsReusing(c *loops.Cluster, objs []runtime.Object, reuse func(o runtime.Object) (Manifest, bool)) ([]Manifest, error) {
+	m, _, err := manifestsAndWhole(c, objs, false, reuse)
 	return m, err
 }
 
-func manifestsAndWhole(c *loops.Cluster, objs []runtime.Object, wantWhole bool) ([]Manifest, map[runtime.Object][]byte, error) {
+// manifestsAndWhole makes the manifests, taking an object's from reuse when it gives one, and with wantWhole the
+// YAML of the objects whole that it made by parts (ManifestsAndWholeOf).
+func manifestsAndWhole(c *loops.Cluster, objs []runtime.Object, wantWhole bool, reuse func(o runtime.Object) (Manifest, bool)) ([]Manifest, map[runtime.Object][]byte, error) {
 	var ops []map[string]interface{}
 	for _, oc := range c.OperatorClients() {
 		ops = append(ops, oc.Object())
@@ -136,6 +153,12 @@ func manifestsAndWhole(c *loops.Cluster, objs []runtime.Object, wantWhole bool) 
 	whole := make([][]byte, len(objs))
 	err := Parallel(len(out), func(i int) (err error) {
 		if i < len(objs) {
+			if reuse != nil {
+				if m, ok := reuse(objs[i]); ok {
+					out[i] = m
+					return nil
+				}
+			}
 			out[i], whole[i], err = toManifestWhole(objs[i], wantWhole)
 		} else {
 			out[i], err = fromMap(ops[i-len(objs)])

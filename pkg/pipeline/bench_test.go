@@ -115,7 +115,7 @@ func BenchmarkRerender(b *testing.B) {
 }
 
 type phases struct {
-	n                                     int
+	n                                             int
 	keygen, loops, export, ign, write, setup, cpu time.Duration
 	// keygenCPU is the CPU time in RSA key generation and profiled the CPU time of the whole profile, when
 	// profiledOK.

@@ -39,6 +39,8 @@ type Engine struct {
 	From *state.State
 	// previousIgn waits for the aio.ign beside From, parsed while the loops ran (nil: parse it when needed).
 	previousIgn func() *export.PreviousIgnition
+	// ahead are the manifests of From's objects, made while the loops ran (nil: none).
+	ahead *aheadManifests
 }
 
 // Component returns the named component, or nil.
@@ -93,7 +95,8 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 		opts.Parallelism = DefaultParallelism()
 	}
 	// What Export needs that the loops do not change is read and parsed while they run: the CRDs
-	// (export.PrefetchCRDs) and the aio.ign beside the state, whose encodings Ignition keeps.
+	// (export.PrefetchCRDs) and the aio.ign beside the state, whose encodings Ignition keeps, validated (an
+	// identical new aio.ign then needs no validation of its own, export.PreviousIgnition.Validate).
 	go export.PrefetchCRDs(in.InstallConfig.FeatureSet)
 	var previousIgn func() *export.PreviousIgnition
 	if st != nil {
@@ -101,10 +104,18 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			prev = export.ParsePreviousIgnition(previousIgnition(st))
+			prev = export.ParseValidatePreviousIgnition(previousIgnition(st))
 		}()
 		previousIgn = func() *export.PreviousIgnition { <-done; return prev }
 	}
+	// And the manifests of the saved objects, which a re-render's loops leave nearly all as they are.
+	ahead := manifestsAhead(st)
+	succeeded := false
+	defer func() {
+		if !succeeded {
+			ahead.halt() // Export stops it once it needs the cores
+		}
+	}()
 	t := time.Now()
 	fresh, err := clusterconfig.Objects(in)
 	if err != nil {
@@ -224,10 +235,11 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 	if adminErr != nil {
 		return nil, adminErr
 	}
+	succeeded = true
 	return &Engine{
 		Inputs: in, Cluster: c, Admin: admin, Components: comps, Node: nodeSide, Revisions: revs,
 		Result: r.Result(), Loops: len(converge.Loops) + len(revision.Loops),
-		KeygenTime: keygen, LoopsTime: time.Since(t), From: st, previousIgn: previousIgn,
+		KeygenTime: keygen, LoopsTime: time.Since(t), From: st, previousIgn: previousIgn, ahead: ahead,
 	}, nil
 }
 

@@ -36,6 +36,16 @@ type Output struct {
 	// error in validationErr; nil when Ignition was validated before the Output was made.
 	validated     chan struct{}
 	validationErr error
+	// expiry waits for the earliest expiry, found while Render writes the output (nil: in Summary already).
+	expiry func() (time.Time, string)
+}
+
+// summarized puts the earliest expiry into Summary once it is found.
+func (o *Output) summarized() {
+	if o.expiry != nil {
+		o.Summary.EarliestExpiry, o.Summary.EarliestExpirySubject = o.expiry()
+		o.expiry = nil
+	}
 }
 
 // Validated waits for the parse-back validation of Ignition and returns its error: Ignition may be used (written,
@@ -59,12 +69,14 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 	if err := out.Validated(); err != nil {
 		return nil, fmt.Errorf("ignition: %w", err)
 	}
+	out.summarized()
 	return out, nil
 }
 
-// exportValidating is Export returning while Ignition's parse-back validation still runs (Output.Validated), so
-// that the output directory is written meanwhile (Render). The Ignition config is built, the state captured and the
-// earliest expiry found on goroutines of their own: none depends on another.
+// exportValidating is Export returning while Ignition's parse-back validation still runs (Output.Validated) and
+// the earliest expiry is still being found (Output.summarized), so that the output directory is written meanwhile
+// (Render). The Ignition config is built, the state captured and the earliest expiry found on goroutines of their
+// own: none depends on another.
 func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	t := time.Now()
 	in := e.Inputs
@@ -73,8 +85,11 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("export manifests: %w", err)
 	}
-	// The manifests, and each object's YAML whole for the state, from one encoding of what they share.
-	manifests, whole, err := export.ManifestsAndWholeOf(e.Cluster, objs)
+	// The manifests (those of objects left as loaded made while the loops ran), and each object's YAML whole for
+	// the state, from one encoding of what they share.
+	e.ahead.halt()
+	manifests, whole, err := export.ManifestsAndWholeOf(e.Cluster, objs, e.ahead.reuse)
+	e.ahead = nil // what was not taken is garbage
 	if err != nil {
 		return nil, fmt.Errorf("export manifests: %w", err)
 	}
@@ -139,9 +154,11 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	var ign []byte
 	var ignErr error
 	built := make(chan struct{})
+	var prevIgn *export.PreviousIgnition // set once built is closed
 	go func() {
 		defer close(built)
-		ign, ignErr = export.IgnitionUnvalidated(tree, export.IgnitionOptions{SSHAuthorizedKeys: in.InstallConfig.SSHKeys(), PreviousParsed: e.previousIgnition()})
+		prevIgn = e.previousIgnition()
+		ign, ignErr = export.IgnitionUnvalidated(tree, export.IgnitionOptions{SSHAuthorizedKeys: in.InstallConfig.SSHKeys(), PreviousParsed: prevIgn})
 	}()
 	var exp time.Time
 	var subject string
@@ -152,28 +169,27 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	}()
 	st, err := captureState(e, objs, whole)
 	<-built
-	<-expired
 	if err != nil {
 		return nil, err
 	}
 	if ignErr != nil {
 		return nil, fmt.Errorf("ignition: %w", ignErr)
 	}
-	ignTime := time.Since(t) // building Ignition, and meanwhile the state and the earliest expiry
+	ignTime := time.Since(t) // building Ignition, and meanwhile the state (and part of the earliest expiry)
 
 	out := &Output{
 		Tree: tree, Manifests: manifests, State: st, Ignition: ign, AdminKubeconfig: kubeconfig, Trace: e.Result.Trace(),
 		Summary: Summary{
 			Loops: e.Loops, Passes: e.Result.TotalPasses(), Objects: len(manifests), Files: len(tree.Files()),
-			IgnitionBytes: len(ign), EarliestExpiry: exp, EarliestExpirySubject: subject,
+			IgnitionBytes: len(ign), Warnings: warnings(in),
 			KeygenTime: e.KeygenTime, LoopsTime: e.LoopsTime, ExportTime: exportTime, IgnitionTime: ignTime,
-			Warnings: warnings(in),
 		},
 		validated: make(chan struct{}),
+		expiry:    func() (time.Time, string) { <-expired; return exp, subject },
 	}
 	go func() {
 		defer close(out.validated)
-		out.validationErr = export.ValidateIgnition(ign)
+		out.validationErr = prevIgn.Validate(ign) // ValidateIgnition, done already when ign is the previous aio.ign
 	}()
 	return out, nil
 }

@@ -163,6 +163,7 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 		}
 		return nil, err
 	}
+	out.summarized()
 	s := out.Summary
 	s.WriteTime = time.Since(written)
 	s.Elapsed = time.Since(start)

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -114,6 +115,11 @@ func TestStateContinues(t *testing.T) {
 	sort.Strings(differ)
 	if len(differ) > 0 {
 		t.Fatalf("re-render from state changed %d files: %v", len(differ), differ[:min(len(differ), 20)])
+	}
+	// Nothing to converge: the first pass writes nothing (the saved status of the installer's objects is kept,
+	// state.Seeds), so it is the fixpoint.
+	if !regexp.MustCompile(`(?m)^# converge pass 1: 0 writes, 0 loop errors, .*\(fixpoint\)$`).Match(second["trace.txt"]) {
+		t.Errorf("re-render with the same inputs did not settle in its first pass:\n%s", second["trace.txt"])
 	}
 
 	// Bad input leaves the directory (and its state) untouched.

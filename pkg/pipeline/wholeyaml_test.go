@@ -34,7 +34,7 @@ func TestManifestsAndStateShareEncodings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			shared, whole, err := export.ManifestsAndWholeOf(eng.Cluster, objs)
+			shared, whole, err := export.ManifestsAndWholeOf(eng.Cluster, objs, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

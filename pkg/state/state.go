@@ -84,6 +84,7 @@ type State struct {
 type loadedObject struct {
 	object   runtime.Object
 	contents []byte
+	index    int // in Objects
 }
 
 // Continues says that s is the state of a run that started from prev (a loaded state): Files then writes prev's
@@ -190,12 +191,11 @@ func (s *State) EncodeObjects(whole map[runtime.Object][]byte) error {
 	return nil
 }
 
-// objectFile is one object's file: objects/<group>_<kind>_<namespace>_<name>.yaml; the previous state's file when
-// the object is the one it holds unchanged (Continues); else made, or made already (made: see EncodeObjects).
-func (s *State) objectFile(o runtime.Object, made []byte) (File, error) {
+// objectPath is an object's file: objects/<group>_<kind>_<namespace>_<name>.yaml.
+func objectPath(o runtime.Object) (string, error) {
 	m, err := meta.Accessor(o)
 	if err != nil {
-		return File{}, err
+		return "", err
 	}
 	gvk := o.GetObjectKind().GroupVersionKind()
 	ns := m.GetNamespace()
@@ -206,7 +206,35 @@ func (s *State) objectFile(o runtime.Object, made []byte) (File, error) {
 	if group == "" {
 		group = "core"
 	}
-	p := fmt.Sprintf("objects/%s_%s_%s_%s.yaml", group, strings.ToLower(gvk.Kind), ns, m.GetName())
+	return fmt.Sprintf("objects/%s_%s_%s_%s.yaml", group, strings.ToLower(gvk.Kind), ns, m.GetName()), nil
+}
+
+// LoadedIndex says which of the loaded state's Objects o is exactly (reflect.DeepEqual), the one saved at o's
+// file; false for another object, a changed one, or a state that was not loaded. Such an object gives whatever
+// the loaded one gives (its manifest, its file), which can be made ahead.
+func (s *State) LoadedIndex(o runtime.Object) (int, bool) {
+	if s == nil || s.loaded == nil {
+		return 0, false
+	}
+	p, err := objectPath(o)
+	if err != nil {
+		return 0, false
+	}
+	l, ok := s.loaded[p]
+	if !ok || !reflect.DeepEqual(l.object, o) {
+		return 0, false
+	}
+	return l.index, true
+}
+
+// objectFile is one object's file (objectPath); the previous state's file when the object is the one it holds
+// unchanged (Continues); else made, or made already (made: see EncodeObjects).
+func (s *State) objectFile(o runtime.Object, made []byte) (File, error) {
+	p, err := objectPath(o)
+	if err != nil {
+		return File{}, err
+	}
+	gvk := o.GetObjectKind().GroupVersionKind()
 	if s.previous != nil {
 		if l, ok := s.previous.loaded[p]; ok && reflect.DeepEqual(l.object, o) {
 			return File{Path: p, Contents: l.contents}, nil
@@ -300,7 +328,7 @@ func Load(dir string) (*State, error) {
 	}
 	s.loaded = make(map[string]loadedObject, len(paths))
 	for i, p := range paths {
-		s.loaded["objects/"+filepath.Base(p)] = loadedObject{object: s.Objects[i], contents: contents[i]}
+		s.loaded["objects/"+filepath.Base(p)] = loadedObject{object: s.Objects[i], contents: contents[i], index: i}
 	}
 	ops, err := filepath.Glob(filepath.Join(root, "operators", "*.json"))
 	if err != nil {
@@ -319,9 +347,12 @@ func Load(dir string) (*State, error) {
 // decode turns a saved object into the typed object a scheme knows, or keeps it unstructured (the dynamic
 // client's kinds).
 func decode(b []byte) (runtime.Object, error) {
-	m, err := export.UnmarshalYAML(b)
-	if err != nil {
-		return nil, err
+	m, ok := fastYAML(b) // what export.UnmarshalYAML gives, for the YAML it writes
+	if !ok {
+		var err error
+		if m, err = export.UnmarshalYAML(b); err != nil {
+			return nil, err
+		}
 	}
 	u := &unstructured.Unstructured{Object: m}
 	gvk := u.GroupVersionKind()
@@ -373,7 +404,8 @@ func keyOf(o runtime.Object) (objectKey, error) {
 
 // Seeds are the objects a run continuing from the state starts with: every saved object, except that the objects
 // a run derives from its inputs (fresh: the installer's objects of clusterconfig.Objects) replace their saved
-// copies, keeping the saved UID and creation time, so that a changed input reaches the loops. Typed objects go to
+// copies, keeping the saved UID and creation time, and the saved status where the installer leaves status to an
+// operator (keepStatus), so that a changed input reaches the loops. Typed objects go to
 // loops.NewCluster; unstructured ones (the dynamic client's kinds) are returned apart.
 func (s *State) Seeds(fresh []runtime.Object) (typed []runtime.Object, dynamic []*unstructured.Unstructured, err error) {
 	replace := map[objectKey]runtime.Object{}
@@ -396,6 +428,7 @@ func (s *State) Seeds(fresh []runtime.Object) (typed []runtime.Object, dynamic [
 			om, _ := meta.Accessor(o)
 			fm.SetUID(om.GetUID())
 			fm.SetCreationTimestamp(om.GetCreationTimestamp())
+			keepStatus(f, o)
 			used[k] = true
 			o = f
 		}
@@ -411,4 +444,30 @@ func (s *State) Seeds(fresh []runtime.Object) (typed []runtime.Object, dynamic [
 		}
 	}
 	return typed, dynamic, nil
+}
+
+// keepStatus gives fresh, an installer-made object replacing its saved copy, the saved copy's status when the
+// installer leaves status empty: that status is an operator's, which the previous run's loops wrote. Without it a
+// re-render starts from an empty status (e.g. network.config.openshift.io cluster's, which
+// emulate/cluster-network-operator fills), so its first pass rewrites that status and a whole second pass runs
+// only to find nothing else changed.
+//
+// Safe because the only loops writing the status of an installer-made object (clusterconfig.NetworkStatus and
+// ProxyStatus) derive the whole status from the spec and the inputs, and rewrite it in their first turn whenever
+// it differs; the one field they carry over (Network status.clusterNetworkMTU) is the value they set themselves
+// (1400) when it was empty. So the cluster settles on the same status either way: with unchanged inputs the saved
+// status is already what the loop wants (no write); with a changed spec the loop writes the status the spec now
+// says, as it did from an empty one. Only the trace differs, by the write that no longer happens. Statuses the
+// installer sets itself (Infrastructure, FeatureGate) stay the fresh ones.
+func keepStatus(fresh, saved runtime.Object) {
+	f := reflect.ValueOf(fresh)
+	if f.Kind() != reflect.Pointer || reflect.TypeOf(saved) != f.Type() || f.Elem().Kind() != reflect.Struct {
+		return
+	}
+	status := f.Elem().FieldByName("Status")
+	if !status.IsValid() || !status.CanSet() || !status.IsZero() {
+		return
+	}
+	// A copy: the saved object stays the state's own (Continues compares against it).
+	status.Set(reflect.ValueOf(saved.DeepCopyObject()).Elem().FieldByName("Status"))
 }

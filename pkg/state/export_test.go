@@ -1,0 +1,4 @@
+package state
+
+// FastYAML is fastYAML, for the external tests.
+var FastYAML = fastYAML
