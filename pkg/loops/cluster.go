@@ -410,9 +410,7 @@ func (c *Cluster) record(verb string, gvr schema.GroupVersionResource, ns, name 
 // written since the cluster was built (a seed, or absent). Like a resourceVersion, which the fakes do not keep.
 // resource is named as in the journal: "secrets", "configmaps", "infrastructures.config.openshift.io".
 func (c *Cluster) Version(resource, namespace, name string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.versions[Object{Resource: resource, Namespace: namespace, Name: name}]
+	return c.Versions(Object{Resource: resource, Namespace: namespace, Name: name})[0]
 }
 
 // Journal returns every write so far, in order.

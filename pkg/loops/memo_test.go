@@ -221,3 +221,19 @@ func TestVersionChangesWithEveryWrite(t *testing.T) {
 		t.Errorf("a secret of the configmap's name has version %d", got)
 	}
 }
+
+// TestMemo: Same holds only for the versions kept, until they are forgotten.
+func TestMemo(t *testing.T) {
+	var m Memo
+	if m.Same(nil) || m.Same([]int{0}) {
+		t.Fatalf("the zero Memo holds versions")
+	}
+	m.Keep([]int{0, 3})
+	if !m.Same([]int{0, 3}) || m.Same([]int{0, 4}) || m.Same([]int{0}) || m.Same([]int{0, 3, 1}) {
+		t.Errorf("Same after Keep([0 3]) is wrong")
+	}
+	m.Forget()
+	if m.Same([]int{0, 3}) {
+		t.Errorf("Same after Forget")
+	}
+}
