@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -24,7 +25,7 @@ func roundTripEqual(o *OperatorClient, spec *operatorv1.StaticPodOperatorSpec, s
 }
 
 // checkCache fails unless the cached JSON is the JSON of what is stored.
-func checkCache(t *testing.T, o *OperatorClient, step string) {
+func checkCache(t *testing.T, o *OperatorClient, step string, unstableObjects bool) {
 	t.Helper()
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -35,6 +36,19 @@ func checkCache(t *testing.T, o *OperatorClient, step string) {
 	}
 	if !bytes.Equal(spec, o.specJSON) || !bytes.Equal(status, o.statusJSON) {
 		t.Fatalf("%s: cached JSON is not the stored spec and status", step)
+	}
+	for _, c := range []struct {
+		m    map[string]interface{}
+		json []byte
+	}{{o.specMap, spec}, {o.statusMap, status}} {
+		var want map[string]interface{}
+		_ = json.Unmarshal(c.json, &want)
+		if c.m == nil && !unstableObjects {
+			t.Fatalf("%s: no cached object", step)
+		}
+		if c.m != nil && !reflect.DeepEqual(c.m, want) {
+			t.Fatalf("%s: cached object is not the stored JSON", step)
+		}
 	}
 }
 
@@ -48,7 +62,7 @@ func TestOperatorClientUnchangedAgreesWithRoundTrip(t *testing.T) {
 	oc := c.NewOperatorClient("KubeAPIServer", "kubeapiservers",
 		operatorv1.StaticPodOperatorSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
 		operatorv1.StaticPodOperatorStatus{NodeStatuses: []operatorv1.NodeStatus{{NodeName: "n1"}}})
-	checkCache(t, oc, "new")
+	checkCache(t, oc, "new", false)
 
 	candidates := func() []struct {
 		name   string
@@ -85,9 +99,10 @@ func TestOperatorClientUnchangedAgreesWithRoundTrip(t *testing.T) {
 			{"condition message", spec, cond},
 		}
 	}
+	unstable := false
 	check := func(step string) {
 		t.Helper()
-		checkCache(t, oc, step)
+		checkCache(t, oc, step, unstable)
 		for _, cand := range candidates() {
 			oc.mu.Lock()
 			fast, slow := oc.unchanged(cand.spec, cand.status), roundTripEqual(oc, cand.spec, cand.status)
@@ -103,7 +118,7 @@ func TestOperatorClientUnchangedAgreesWithRoundTrip(t *testing.T) {
 	check("new")
 
 	spec, _, rv, _ := oc.GetOperatorState()
-	spec.ObservedConfig = runtime.RawExtension{Raw: []byte(`{"b": [1, 2.5, "x"], "a": {"c": null}}`)}
+	spec.ObservedConfig = runtime.RawExtension{Raw: []byte(`{"a": {"c": null}, "b": [1, 2.5, "x"]}`)}
 	if _, _, err := oc.UpdateOperatorSpec(ctx, rv, spec); err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +163,29 @@ func TestOperatorClientUnchangedAgreesWithRoundTrip(t *testing.T) {
 		t.Errorf("a patch that changed nothing was journaled")
 	}
 	check("patch")
+
+	// Raw bytes whose keys are not sorted do not survive the merge into a generic object: apply merges afresh.
+	spec, _, rv, _ = oc.GetOperatorState()
+	spec.ObservedConfig = runtime.RawExtension{Raw: []byte(`{"b": 1, "a": 2}`)}
+	if _, _, err := oc.UpdateOperatorSpec(ctx, rv, spec); err != nil {
+		t.Fatal(err)
+	}
+	if oc.specMap != nil {
+		t.Errorf("a spec whose observed config is not sorted has a cached object")
+	}
+	unstable = true
+	check("unsorted observed config")
+	if err := oc.ApplyOperatorSpec(ctx, "m", applyoperatorv1.OperatorSpec().WithLogLevel(operatorv1.Trace)); err != nil {
+		t.Fatal(err)
+	}
+	check("spec apply, unsorted")
+	unstable = false
+	spec, _, rv, _ = oc.GetOperatorState()
+	spec.ObservedConfig = runtime.RawExtension{Raw: []byte(`{"a":2,"b":1}`)}
+	if _, _, err := oc.UpdateOperatorSpec(ctx, rv, spec); err != nil {
+		t.Fatal(err)
+	}
+	check("sorted again")
 
 	saved, err := oc.SaveState()
 	if err != nil {

@@ -50,6 +50,8 @@ type OperatorClient struct {
 	// specJSON and statusJSON cache the JSON of spec and status (see stored), so that a write that changes
 	// nothing is found without JSON round trips; nil: not known, or not usable.
 	specJSON, statusJSON []byte
+	// specMap and statusMap cache the same as generic JSON objects, which apply merges into (see stored).
+	specMap, statusMap map[string]interface{}
 }
 
 var _ v1helpers.StaticPodOperatorClient = (*OperatorClient)(nil)
@@ -151,8 +153,33 @@ func (o *OperatorClient) conflict(rv string) error {
 // JSON is kept only if it survives a round trip unchanged: then a spec (or status) whose JSON equals it would be
 // stored as an equal one (commit's comparison is JSON(round trip(new)) against JSON(current)), so unchanged finds
 // what commit would find without the round trips.
+//
+// The generic objects are kept only if storing one (what apply does: marshal it, unmarshal that into a zero
+// value, commit) gives the cached JSON again: then an apply whose merge gives the cached object changes nothing.
 func (o *OperatorClient) stored() {
 	o.specJSON, o.statusJSON = stableJSON(&o.spec, &operatorv1.StaticPodOperatorSpec{}), stableJSON(&o.status, &operatorv1.StaticPodOperatorStatus{})
+	o.specMap = stableMap(o.specJSON, &operatorv1.StaticPodOperatorSpec{})
+	o.statusMap = stableMap(o.statusJSON, &operatorv1.StaticPodOperatorStatus{})
+}
+
+// stableMap is cached (a stableJSON) as a generic object, if marshalling that and unmarshalling it into scratch
+// (a zero value of the cached type) gives a value whose JSON is cached; else nil.
+func stableMap(cached []byte, scratch interface{}) map[string]interface{} {
+	if cached == nil {
+		return nil
+	}
+	var m map[string]interface{}
+	if err := json.Unmarshal(cached, &m); err != nil {
+		return nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil || json.Unmarshal(b, scratch) != nil {
+		return nil
+	}
+	if again, err := json.Marshal(scratch); err != nil || !bytes.Equal(again, cached) {
+		return nil
+	}
+	return m
 }
 
 // stableJSON is v's JSON if unmarshalling it into scratch (a zero value of v's type) and marshalling that gives
@@ -268,14 +295,14 @@ func (o *OperatorClient) apply(sub string, cfg interface{}) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var target interface{} = &o.status
-	cached := o.statusJSON
+	cachedMap := o.statusMap
 	if sub == "spec" {
-		target, cached = &o.spec, o.specJSON
+		target, cachedMap = &o.spec, o.specMap
 	}
 	var curMap map[string]interface{}
 	var err error
-	if cached != nil {
-		err = json.Unmarshal(cached, &curMap)
+	if cachedMap != nil {
+		curMap = runtime.DeepCopyJSON(cachedMap) // the merge and the stamping may change what they share
 	} else {
 		curMap, err = jsonObject(target)
 	}
@@ -288,6 +315,9 @@ func (o *OperatorClient) apply(sub string, cfg interface{}) error {
 	}
 	merged := mergeJSON(curMap, patchMap)
 	stampConditionTimes(curMap, merged)
+	if cachedMap != nil && reflect.DeepEqual(merged, cachedMap) {
+		return nil // stored, it would be what is stored (stableMap): commit would find no change
+	}
 	b, err := json.Marshal(merged)
 	if err != nil {
 		return err
