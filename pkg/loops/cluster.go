@@ -562,6 +562,15 @@ func (c *Cluster) Published(reader string, o Object) (runtime.Object, bool) {
 	return p.obj.DeepCopyObject(), true
 }
 
+// clearActions drops the actions the fakes record (a deep copy of every call, which nothing reads): kept for a
+// whole render, they are live heap every garbage collection walks.
+func (c *Cluster) clearActions() {
+	c.Kube.ClearActions()
+	c.Config.ClearActions()
+	c.Operator.ClearActions()
+	c.Dynamic.ClearActions()
+}
+
 // DynamicResources lists the GVRs the dynamic fake was told about.
 func (c *Cluster) DynamicResources() map[schema.GroupVersionResource]string {
 	out := map[schema.GroupVersionResource]string{}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -273,5 +274,30 @@ func TestMemo(t *testing.T) {
 	m.Forget()
 	if m.Same([]int{0, 3}) {
 		t.Errorf("Same after Forget")
+	}
+}
+
+// TestRunnerDropsRecordedActions: the fakes' record of every call does not outlive a pass.
+func TestRunnerDropsRecordedActions(t *testing.T) {
+	c := newTestCluster(t)
+	n := 0
+	loop := Loop{Name: "writer", Sync: func(ctx context.Context) error {
+		n++
+		_, err := c.Kube.CoreV1().ConfigMaps("ns-a").Create(ctx, cm("ns-a", fmt.Sprintf("x%d", n), "1"), metav1.CreateOptions{})
+		if n > 2 {
+			return nil
+		}
+		return err
+	}}
+	r := &Runner{Cluster: c, MaxPasses: 2}
+	_ = r.Run(context.Background(), Phase{Name: "p", Loops: []Loop{loop}})
+	if n != 2 {
+		t.Fatalf("ran %d passes, want 2", n)
+	}
+	if got := len(c.Kube.Actions()); got != 0 {
+		t.Errorf("%d actions recorded after the passes", got)
+	}
+	if len(c.Journal()) != 2 {
+		t.Errorf("journal holds %d writes, want 2", len(c.Journal()))
 	}
 }

@@ -178,6 +178,7 @@ func (r *Runner) Run(ctx context.Context, phase Phase) error {
 		before := c.writeCount()
 		errs, writing := r.runPass(ctx, phase, pass)
 		c.setCurrent("", 0, "")
+		c.clearActions()
 		writes := c.writeCount() - before
 		r.result.Passes = append(r.result.Passes, PassStat{Phase: phase.Name, Pass: pass, Writes: writes, Errors: len(errs), Took: time.Since(start)})
 		if writes == 0 && len(errs) == 0 {
