@@ -91,6 +91,7 @@ type Base struct {
 	Features featuregates.FeatureGateAccess
 	spec     Spec
 	merged   *mergedConfigs
+	observed *observedConfigs
 }
 
 // NewBase registers the component's operator resource.
@@ -107,7 +108,7 @@ func NewBase(c *loops.Cluster, in *clusterconfig.Inputs, s Spec) Base {
 		panic(err)
 	}
 	return Base{Cluster: c, In: in, Op: op, Recorder: c.Recorder, Syncer: syncer, Features: clusterconfig.FeatureGates(c, in), spec: s,
-		merged: &mergedConfigs{}}
+		merged: &mergedConfigs{}, observed: &observedConfigs{}}
 }
 
 // Name is the component's name in traces and reports.
@@ -178,11 +179,37 @@ func (b *Base) ObservedConfig() (map[string]interface{}, *operatorv1.StaticPodOp
 	if err != nil {
 		return nil, nil, err
 	}
-	obs, err := DecodeObserved(spec.ObservedConfig.Raw)
+	obs, err := b.observed.decode(spec.ObservedConfig.Raw)
 	if err != nil {
 		return nil, nil, err
 	}
 	return obs, spec, nil
+}
+
+// observedConfigs keeps the last observed config ObservedConfig decoded (the target-config steps decode the same
+// one, step after step and pass after pass), and hands out copies of it.
+type observedConfigs struct {
+	mu  sync.Mutex
+	raw []byte
+	obs map[string]interface{}
+}
+
+// decode is DecodeObserved(raw): a new object the caller owns.
+func (o *observedConfigs) decode(raw []byte) (map[string]interface{}, error) {
+	if o == nil {
+		return DecodeObserved(raw)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.obs != nil && bytes.Equal(o.raw, raw) {
+		return runtime.DeepCopyJSON(o.obs), nil
+	}
+	obs, err := DecodeObserved(raw)
+	if err != nil {
+		return nil, err
+	}
+	o.raw, o.obs = bytes.Clone(raw), runtime.DeepCopyJSON(obs)
+	return obs, nil
 }
 
 // ApplyPodConfigMap applies the pod configmap <name> of the operand namespace with pod (see PodConfigMap).

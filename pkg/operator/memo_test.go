@@ -3,15 +3,18 @@ package operator
 import (
 	"context"
 	"io/fs"
+	"reflect"
 	"strings"
 	"testing"
 
 	kubecontrolplanev1 "github.com/openshift/api/kubecontrolplane/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/openshift/library-go/pkg/operator/resource/resourcemerge"
 	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/render-static/render-static/manifests"
 	"github.com/render-static/render-static/pkg/loops"
@@ -133,5 +136,49 @@ func TestApplyMergedConfigReusesTheLastMerge(t *testing.T) {
 	set.ServicesSubnet = "10.1.0.0/16"
 	if _, ok := b.merged.get(cm(), set, [][]byte{layer1, layer3}); ok {
 		t.Errorf("a schema with fields set was looked up")
+	}
+}
+
+// TestObservedConfigIsDecodedAfresh: ObservedConfig returns what DecodeObserved returns for the stored observed
+// config, a new object every time (changing one changes no other), and follows a new observed config.
+func TestObservedConfigIsDecodedAfresh(t *testing.T) {
+	ctx := context.Background()
+	c, err := loops.NewCluster([]string{"ns"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := c.NewOperatorClient("KubeScheduler", "kubeschedulers", operatorv1.StaticPodOperatorSpec{}, operatorv1.StaticPodOperatorStatus{})
+	b := &Base{Cluster: c, Op: op, observed: &observedConfigs{}}
+	set := func(raw string) {
+		spec, _, rv, _ := op.GetStaticPodOperatorState()
+		spec.ObservedConfig = runtime.RawExtension{Raw: []byte(raw)}
+		if _, _, err := op.UpdateStaticPodOperatorSpec(ctx, rv, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(step string) map[string]interface{} {
+		t.Helper()
+		got, spec, err := b.ObservedConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := DecodeObserved(spec.ObservedConfig.Raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: ObservedConfig = %v, DecodeObserved = %v", step, got, want)
+		}
+		return got
+	}
+	check("empty")
+	set(`{"a":{"b":[1,"x",true,null]},"n":12345678901}`)
+	first := check("set")
+	first["a"].(map[string]interface{})["b"] = "changed"
+	first["new"] = 1
+	check("after changing a returned object")
+	set(`{"a":{"b":[2]}}`)
+	if got := check("set again"); reflect.DeepEqual(got, first) {
+		t.Errorf("a new observed config was not decoded")
 	}
 }
