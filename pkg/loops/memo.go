@@ -3,7 +3,8 @@ package loops
 // Memo lets a loop skip work that would repeat its last run: the loop reads the versions (Cluster.Version) of
 // everything the work reads, the object it writes among them, and skips the work while they are those of a
 // run that succeeded and wrote nothing. That run's result is then the result again, as long as the work depends
-// on nothing else (no clock, no state of its own). The zero Memo holds nothing.
+// on nothing else (no clock, no state of its own). The zero Memo holds nothing. A Memo belongs to one loop, whose
+// runs never overlap: it is not safe for concurrent use.
 type Memo struct {
 	versions []int
 	kept     bool
