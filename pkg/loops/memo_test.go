@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"runtime/pprof"
+	"sync"
 	"testing"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -299,5 +301,35 @@ func TestRunnerDropsRecordedActions(t *testing.T) {
 	}
 	if len(c.Journal()) != 2 {
 		t.Errorf("journal holds %d writes, want 2", len(c.Journal()))
+	}
+}
+
+// TestLoopsRunWithProfilerLabels: a loop's sync runs with the profiler labels phase, pass and loop, in both
+// runner modes and for concurrent loops, so that CPU profiles split by loop and pass.
+func TestLoopsRunWithProfilerLabels(t *testing.T) {
+	for _, par := range []int{1, 2} {
+		c := newTestCluster(t)
+		got := map[string]string{}
+		var mu sync.Mutex
+		record := func(name string) func(ctx context.Context) error {
+			return func(ctx context.Context) error {
+				phase, _ := pprof.Label(ctx, "phase")
+				pass, _ := pprof.Label(ctx, "pass")
+				loop, _ := pprof.Label(ctx, "loop")
+				mu.Lock()
+				defer mu.Unlock()
+				got[name+"@"+pass] = phase + "/" + pass + "/" + loop
+				return nil
+			}
+		}
+		conc := Loop{Name: "conc", Sync: record("conc")}.Concurrent(NewTurn(), ConfigMap("ns-a", "x"))
+		r := &Runner{Cluster: c, MaxPasses: 2, Parallelism: par}
+		if err := r.Run(context.Background(), Phase{Name: "p", Loops: []Loop{{Name: "alone", Sync: record("alone")}, conc}}); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"alone@1": "p/1/alone", "conc@1": "p/1/conc"}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("parallelism %d: labels %v, want %v", par, got, want)
+		}
 	}
 }
