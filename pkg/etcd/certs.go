@@ -9,6 +9,7 @@ import (
 	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
 
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
@@ -109,26 +110,50 @@ func (k *Component) allBundlesLoop() loops.Loop {
 
 // allCertsLoop is the cert signer's etcd-all-certs: every node certificate secret's tls.crt and tls.key as
 // <secret>.crt and <secret>.key, the certificates the static pod reads from one place.
+//
+// Every pass runs it again, mostly with nothing changed: it is skipped while the node certificate secrets and
+// etcd-all-certs are unchanged (loops.Memo) since a run that wrote nothing.
 func (k *Component) allCertsLoop() loops.Loop {
 	lister := k.Cluster.KubeInformers.InformersFor(TargetNamespace).Core().V1().Secrets().Lister().Secrets(TargetNamespace)
+	var reads []loops.Object
+	for _, name := range append(NodeSecrets(k.In.NodeName), AllCertsName) {
+		reads = append(reads, loops.Secret(TargetNamespace, name))
+	}
+	var memo loops.Memo
 	return loops.Loop{Name: "cert-signer/" + AllCertsName, Sync: func(ctx context.Context) error {
-		data := map[string][]byte{}
-		for _, name := range NodeSecrets(k.In.NodeName) {
-			s, err := lister.Get(name)
-			if err != nil {
-				return fmt.Errorf("%s/%s: %w", TargetNamespace, name, err)
-			}
-			crt, key := s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]
-			if len(crt) == 0 || len(key) == 0 {
-				return fmt.Errorf("%s/%s has no certificate and key yet", TargetNamespace, name)
-			}
-			data[name+".crt"], data[name+".key"] = crt, key
+		versions := k.Cluster.Versions(reads...)
+		if memo.Same(versions) {
+			return nil
 		}
-		_, _, err := resourceapply.ApplySecret(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: TargetNamespace, Name: AllCertsName, Annotations: ownedBy()},
-			Type:       corev1.SecretTypeOpaque,
-			Data:       data,
-		})
-		return err
+		memo.Forget()
+		if err := k.syncAllCerts(ctx, lister); err != nil {
+			return err
+		}
+		if after := k.Cluster.Versions(reads...); after[len(after)-1] == versions[len(versions)-1] {
+			memo.Keep(versions)
+		}
+		return nil
 	}}
+}
+
+// syncAllCerts applies etcd-all-certs from the node certificate secrets.
+func (k *Component) syncAllCerts(ctx context.Context, lister corev1listers.SecretNamespaceLister) error {
+	data := map[string][]byte{}
+	for _, name := range NodeSecrets(k.In.NodeName) {
+		s, err := lister.Get(name)
+		if err != nil {
+			return fmt.Errorf("%s/%s: %w", TargetNamespace, name, err)
+		}
+		crt, key := s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]
+		if len(crt) == 0 || len(key) == 0 {
+			return fmt.Errorf("%s/%s has no certificate and key yet", TargetNamespace, name)
+		}
+		data[name+".crt"], data[name+".key"] = crt, key
+	}
+	_, _, err := resourceapply.ApplySecret(ctx, k.Cluster.Kube.CoreV1(), k.Recorder, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: TargetNamespace, Name: AllCertsName, Annotations: ownedBy()},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	})
+	return err
 }

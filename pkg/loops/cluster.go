@@ -71,6 +71,9 @@ type Cluster struct {
 	exclusive bool
 	// published holds the writes of settled objects concurrent loops keep for their turn, by object (turn.go).
 	published map[Object]publishedWrite
+	// versions holds, by object (its resource as the journal names it), the number of writes the journal held
+	// after the object's last write (Version).
+	versions map[Object]int
 }
 
 // publishedWrite is the last write of an object a loop keeps for its turn, published when it settled it.
@@ -396,6 +399,18 @@ func (c *Cluster) record(verb string, gvr schema.GroupVersionResource, ns, name 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.journal = append(c.journal, Write{Phase: c.phase, Pass: c.pass, Loop: c.current, Verb: verb, Resource: res, Namespace: ns, Name: name})
+	if c.versions == nil {
+		c.versions = map[Object]int{}
+	}
+	c.versions[Object{Resource: res, Namespace: ns, Name: name}] = len(c.journal)
+}
+
+// Version is what a memo of a loop keys on to know an object did not change: it changes with every write of the
+// object (create, update, delete: every write the journal records) and with nothing else; 0 for an object not
+// written since the cluster was built (a seed, or absent). Like a resourceVersion, which the fakes do not keep.
+// resource is named as in the journal: "secrets", "configmaps", "infrastructures.config.openshift.io".
+func (c *Cluster) Version(resource, namespace, name string) int {
+	return c.Versions(Object{Resource: resource, Namespace: namespace, Name: name})[0]
 }
 
 // Journal returns every write so far, in order.
@@ -545,6 +560,15 @@ func (c *Cluster) Published(reader string, o Object) (runtime.Object, bool) {
 	}
 	f.readFrom[o] = p.writer
 	return p.obj.DeepCopyObject(), true
+}
+
+// clearActions drops the actions the fakes record (a deep copy of every call, which nothing reads): kept for a
+// whole render, they are live heap every garbage collection walks.
+func (c *Cluster) clearActions() {
+	c.Kube.ClearActions()
+	c.Config.ClearActions()
+	c.Operator.ClearActions()
+	c.Dynamic.ClearActions()
 }
 
 // DynamicResources lists the GVRs the dynamic fake was told about.

@@ -1,6 +1,7 @@
 package loops
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -46,6 +47,11 @@ type OperatorClient struct {
 	status operatorv1.StaticPodOperatorStatus
 	rv     int
 	inf    cache.SharedIndexInformer
+	// specJSON and statusJSON cache the JSON of spec and status (see stored), so that a write that changes
+	// nothing is found without JSON round trips; nil: not known, or not usable.
+	specJSON, statusJSON []byte
+	// specMap and statusMap cache the same as generic JSON objects, which apply merges into (see stored).
+	specMap, statusMap map[string]interface{}
 }
 
 var _ v1helpers.StaticPodOperatorClient = (*OperatorClient)(nil)
@@ -66,6 +72,7 @@ func (c *Cluster) NewOperatorClient(kind, resource string, spec operatorv1.Stati
 	oc.meta.CreationTimestamp = metav1.NewTime(time.Now().Truncate(time.Second))
 	roundTrip(&spec, &oc.spec)
 	roundTrip(&status, &oc.status)
+	oc.stored()
 	oc.meta.ResourceVersion = "1"
 	// A never-started informer: controllers register handlers on it and nothing else.
 	oc.inf = cache.NewSharedIndexInformer(&cache.ListWatch{
@@ -142,8 +149,77 @@ func (o *OperatorClient) conflict(rv string) error {
 	return nil
 }
 
+// stored caches the JSON of the stored spec and status, once they changed; the caller holds the lock. A cached
+// JSON is kept only if it survives a round trip unchanged: then a spec (or status) whose JSON equals it would be
+// stored as an equal one (commit's comparison is JSON(round trip(new)) against JSON(current)), so unchanged finds
+// what commit would find without the round trips.
+//
+// The generic objects are kept only if storing one (what apply does: marshal it, unmarshal that into a zero
+// value, commit) gives the cached JSON again: then an apply whose merge gives the cached object changes nothing.
+func (o *OperatorClient) stored() {
+	o.specJSON, o.statusJSON = stableJSON(&o.spec, &operatorv1.StaticPodOperatorSpec{}), stableJSON(&o.status, &operatorv1.StaticPodOperatorStatus{})
+	o.specMap = stableMap(o.specJSON, &operatorv1.StaticPodOperatorSpec{})
+	o.statusMap = stableMap(o.statusJSON, &operatorv1.StaticPodOperatorStatus{})
+}
+
+// stableMap is cached (a stableJSON) as a generic object, if marshalling that and unmarshalling it into scratch
+// (a zero value of the cached type) gives a value whose JSON is cached; else nil.
+func stableMap(cached []byte, scratch interface{}) map[string]interface{} {
+	if cached == nil {
+		return nil
+	}
+	var m map[string]interface{}
+	if err := json.Unmarshal(cached, &m); err != nil {
+		return nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil || json.Unmarshal(b, scratch) != nil {
+		return nil
+	}
+	if again, err := json.Marshal(scratch); err != nil || !bytes.Equal(again, cached) {
+		return nil
+	}
+	return m
+}
+
+// stableJSON is v's JSON if unmarshalling it into scratch (a zero value of v's type) and marshalling that gives
+// the same bytes, else nil.
+func stableJSON(v, scratch interface{}) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	if err := json.Unmarshal(b, scratch); err != nil {
+		return nil
+	}
+	again, err := json.Marshal(scratch)
+	if err != nil || !bytes.Equal(again, b) {
+		return nil
+	}
+	return b
+}
+
+// unchanged says whether committing spec and status would leave the stored ones as they are: each is the stored
+// one itself or has the cached JSON of the stored one. False means not known (commit decides).
+func (o *OperatorClient) unchanged(spec *operatorv1.StaticPodOperatorSpec, status *operatorv1.StaticPodOperatorStatus) bool {
+	same := func(v interface{}, current interface{}, cached []byte) bool {
+		if v == current {
+			return true
+		}
+		if cached == nil {
+			return false
+		}
+		b, err := json.Marshal(v)
+		return err == nil && bytes.Equal(b, cached)
+	}
+	return same(spec, &o.spec, o.specJSON) && same(status, &o.status, o.statusJSON)
+}
+
 // commit stores new spec/status if they differ from the current ones; the caller holds the lock.
 func (o *OperatorClient) commit(verb, sub string, spec *operatorv1.StaticPodOperatorSpec, status *operatorv1.StaticPodOperatorStatus) {
+	if o.unchanged(spec, status) {
+		return
+	}
 	var ns operatorv1.StaticPodOperatorSpec
 	var nst operatorv1.StaticPodOperatorStatus
 	roundTrip(spec, &ns)
@@ -155,6 +231,7 @@ func (o *OperatorClient) commit(verb, sub string, spec *operatorv1.StaticPodOper
 		o.meta.Generation++
 	}
 	o.spec, o.status = ns, nst
+	o.stored()
 	o.rv++
 	o.meta.ResourceVersion = strconv.Itoa(o.rv)
 	o.cluster.record(verb, schema.GroupVersionResource{Group: o.GVK.Group, Version: o.GVK.Version, Resource: o.Resource + "/" + sub}, "", o.meta.Name)
@@ -218,10 +295,17 @@ func (o *OperatorClient) apply(sub string, cfg interface{}) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var target interface{} = &o.status
+	cachedMap := o.statusMap
 	if sub == "spec" {
-		target = &o.spec
+		target, cachedMap = &o.spec, o.specMap
 	}
-	curMap, err := jsonObject(target)
+	var curMap map[string]interface{}
+	var err error
+	if cachedMap != nil {
+		curMap = runtime.DeepCopyJSON(cachedMap) // the merge and the stamping may change what they share
+	} else {
+		curMap, err = jsonObject(target)
+	}
 	if err != nil {
 		return err
 	}
@@ -231,16 +315,20 @@ func (o *OperatorClient) apply(sub string, cfg interface{}) error {
 	}
 	merged := mergeJSON(curMap, patchMap)
 	stampConditionTimes(curMap, merged)
+	if cachedMap != nil && reflect.DeepEqual(merged, cachedMap) {
+		return nil // stored, it would be what is stored (stableMap): commit would find no change
+	}
 	b, err := json.Marshal(merged)
 	if err != nil {
 		return err
 	}
-	spec, status := o.spec.DeepCopy(), o.status.DeepCopy()
+	// The half not applied is passed as the stored one itself (commit only reads it).
+	spec, status := &o.spec, &o.status
 	if sub == "spec" {
-		*spec = operatorv1.StaticPodOperatorSpec{}
+		spec = &operatorv1.StaticPodOperatorSpec{}
 		err = json.Unmarshal(b, spec)
 	} else {
-		*status = operatorv1.StaticPodOperatorStatus{}
+		status = &operatorv1.StaticPodOperatorStatus{}
 		err = json.Unmarshal(b, status)
 	}
 	if err != nil {
@@ -465,6 +553,7 @@ func (o *OperatorClient) RestoreState(data []byte) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.meta, o.spec, o.status = st.Metadata, st.Spec, st.Status
+	o.stored()
 	if n, err := strconv.Atoi(st.Metadata.ResourceVersion); err == nil {
 		o.rv = n
 	}

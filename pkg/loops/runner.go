@@ -3,7 +3,9 @@ package loops
 import (
 	"context"
 	"fmt"
+	"runtime/pprof"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -176,8 +178,13 @@ func (r *Runner) Run(ctx context.Context, phase Phase) error {
 		}
 		start := time.Now()
 		before := c.writeCount()
-		errs, writing := r.runPass(ctx, phase, pass)
+		var errs map[string]string
+		var writing []string
+		pprof.Do(ctx, pprof.Labels("phase", phase.Name, "pass", strconv.Itoa(pass)), func(ctx context.Context) {
+			errs, writing = r.runPass(ctx, phase, pass)
+		})
 		c.setCurrent("", 0, "")
+		c.clearActions()
 		writes := c.writeCount() - before
 		r.result.Passes = append(r.result.Passes, PassStat{Phase: phase.Name, Pass: pass, Writes: writes, Errors: len(errs), Took: time.Since(start)})
 		if writes == 0 && len(errs) == 0 {
@@ -224,7 +231,8 @@ func (r *Runner) runPass(ctx context.Context, phase Phase, pass int) (map[string
 			c.setCurrent(phase.Name, pass, l.Name)
 			n := c.writeCount()
 			t := time.Now()
-			err := safeSync(ctx, l)
+			var err error
+			withLoopLabel(ctx, l.Name, func(ctx context.Context) { err = safeSync(ctx, l) })
 			finish(l.Name, err, c.writeCount() > n, time.Since(t))
 		}
 		return errs, writing
@@ -356,7 +364,7 @@ func (r *Runner) runAlone(ctx context.Context, phase string, pass int, s *step, 
 	c.setExclusive(phase, pass, s.loop.Name)
 	n := c.writeCount()
 	t := time.Now()
-	s.err = safeSync(ctx, s.loop)
+	withLoopLabel(ctx, s.loop.Name, func(ctx context.Context) { s.err = safeSync(ctx, s.loop) })
 	s.took = time.Since(t)
 	s.wrote = c.writeCount() > n
 	c.setCurrent(phase, pass, "") // between turns: nobody may write
@@ -385,11 +393,14 @@ func (r *Runner) runAhead(ctx context.Context, phase string, pass int, s *step, 
 	}, func(abandoned bool) { c.unpublish(l.Name, abandoned) })
 	c.enterFlight(l.Name, index, l.footprint, l.watch)
 	t := time.Now()
-	err, abandoned := speculate(ctx, l)
-	if abandoned {
-		l.turn.resume()
-		err = safeSync(ctx, l)
-	}
+	var err error
+	var abandoned bool
+	withLoopLabel(ctx, l.Name, func(ctx context.Context) {
+		if err, abandoned = speculate(ctx, l); abandoned {
+			l.turn.resume()
+			err = safeSync(ctx, l)
+		}
+	})
 	s.err, s.took, s.abandoned, s.deferred = err, time.Since(t), abandoned, l.turn.deferredWrites()
 	s.wrote = c.writeCount() > n0
 	c.leaveFlight(l.Name)
@@ -468,6 +479,12 @@ func LoopName(kind, component string, what ...string) string {
 		}
 	}
 	return strings.Join(parts, "/")
+}
+
+// withLoopLabel runs f with the profiler label loop=<name> (Run labels each pass with phase and pass): a CPU
+// profile of renders splits by loop and pass, e.g. go tool pprof -tags -tagfocus 'pass=(2)' for second passes.
+func withLoopLabel(ctx context.Context, name string, f func(context.Context)) {
+	pprof.Do(ctx, pprof.Labels("loop", name), f)
 }
 
 // safeSync turns a panic in a loop into an error naming the loop: a render never panics.

@@ -1,8 +1,11 @@
 package operator
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"reflect"
+	"sync"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/openshift/library-go/pkg/operator/configobserver"
@@ -87,6 +90,8 @@ type Base struct {
 	// Features are the cluster's feature gates (clusterconfig.FeatureGates).
 	Features featuregates.FeatureGateAccess
 	spec     Spec
+	merged   *mergedConfigs
+	observed *observedConfigs
 }
 
 // NewBase registers the component's operator resource.
@@ -102,7 +107,8 @@ func NewBase(c *loops.Cluster, in *clusterconfig.Inputs, s Spec) Base {
 	if err != nil {
 		panic(err)
 	}
-	return Base{Cluster: c, In: in, Op: op, Recorder: c.Recorder, Syncer: syncer, Features: clusterconfig.FeatureGates(c, in), spec: s}
+	return Base{Cluster: c, In: in, Op: op, Recorder: c.Recorder, Syncer: syncer, Features: clusterconfig.FeatureGates(c, in), spec: s,
+		merged: &mergedConfigs{}, observed: &observedConfigs{}}
 }
 
 // Name is the component's name in traces and reports.
@@ -173,11 +179,37 @@ func (b *Base) ObservedConfig() (map[string]interface{}, *operatorv1.StaticPodOp
 	if err != nil {
 		return nil, nil, err
 	}
-	obs, err := DecodeObserved(spec.ObservedConfig.Raw)
+	obs, err := b.observed.decode(spec.ObservedConfig.Raw)
 	if err != nil {
 		return nil, nil, err
 	}
 	return obs, spec, nil
+}
+
+// observedConfigs keeps the last observed config ObservedConfig decoded (the target-config steps decode the same
+// one, step after step and pass after pass), and hands out copies of it.
+type observedConfigs struct {
+	mu  sync.Mutex
+	raw []byte
+	obs map[string]interface{}
+}
+
+// decode is DecodeObserved(raw): a new object the caller owns.
+func (o *observedConfigs) decode(raw []byte) (map[string]interface{}, error) {
+	if o == nil {
+		return DecodeObserved(raw)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.obs != nil && bytes.Equal(o.raw, raw) {
+		return runtime.DeepCopyJSON(o.obs), nil
+	}
+	obs, err := DecodeObserved(raw)
+	if err != nil {
+		return nil, err
+	}
+	o.raw, o.obs = bytes.Clone(raw), runtime.DeepCopyJSON(obs)
+	return obs, nil
 }
 
 // ApplyPodConfigMap applies the pod configmap <name> of the operand namespace with pod (see PodConfigMap).
@@ -189,13 +221,85 @@ func (b *Base) ApplyPodConfigMap(ctx context.Context, namespace, name string, po
 // ApplyMergedConfig applies cm with config.yaml: the layers (YAML or JSON) merged in order, maps merged and lists
 // replaced, pruned to the fields of schema, as the operators' target-config controllers build config.yaml
 // (resourcemerge.MergePrunedConfigMap).
+//
+// The merge depends on nothing but the schema's type and the layers' bytes, and every pass merges the same layers
+// again: the last merge of each configmap is kept (mergedConfigs) and reused while they are the same.
 func (b *Base) ApplyMergedConfig(ctx context.Context, schema runtime.Object, cm *corev1.ConfigMap, layers ...[]byte) error {
-	merged, _, err := resourcemerge.MergePrunedConfigMap(schema, cm, "config.yaml", nil, layers...)
-	if err != nil {
-		return fmt.Errorf("%s/%s config.yaml: %w", cm.Namespace, cm.Name, err)
+	var merged *corev1.ConfigMap
+	config, ok := b.merged.get(cm, schema, layers)
+	if ok {
+		// What resourcemerge.MergePrunedConfigMap returns for config: it compares the string it holds with
+		// the merged bytes (never equal) and returns a copy with config.yaml set.
+		merged = cm.DeepCopy()
+		merged.Data["config.yaml"] = string(config)
+	} else {
+		var err error
+		merged, _, err = resourcemerge.MergePrunedConfigMap(schema, cm, "config.yaml", nil, layers...)
+		if err != nil {
+			return fmt.Errorf("%s/%s config.yaml: %w", cm.Namespace, cm.Name, err)
+		}
+		b.merged.put(cm, schema, layers, []byte(merged.Data["config.yaml"]))
 	}
-	_, _, err = resourceapply.ApplyConfigMap(ctx, b.Cluster.Kube.CoreV1(), b.Recorder, merged)
+	_, _, err := resourceapply.ApplyConfigMap(ctx, b.Cluster.Kube.CoreV1(), b.Recorder, merged)
 	return err
+}
+
+// mergedConfigs keeps, by configmap, the last config.yaml ApplyMergedConfig merged and what it merged it from:
+// the schema's type (the schema must be its type's zero value: the merge decodes into a copy of it) and copies
+// of the layers.
+type mergedConfigs struct {
+	mu   sync.Mutex
+	last map[string]mergedConfig
+}
+
+type mergedConfig struct {
+	schema reflect.Type
+	layers [][]byte
+	config []byte
+}
+
+func mergedKey(cm *corev1.ConfigMap) string { return cm.Namespace + "/" + cm.Name }
+
+// get returns the config.yaml merged last for cm from the same schema type and layers.
+func (m *mergedConfigs) get(cm *corev1.ConfigMap, schema runtime.Object, layers [][]byte) ([]byte, bool) {
+	if m == nil || !zeroValue(schema) {
+		return nil, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	last, ok := m.last[mergedKey(cm)]
+	if !ok || last.schema != reflect.TypeOf(schema) || len(last.layers) != len(layers) {
+		return nil, false
+	}
+	for i := range layers {
+		if !bytes.Equal(last.layers[i], layers[i]) {
+			return nil, false
+		}
+	}
+	return last.config, true
+}
+
+// put keeps config as merged for cm from schema's type and (copies of) layers.
+func (m *mergedConfigs) put(cm *corev1.ConfigMap, schema runtime.Object, layers [][]byte, config []byte) {
+	if m == nil || !zeroValue(schema) {
+		return
+	}
+	kept := make([][]byte, len(layers))
+	for i, l := range layers {
+		kept[i] = bytes.Clone(l)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.last == nil {
+		m.last = map[string]mergedConfig{}
+	}
+	m.last[mergedKey(cm)] = mergedConfig{schema: reflect.TypeOf(schema), layers: kept, config: config}
+}
+
+// zeroValue says whether o is a non-nil pointer to its type's zero value.
+func zeroValue(o runtime.Object) bool {
+	v := reflect.ValueOf(o)
+	return v.Kind() == reflect.Pointer && !v.IsNil() && v.Elem().IsZero()
 }
 
 // Listers are the config observers' listers with every cluster configuration lister, the resource syncer and the

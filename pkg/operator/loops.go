@@ -6,12 +6,14 @@
 package operator
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
 	"path"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/openshift/library-go/pkg/controller/factory"
 	"github.com/openshift/library-go/pkg/operator/certrotation"
@@ -22,6 +24,7 @@ import (
 	"github.com/openshift/library-go/pkg/operator/staticpod/controller/node"
 	"github.com/openshift/library-go/pkg/operator/staticresourcecontroller"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/manifests"
 	"github.com/render-static/render-static/pkg/certs"
@@ -35,7 +38,30 @@ import (
 // names its <instanceName>Degraded condition, as in the operator.
 func StaticResourceController(c *loops.Cluster, instanceName string, files []string, op loops.StaticPodOperator, recorder events.Recorder) *staticresourcecontroller.StaticResourceController {
 	clients := resourceapply.NewKubeClientHolder(c.Kube).WithDynamicClient(c.Dynamic)
-	return staticresourcecontroller.NewStaticResourceController(instanceName, manifests.Read, files, clients, op, recorder)
+	return staticresourcecontroller.NewStaticResourceController(instanceName, ReadAsJSON, files, clients, op, recorder)
+}
+
+// jsonAssets holds the embedded manifests ReadAsJSON converted, by name.
+var jsonAssets sync.Map
+
+// ReadAsJSON is manifests.Read with a YAML manifest converted to JSON once (sigs.k8s.io/yaml.YAMLToJSON, the
+// conversion the YAML decoder makes before it decodes JSON): the static resource controller decodes every
+// manifest on every pass, and JSON decodes the same objects without the YAML parser. A manifest the
+// conversion fails on is returned as it is (the decoder then reports the error).
+func ReadAsJSON(name string) ([]byte, error) {
+	if b, ok := jsonAssets.Load(name); ok {
+		return bytes.Clone(b.([]byte)), nil
+	}
+	raw, err := manifests.Read(name)
+	if err != nil {
+		return nil, err
+	}
+	out := raw
+	if j, err := yaml.YAMLToJSON(raw); err == nil && len(bytes.TrimSpace(j)) > 0 && j[0] == '{' {
+		out = j
+	}
+	jsonAssets.Store(name, out)
+	return bytes.Clone(out), nil
 }
 
 // StaticFiles lists the YAML files of an embedded manifests directory as paths below manifests/: the files named
