@@ -54,18 +54,12 @@ func linkUnchanged(old, p string, mode fs.FileMode, data []byte) bool {
 	if !holdsExactly(old, mode, data) {
 		return false
 	}
-	err := os.Link(old, p)
-	if errors.Is(err, fs.ErrExist) {
-		st, serr := os.Lstat(p)
-		if serr != nil || !st.Mode().IsRegular() || os.Remove(p) != nil {
-			return false
-		}
-		err = os.Link(old, p)
-	} else if errors.Is(err, fs.ErrNotExist) {
+	err := linkFile(old, p) // replaces a regular file at p (a path written twice)
+	if errors.Is(err, fs.ErrNotExist) {
 		if mkdirAllExact(filepath.Dir(p), 0o755) != nil {
 			return false
 		}
-		err = os.Link(old, p)
+		err = linkFile(old, p)
 	}
 	return err == nil
 }
