@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -86,7 +85,7 @@ Invalid input exits 1 with every problem listed, and --dir is left untouched.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			singleRenderGC()
+			pipeline.SingleRenderGC()
 			s, err := pipeline.Render(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -155,14 +154,4 @@ with its path; documented adaptations are listed apart. Exit 0 only when nothing
 	f.StringVar(&component, "component", "", "compare only this component ("+strings.Join(components.Names(), ", ")+")")
 	f.StringVar(&images, "images", "", "the --images file the render used")
 	return cmd
-}
-
-// singleRenderGC lets the heap of a process that makes one render (render-static, renew) grow to 2.5 times what
-// the last collection kept instead of twice (GOGC=150): a third fewer collections, for a peak RSS of ~120-130 MB
-// instead of ~110-115 MB on the bundled example (GOGC=200 reached 145 MB, 400 passed 150 MB). An explicit GOGC in
-// the environment wins. fleet keeps the default: it runs several renders at once in one process.
-func singleRenderGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(150)
-	}
 }

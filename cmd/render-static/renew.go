@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/render-static/render-static/pkg/pipeline"
 	"github.com/render-static/render-static/pkg/renew"
 )
 
@@ -32,7 +33,7 @@ no new update, and aio.ign stays byte-identical. Bad input exits 1 and leaves --
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			singleRenderGC()
+			pipeline.SingleRenderGC()
 			o.Within = within
 			rep, err := renew.Run(cmd.Context(), o)
 			if err != nil {
