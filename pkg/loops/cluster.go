@@ -161,20 +161,21 @@ func NewCluster(namespaces []string, dynamicKinds map[schema.GroupVersionResourc
 	c.ConfigInformers = configinformers.NewSharedInformerFactory(c.Config, 0)
 	c.OperatorInformers = operatorinformers.NewSharedInformerFactory(c.Operator, 0)
 
-	c.Kube.Fake.PrependReactor("*", "*", c.reactor(c.Kube.Tracker(), c.kubeIndexers))
-	c.Config.Fake.PrependReactor("*", "*", c.reactor(c.Config.Tracker(), c.configIndexers))
-	c.Operator.Fake.PrependReactor("*", "*", c.reactor(c.Operator.Tracker(), c.operatorIndexers))
+	kube, config, operator := cachedIndexers(c.kubeIndexers), cachedIndexers(c.configIndexers), cachedIndexers(c.operatorIndexers)
+	c.Kube.Fake.PrependReactor("*", "*", c.reactor(c.Kube.Tracker(), kube))
+	c.Config.Fake.PrependReactor("*", "*", c.reactor(c.Config.Tracker(), config))
+	c.Operator.Fake.PrependReactor("*", "*", c.reactor(c.Operator.Tracker(), operator))
 	c.Dynamic.Fake.PrependReactor("*", "*", c.reactor(c.Dynamic.Tracker(), nil))
 
 	// Seeds went into the trackers through the constructors, not through the reactors: prime the indexers.
 	for _, o := range kubeSeeds {
-		c.feed(c.kubeIndexers, o, false)
+		c.feed(kube, o, false)
 	}
 	for _, o := range configSeeds {
-		c.feed(c.configIndexers, o, false)
+		c.feed(config, o, false)
 	}
 	for _, o := range operatorSeeds {
-		c.feed(c.operatorIndexers, o, false)
+		c.feed(operator, o, false)
 	}
 	return c, nil
 }
@@ -196,6 +197,33 @@ func sets(in []string) []string {
 
 // indexersFor returns the indexers that must see an object of gvr in namespace ns.
 type indexerFunc func(gvr schema.GroupVersionResource, ns string) ([]cache.Indexer, error)
+
+// cachedIndexers is f with its answers kept by resource and namespace. The informer factories make one informer
+// per resource (and namespace) on first use and hand out that one afterwards, and the cluster's namespaces are
+// fixed when it is made, so the answer for a resource and namespace never changes; asking the factories again
+// on every write cost ~10 ms of a render. Errors are not kept.
+func cachedIndexers(f indexerFunc) indexerFunc {
+	type key struct {
+		gvr schema.GroupVersionResource
+		ns  string
+	}
+	var mu sync.Mutex
+	known := map[key][]cache.Indexer{}
+	return func(gvr schema.GroupVersionResource, ns string) ([]cache.Indexer, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		k := key{gvr, ns}
+		if out, ok := known[k]; ok {
+			return out, nil
+		}
+		out, err := f(gvr, ns)
+		if err != nil {
+			return nil, err
+		}
+		known[k] = out
+		return out, nil
+	}
+}
 
 func (c *Cluster) kubeIndexers(gvr schema.GroupVersionResource, ns string) ([]cache.Indexer, error) {
 	var out []cache.Indexer

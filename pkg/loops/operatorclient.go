@@ -157,7 +157,12 @@ func (o *OperatorClient) conflict(rv string) error {
 // The generic objects are kept only if storing one (what apply does: marshal it, unmarshal that into a zero
 // value, commit) gives the cached JSON again: then an apply whose merge gives the cached object changes nothing.
 func (o *OperatorClient) stored() {
-	o.specJSON, o.statusJSON = stableJSON(&o.spec, &operatorv1.StaticPodOperatorSpec{}), stableJSON(&o.status, &operatorv1.StaticPodOperatorStatus{})
+	o.storedAs(marshalOrNil(&o.spec), marshalOrNil(&o.status))
+}
+
+// storedAs is stored, given the JSON of the stored spec and status (nil: marshalling failed).
+func (o *OperatorClient) storedAs(specJSON, statusJSON []byte) {
+	o.specJSON, o.statusJSON = stableJSONOf(specJSON, &operatorv1.StaticPodOperatorSpec{}), stableJSONOf(statusJSON, &operatorv1.StaticPodOperatorStatus{})
 	o.specMap = stableMap(o.specJSON, &operatorv1.StaticPodOperatorSpec{})
 	o.statusMap = stableMap(o.statusJSON, &operatorv1.StaticPodOperatorStatus{})
 }
@@ -185,8 +190,12 @@ func stableMap(cached []byte, scratch interface{}) map[string]interface{} {
 // stableJSON is v's JSON if unmarshalling it into scratch (a zero value of v's type) and marshalling that gives
 // the same bytes, else nil.
 func stableJSON(v, scratch interface{}) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
+	return stableJSONOf(marshalOrNil(v), scratch)
+}
+
+// stableJSONOf is stableJSON given v's JSON b (nil: marshalling v failed).
+func stableJSONOf(b []byte, scratch interface{}) []byte {
+	if b == nil {
 		return nil
 	}
 	if err := json.Unmarshal(b, scratch); err != nil {
@@ -224,23 +233,41 @@ func (o *OperatorClient) commit(verb, sub string, spec *operatorv1.StaticPodOper
 	var nst operatorv1.StaticPodOperatorStatus
 	roundTrip(spec, &ns)
 	roundTrip(status, &nst)
-	if jsonEqual(&ns, &o.spec) && jsonEqual(&nst, &o.status) {
+	// The JSON of each side once: the new ones, and the current ones from the cache when it holds them (a cached
+	// JSON is the current value's marshalled bytes).
+	nsJSON, nstJSON := marshalOrNil(&ns), marshalOrNil(&nst)
+	curSpec, curStatus := o.specJSON, o.statusJSON
+	if curSpec == nil {
+		curSpec = marshalOrNil(&o.spec)
+	}
+	if curStatus == nil {
+		curStatus = marshalOrNil(&o.status)
+	}
+	specSame := bytes.Equal(nsJSON, curSpec)
+	if specSame && bytes.Equal(nstJSON, curStatus) {
 		return
 	}
-	if !jsonEqual(&ns, &o.spec) {
+	if !specSame {
 		o.meta.Generation++
 	}
 	o.spec, o.status = ns, nst
-	o.stored()
+	o.storedAs(nsJSON, nstJSON)
 	o.rv++
 	o.meta.ResourceVersion = strconv.Itoa(o.rv)
 	o.cluster.record(verb, schema.GroupVersionResource{Group: o.GVK.Group, Version: o.GVK.Version, Resource: o.Resource + "/" + sub}, "", o.meta.Name)
 }
 
 func jsonEqual(a, b interface{}) bool {
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	return string(ja) == string(jb)
+	return bytes.Equal(marshalOrNil(a), marshalOrNil(b))
+}
+
+// marshalOrNil is v's JSON, or nil if marshalling fails.
+func marshalOrNil(v interface{}) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 func (o *OperatorClient) UpdateOperatorSpec(_ context.Context, rv string, in *operatorv1.OperatorSpec) (*operatorv1.OperatorSpec, string, error) {
