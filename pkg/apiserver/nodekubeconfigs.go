@@ -19,8 +19,9 @@ import (
 //
 // Every pass runs it again, mostly with nothing changed: the kubeconfigs are kept (memo) while the versions
 // (loops.Cluster.Version) of the three objects they are made of are unchanged, and the apply is skipped while
-// the kubeconfigs and the secret are unchanged since an apply of them that wrote nothing (resourceapply.ApplySecret
-// decides from exactly those two, and would write nothing again).
+// the kubeconfigs and the secret are unchanged since an apply of them that succeeded (resourceapply.ApplySecret
+// decides from exactly those two, and an apply of an Opaque secret is idempotent: once it wrote, applying the same
+// secret again to what it wrote writes nothing, so the secret as the apply left it is kept too).
 func (k *Component) nodeKubeconfigsLoop() loops.Loop {
 	var memo nodeKubeconfigsMemo
 	return loops.Loop{Name: "target-config/node-kubeconfigs", Sync: func(ctx context.Context) error {
@@ -47,13 +48,13 @@ func (k *Component) nodeKubeconfigsLoop() loops.Loop {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: TargetNamespace, Name: "node-kubeconfigs",
 			Annotations: map[string]string{"openshift.io/owning-component": jira}}, Type: corev1.SecretTypeOpaque, Data: data}
 		_, _, err := resourceapply.ApplySecret(ctx, c.Kube.CoreV1(), k.Recorder, s)
-		memo.applied, memo.target = err == nil && c.Version("secrets", TargetNamespace, "node-kubeconfigs") == target, target
+		memo.applied, memo.target = err == nil, c.Version("secrets", TargetNamespace, "node-kubeconfigs")
 		return err
 	}}
 }
 
 // nodeKubeconfigsMemo is what nodeKubeconfigsLoop keeps between runs: the kubeconfigs (data) made from the inputs
-// at versions inputs, and whether applying them to the secret at version target wrote nothing.
+// at versions inputs, and whether applying them succeeded, leaving the secret at version target.
 type nodeKubeconfigsMemo struct {
 	inputs  [3]int
 	data    map[string][]byte

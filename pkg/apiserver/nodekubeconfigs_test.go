@@ -73,6 +73,15 @@ func TestNodeKubeconfigsLoopKeepsUpWithItsInputs(t *testing.T) {
 			!equality.Semantic.DeepEqual(got.Annotations, want.Annotations) {
 			t.Fatalf("%s: the secret differs from a run afresh", step)
 		}
+		// The next run of the loop may skip its apply: a loop that keeps nothing must then write nothing either.
+		n = len(c.Journal())
+		fresh := &Component{Base: operator.Base{Cluster: c, Recorder: c.Recorder}}
+		if err := fresh.nodeKubeconfigsLoop().Sync(ctx); err != nil {
+			t.Fatalf("%s: a loop that keeps nothing: %v", step, err)
+		}
+		if len(c.Journal()) != n {
+			t.Fatalf("%s: a loop that keeps nothing writes again", step)
+		}
 	}
 	run("first", true)
 	run("again", false)

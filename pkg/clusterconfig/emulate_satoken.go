@@ -1,6 +1,7 @@
 package clusterconfig
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/rand"
@@ -76,8 +77,14 @@ func ServiceAccountKeySeeds() ([]runtime.Object, error) {
 // private key), ca.crt (kube-apiserver's serving CA bundle) and namespace. It waits, without an error, until the
 // key and the CA bundle exist; a token is rewritten only when one of its inputs changed (RS256 signatures are
 // deterministic, so a second pass writes nothing).
+//
+// Every pass runs it again, mostly with nothing changed: the parsed key is kept while the key's PEM bytes are the
+// same, and each signed token while its inputs (the key, the secret's and the account's names, the account's
+// UID) are: a pass neither parses the key nor signs a token it signed before (signing is deterministic, so the
+// kept token is the one it would sign).
 func LegacyServiceAccountTokens(c *loops.Cluster) loops.Loop {
 	all := c.KubeFactory().Core().V1()
+	var keys legacyTokenCache
 	return loops.Loop{Name: "emulate/legacy-serviceaccount-token-controller", Sync: func(ctx context.Context) error {
 		keySecret, err := all.Secrets().Lister().Secrets(SAPrivateKeyNamespace).Get(SAPrivateKeySecret)
 		if apierrors.IsNotFound(err) {
@@ -86,8 +93,7 @@ func LegacyServiceAccountTokens(c *loops.Cluster) loops.Loop {
 		if err != nil {
 			return err
 		}
-		key, err := parseRSAPrivateKey(keySecret.Data[SAPrivateKeyKey])
-		if err != nil {
+		if err := keys.setKey(keySecret.Data[SAPrivateKeyKey]); err != nil {
 			return fmt.Errorf("%s/%s %s: %w", SAPrivateKeyNamespace, SAPrivateKeySecret, SAPrivateKeyKey, err)
 		}
 		ca, err := all.ConfigMaps().Lister().ConfigMaps(ServerCANamespace).Get(ServerCAConfigMap)
@@ -97,18 +103,22 @@ func LegacyServiceAccountTokens(c *loops.Cluster) loops.Loop {
 		if err != nil {
 			return err
 		}
-		secrets, err := all.Secrets().Lister().List(labels.Everything())
+		listed, err := all.Secrets().Lister().List(labels.Everything())
 		if err != nil {
 			return err
+		}
+		// Only token secrets are written: sorting them alone gives them the order they have among all secrets.
+		var secrets []*corev1.Secret
+		for _, s := range listed {
+			if s.Type == corev1.SecretTypeServiceAccountToken {
+				secrets = append(secrets, s)
+			}
 		}
 		sort.Slice(secrets, func(i, j int) bool {
 			return secrets[i].Namespace+"/"+secrets[i].Name < secrets[j].Namespace+"/"+secrets[j].Name
 		})
 		var errs []error
 		for _, s := range secrets {
-			if s.Type != corev1.SecretTypeServiceAccountToken {
-				continue
-			}
 			saName := s.Annotations[corev1.ServiceAccountNameKey]
 			if saName == "" {
 				continue
@@ -121,7 +131,7 @@ func LegacyServiceAccountTokens(c *loops.Cluster) loops.Loop {
 				errs = append(errs, err)
 				continue
 			}
-			token, err := LegacyToken(key, s.Namespace, s.Name, sa.Name, string(sa.UID))
+			token, err := keys.token(s.Namespace, s.Name, sa.Name, string(sa.UID))
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -151,6 +161,45 @@ func LegacyServiceAccountTokens(c *loops.Cluster) loops.Loop {
 		}
 		return errors.Join(errs...)
 	}}
+}
+
+// legacyTokenCache keeps, for one loop, the service-account key parsed from its PEM bytes and the tokens signed
+// with it by their inputs. A key of other bytes replaces the key and drops the tokens.
+type legacyTokenCache struct {
+	pem    []byte
+	key    *rsa.PrivateKey
+	tokens map[legacyTokenInputs]string
+}
+
+// legacyTokenInputs is everything LegacyToken signs besides the key.
+type legacyTokenInputs struct{ namespace, secretName, saName, uid string }
+
+// setKey parses pemBytes unless they are those of the key kept.
+func (k *legacyTokenCache) setKey(pemBytes []byte) error {
+	if k.key != nil && bytes.Equal(k.pem, pemBytes) {
+		return nil
+	}
+	*k = legacyTokenCache{}
+	key, err := parseRSAPrivateKey(pemBytes)
+	if err != nil {
+		return err
+	}
+	*k = legacyTokenCache{pem: bytes.Clone(pemBytes), key: key, tokens: map[legacyTokenInputs]string{}}
+	return nil
+}
+
+// token returns LegacyToken for the key kept, signing it only the first time.
+func (k *legacyTokenCache) token(namespace, secretName, saName, uid string) (string, error) {
+	in := legacyTokenInputs{namespace, secretName, saName, uid}
+	if t, ok := k.tokens[in]; ok {
+		return t, nil
+	}
+	t, err := LegacyToken(k.key, namespace, secretName, saName, uid)
+	if err != nil {
+		return "", err
+	}
+	k.tokens[in] = t
+	return t, nil
 }
 
 func sameData(have, want map[string][]byte) bool {

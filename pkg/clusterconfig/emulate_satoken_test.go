@@ -150,3 +150,83 @@ func TestLegacyServiceAccountTokensWaitForKey(t *testing.T) {
 		t.Errorf("wrote %d times without a key", len(c.Journal()))
 	}
 }
+
+// TestLegacyServiceAccountTokensKeptOnlyWhileInputsSame: the loop keeps its parsed key and signed tokens between
+// runs; a run after one input changed (the key, the account's UID, a new token secret) writes the token that
+// input gives, exactly what a loop without anything kept writes.
+func TestLegacyServiceAccountTokensKeptOnlyWhileInputsSame(t *testing.T) {
+	seeds, err := ServiceAccountKeySeeds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := func(name string) *corev1.Secret {
+		return &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: name,
+				Annotations: map[string]string{corev1.ServiceAccountNameKey: "client"}},
+			Type: corev1.SecretTypeServiceAccountToken,
+		}
+	}
+	ca := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ServerCANamespace, Name: ServerCAConfigMap},
+		Data: map[string]string{"ca-bundle.crt": "CA"}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "client", UID: "uid-1"}}
+	c := testCluster(t, []string{"ns1", SAPrivateKeyNamespace, SAPublicKeyNamespace}, append(seeds, token("client-token"), ca, sa)...)
+	ctx := context.Background()
+	loop := LegacyServiceAccountTokens(c)
+	// check runs the loop, which must write (wantWrite) or not, and compares every token with what a new loop
+	// (nothing kept) signs for the same cluster.
+	check := func(step string, wantWrite bool) {
+		t.Helper()
+		n := len(c.Journal())
+		if err := loop.Sync(ctx); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if wrote := len(c.Journal()) > n; wrote != wantWrite {
+			t.Fatalf("%s: wrote = %v, want %v", step, wrote, wantWrite)
+		}
+		got, err := c.Kube.CoreV1().Secrets("ns1").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n = len(c.Journal())
+		if err := LegacyServiceAccountTokens(c).Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Journal()) != n {
+			t.Fatalf("%s: a loop that kept nothing writes again: the kept key or tokens are stale", step)
+		}
+		for _, s := range got.Items {
+			if len(s.Data["token"]) == 0 {
+				t.Fatalf("%s: %s has no token", step, s.Name)
+			}
+		}
+	}
+	check("first run", true)
+	check("nothing changed", false)
+
+	// A new key: every token is signed again.
+	newKeys, err := ServiceAccountKeySeeds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Kube.CoreV1().Secrets(SAPrivateKeyNamespace).Update(ctx, newKeys[0].(*corev1.Secret), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check("new key", true)
+	check("nothing changed after the new key", false)
+
+	// The account is replaced (a new UID).
+	if err := c.Kube.CoreV1().ServiceAccounts("ns1").Delete(ctx, "client", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Kube.CoreV1().ServiceAccounts("ns1").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "client"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check("new account UID", true)
+
+	// A second token secret for the same account.
+	if _, err := c.Kube.CoreV1().Secrets("ns1").Create(ctx, token("client-token-2"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check("new token secret", true)
+	check("nothing changed at the end", false)
+}

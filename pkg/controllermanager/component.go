@@ -43,6 +43,8 @@ var Namespaces = []string{OperatorNamespace, TargetNamespace, ConfigNamespace, M
 // Component is kube-controller-manager in one render.
 type Component struct {
 	operator.Base
+	// signer is the csr-signer CA parsed last (csrSigner).
+	signer parsedCA
 }
 
 // New registers the operator resource (operator.openshift.io/v1 KubeControllerManager "cluster", managed, log

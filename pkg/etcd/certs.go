@@ -112,7 +112,9 @@ func (k *Component) allBundlesLoop() loops.Loop {
 // <secret>.crt and <secret>.key, the certificates the static pod reads from one place.
 //
 // Every pass runs it again, mostly with nothing changed: it is skipped while the node certificate secrets and
-// etcd-all-certs are unchanged (loops.Memo) since a run that wrote nothing.
+// etcd-all-certs are unchanged (loops.Memo) since a run that succeeded. The loop writes only etcd-all-certs, with
+// resourceapply.ApplySecret, which is idempotent for an Opaque secret: a run right after one that wrote it
+// applies the same secret to what it wrote and writes nothing, so the versions after a run that wrote are kept.
 func (k *Component) allCertsLoop() loops.Loop {
 	lister := k.Cluster.KubeInformers.InformersFor(TargetNamespace).Core().V1().Secrets().Lister().Secrets(TargetNamespace)
 	var reads []loops.Object
@@ -129,9 +131,7 @@ func (k *Component) allCertsLoop() loops.Loop {
 		if err := k.syncAllCerts(ctx, lister); err != nil {
 			return err
 		}
-		if after := k.Cluster.Versions(reads...); after[len(after)-1] == versions[len(versions)-1] {
-			memo.Keep(versions)
-		}
+		memo.Keep(k.Cluster.Versions(reads...))
 		return nil
 	}}
 }

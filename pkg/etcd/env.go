@@ -63,8 +63,21 @@ func escapedIP(ip netip.Addr) string {
 // the endpoints configmap, the observed config (cipher suites, TLS version), the install-config's control-plane
 // replicas and architecture (openshift-etcd/cluster-config-v1), the infrastructure, and the node. It writes
 // nothing: the scripts, restore-pod and pod loops read what it computed.
+//
+// Every pass runs it again, mostly with nothing changed: what it computed is kept (loops.Memo) while the versions
+// of everything computeEnv reads are those of a run that succeeded: etcd-endpoints and cluster-config-v1, the
+// infrastructure, and the operator resource (its resourceVersion, which changes with every write of its spec or
+// status); the rest are the render's inputs, which do not change, and it reads no clock.
 func (k *Component) envVarLoop() loops.Loop {
+	reads := []loops.Object{loops.ConfigMap(TargetNamespace, EndpointsName), loops.ConfigMap(TargetNamespace, "cluster-config-v1"),
+		{Resource: "infrastructures.config.openshift.io", Name: "cluster"}}
+	var memo loops.Memo
 	return loops.Loop{Name: "env-var/etcd", Sync: func(ctx context.Context) error {
+		versions, ok := k.envVersions(reads)
+		if ok && memo.Same(versions) {
+			return nil
+		}
+		memo.Forget()
 		env, err := k.computeEnv()
 		k.mu.Lock()
 		defer k.mu.Unlock()
@@ -73,8 +86,25 @@ func (k *Component) envVarLoop() loops.Loop {
 			return err
 		}
 		k.env = env
+		if ok {
+			memo.Keep(versions)
+		}
 		return nil
 	}}
+}
+
+// envVersions are the versions of what computeEnv reads: reads, then the operator resource's resourceVersion;
+// false when that is not a number (nothing is kept then).
+func (k *Component) envVersions(reads []loops.Object) ([]int, bool) {
+	_, _, rv, err := k.Op.GetStaticPodOperatorState()
+	if err != nil {
+		return nil, false
+	}
+	n, err := strconv.Atoi(rv)
+	if err != nil {
+		return nil, false
+	}
+	return append(k.Cluster.Versions(reads...), n), true
 }
 
 func (k *Component) computeEnv() (EnvVars, error) {

@@ -74,6 +74,9 @@ type Cluster struct {
 	// versions holds, by object (its resource as the journal names it), the number of writes the journal held
 	// after the object's last write (Version).
 	versions map[Object]int
+	// membership is the number of writes the journal held after the last write that made an object exist or
+	// stop existing (Membership).
+	membership int
 }
 
 // publishedWrite is the last write of an object a loop keeps for its turn, published when it settled it.
@@ -349,6 +352,7 @@ func (c *Cluster) reactor(tracker clienttesting.ObjectTracker, indexers indexerF
 		if verb == "delete" {
 			if before != nil {
 				c.record(verb, gvr, ns, name)
+				c.memberChanged()
 				c.feed(indexers, before, true)
 				c.markStale(Object{Resource: gvr.Resource, Namespace: ns, Name: name})
 			}
@@ -362,6 +366,9 @@ func (c *Cluster) reactor(tracker clienttesting.ObjectTracker, indexers indexerF
 			return true, ret, nil // a no-op update is not a write
 		}
 		c.record(verb, gvr, ns, name)
+		if verb == "create" || before == nil {
+			c.memberChanged() // the object did not exist before this write
+		}
 		c.feed(indexers, after, false)
 		c.markStale(Object{Resource: gvr.Resource, Namespace: ns, Name: name})
 		return true, after.DeepCopyObject(), nil
@@ -439,6 +446,24 @@ func (c *Cluster) record(verb string, gvr schema.GroupVersionResource, ns, name 
 // resource is named as in the journal: "secrets", "configmaps", "infrastructures.config.openshift.io".
 func (c *Cluster) Version(resource, namespace, name string) int {
 	return c.Versions(Object{Resource: resource, Namespace: namespace, Name: name})[0]
+}
+
+// memberChanged notes that the last write recorded made an object exist or stop existing.
+func (c *Cluster) memberChanged() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.membership = len(c.journal)
+}
+
+// Membership is what a memo keys on to know the cluster holds the same objects (by resource, namespace and name)
+// as before, whatever their contents: it changes with every write that makes an object of the fakes (kube,
+// config, operator, dynamic) exist or stop existing (a create, a delete, or any write of an object that was not
+// there), and with nothing else; 0 until the first. Operator clients (OperatorClient) are not objects of the
+// fakes.
+func (c *Cluster) Membership() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.membership
 }
 
 // Journal returns every write so far, in order.

@@ -35,7 +35,9 @@ func (m *Memo) Same(versions []int) bool {
 }
 
 // Keep records versions as read before a run that succeeded and wrote nothing; Forget drops them (a run that
-// failed or wrote).
+// failed or wrote). A loop whose run is idempotent (run again right after itself, with nothing else written in
+// between, it writes nothing, as resourceapply.ApplySecret of an Opaque secret does) may instead keep the versions
+// as read after a run that succeeded, whether or not it wrote.
 func (m *Memo) Keep(versions []int) { m.versions, m.kept = versions, true }
 
 // Forget drops what Keep kept.

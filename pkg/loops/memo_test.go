@@ -263,6 +263,58 @@ func TestVersionChangesWithEveryWrite(t *testing.T) {
 	}
 }
 
+// TestMembershipChangesWithCreateAndDelete: Membership is 0 until an object is created, changes with every create
+// and delete, in every fake, and not with updates.
+func TestMembershipChangesWithCreateAndDelete(t *testing.T) {
+	ctx := context.Background()
+	c, err := NewCluster([]string{"ns-a"}, nil, cm("ns-a", "seed", "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Membership() != 0 {
+		t.Fatalf("membership before any write: %d", c.Membership())
+	}
+	cms := c.Kube.CoreV1().ConfigMaps("ns-a")
+	last := 0
+	step := func(what string, wantChange bool) {
+		t.Helper()
+		if changed := c.Membership() != last; changed != wantChange {
+			t.Fatalf("%s: membership changed = %v, want %v", what, changed, wantChange)
+		}
+		last = c.Membership()
+	}
+	o, err := cms.Create(ctx, cm("ns-a", "x", "1"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step("create", true)
+	o.Data["k"] = "2"
+	if _, err := cms.Update(ctx, o, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	step("update", false)
+	if _, err := cms.Create(ctx, cm("ns-a", "x", "1"), metav1.CreateOptions{}); err == nil {
+		t.Fatal("a second create of x succeeded")
+	}
+	step("failed create", false)
+	if err := cms.Delete(ctx, "x", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	step("delete", true)
+	if err := cms.Delete(ctx, "x", metav1.DeleteOptions{}); err == nil {
+		t.Fatal("a second delete of x succeeded")
+	}
+	step("failed delete", false)
+	if err := cms.Delete(ctx, "seed", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	step("delete of a seed", true)
+	if _, err := c.Operator.OperatorV1().KubeAPIServers().Create(ctx, &operatorv1.KubeAPIServer{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	step("create in the operator fake", true)
+}
+
 // TestMemo: Same holds only for the versions kept, until they are forgotten.
 func TestMemo(t *testing.T) {
 	var m Memo

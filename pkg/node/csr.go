@@ -67,14 +67,18 @@ func (n *Node) approverIdentity() clientIdentity {
 // memory. Leaves live --cert-validity, cut at the signer's expiry.
 //
 // The CSRs are a record of the render only: FilterExport keeps them out of the exported manifests.
+//
+// Every pass runs it again, mostly with the same signer: the signer parsed last is kept while the secret's
+// certificate and key bytes are the same (parsing depends on nothing else).
 func (n *Node) CSRApprovalLoop() loops.Loop {
 	secrets := n.cluster.KubeFactory().Core().V1().Secrets().Lister()
+	var signer parsedSigner
 	return loops.Loop{Name: CSRApprovalLoopName, Sync: func(ctx context.Context) error {
 		s, err := secrets.Secrets(SignerNamespace).Get(SignerName)
 		if err != nil {
 			return fmt.Errorf("waiting for kube-controller-manager's CSR signer %s/%s: %w", SignerNamespace, SignerName, err)
 		}
-		signerCert, signerKey, err := parseSigner(s)
+		signerCert, signerKey, err := signer.parse(s)
 		if err != nil {
 			return fmt.Errorf("CSR signer %s/%s: %w", SignerNamespace, SignerName, err)
 		}
@@ -85,6 +89,25 @@ func (n *Node) CSRApprovalLoop() loops.Loop {
 		}
 		return nil
 	}}
+}
+
+// parsedSigner keeps what parseSigner made of one secret's certificate and key bytes.
+type parsedSigner struct {
+	crt, key []byte
+	cert     *x509.Certificate
+	signer   crypto.Signer
+	err      error
+	kept     bool
+}
+
+// parse is parseSigner(s), kept while s holds the same certificate and key bytes.
+func (p *parsedSigner) parse(s *corev1.Secret) (*x509.Certificate, crypto.Signer, error) {
+	crt, key := s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]
+	if !p.kept || !bytes.Equal(p.crt, crt) || !bytes.Equal(p.key, key) {
+		cert, signer, err := parseSigner(s)
+		*p = parsedSigner{crt: bytes.Clone(crt), key: bytes.Clone(key), cert: cert, signer: signer, err: err, kept: true}
+	}
+	return p.cert, p.signer, p.err
 }
 
 func parseSigner(s *corev1.Secret) (*x509.Certificate, crypto.Signer, error) {

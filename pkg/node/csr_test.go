@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -123,5 +124,57 @@ func TestTreeNeedsSignedCertificates(t *testing.T) {
 	_, err := f.n.Tree(context.Background(), testOptions)
 	if err == nil || !strings.Contains(err.Error(), CSRApprovalLoopName) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestCSRApprovalLoopKeepsTheSignerOnlyWhileItsBytesAreSame: one loop, run again after the signer secret
+// changed, signs with the new signer (it keeps the parsed signer only while the secret's bytes are the same), and
+// fails on a key that no longer belongs to the certificate.
+func TestCSRApprovalLoopKeepsTheSignerOnlyWhileItsBytesAreSame(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, "examples/sno/install-config.yaml", "192.168.126.10", true)
+	loop := f.n.CSRApprovalLoop()
+	sync := func(step string, wantWrite bool) {
+		t.Helper()
+		n := len(f.c.Journal())
+		if err := loop.Sync(ctx); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if wrote := len(f.c.Journal()) > n; wrote != wantWrite {
+			t.Fatalf("%s: wrote %v, want %v", step, wrote, wantWrite)
+		}
+	}
+	sync("first", true)
+	sync("same signer", false)
+
+	rotated := newTestCA(t, "kube-csr-signer", 2*time.Hour)
+	secrets := f.c.Kube.CoreV1().Secrets(SignerNamespace)
+	if _, err := secrets.Update(ctx, rotated.signerSecret(), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sync("rotated signer", true)
+	csr, err := f.c.Kube.CertificatesV1().CertificateSigningRequests().Get(ctx, f.n.nodeIdentity().csrName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := certs.ParseCertificates(csr.Status.Certificate)
+	if err != nil || len(leaf) == 0 {
+		t.Fatalf("no certificate after the rotation: %v", err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(rotated.cert)
+	if _, err := leaf[0].Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Fatalf("after the rotation, the node certificate does not chain to the new signer: %v", err)
+	}
+	sync("same rotated signer", false)
+
+	other := newTestCA(t, "other", time.Hour)
+	mismatched := rotated.signerSecret()
+	mismatched.Data[corev1.TLSPrivateKeyKey] = other.keyPEM
+	if _, err := secrets.Update(ctx, mismatched, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := loop.Sync(ctx); err == nil || !strings.Contains(err.Error(), "does not belong") {
+		t.Fatalf("with another key: err = %v", err)
 	}
 }

@@ -24,40 +24,61 @@ var apiServerNamespaces = map[string]bool{"default": true, "kube-system": true, 
 // created, so that the first-boot apply (which creates namespaces first) never meets an object whose namespace is
 // missing. A component that creates its namespace itself (with its labels) takes precedence: this loop only adds
 // what is missing, and runs after every component's loops.
+//
+// Every pass runs it again, mostly with nothing created or deleted since: what it decides depends only on which
+// objects exist (their kind, namespace and name), so it is skipped while loops.Cluster.Membership is that of a
+// run that succeeded and created nothing.
 func (n *Node) NamespacesLoop() loops.Loop {
+	var memo loops.Memo
 	return loops.Loop{Name: NamespacesLoopName, Sync: func(ctx context.Context) error {
-		ms, err := export.Identities(n.cluster)
-		if err != nil {
+		before := []int{n.cluster.Membership()}
+		if memo.Same(before) {
+			return nil
+		}
+		memo.Forget()
+		if err := n.createMissingNamespaces(ctx); err != nil {
 			return err
 		}
-		have := map[string]bool{}
-		need := map[string]bool{}
-		for _, m := range ms {
-			if m.GVK.Group == "" && m.GVK.Kind == "Namespace" {
-				have[m.Name] = true
-			}
-			if m.Namespace != "" && !apiServerNamespaces[m.Namespace] {
-				need[m.Namespace] = true
-			}
-		}
-		var missing []string
-		for ns := range need {
-			if !have[ns] {
-				missing = append(missing, ns)
-			}
-		}
-		sort.Strings(missing)
-		for _, ns := range missing {
-			_, err := n.cluster.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-				Name: ns,
-				Annotations: map[string]string{
-					"render-static.io/created-by": NamespacesLoopName + ": objects of the render live here and no component creates it",
-				},
-			}}, metav1.CreateOptions{})
-			if err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("namespace %s: %w", ns, err)
-			}
+		if n.cluster.Membership() == before[0] {
+			memo.Keep(before)
 		}
 		return nil
 	}}
+}
+
+// createMissingNamespaces creates the namespaces objects of the render live in that do not exist.
+func (n *Node) createMissingNamespaces(ctx context.Context) error {
+	ms, err := export.Identities(n.cluster)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	need := map[string]bool{}
+	for _, m := range ms {
+		if m.GVK.Group == "" && m.GVK.Kind == "Namespace" {
+			have[m.Name] = true
+		}
+		if m.Namespace != "" && !apiServerNamespaces[m.Namespace] {
+			need[m.Namespace] = true
+		}
+	}
+	var missing []string
+	for ns := range need {
+		if !have[ns] {
+			missing = append(missing, ns)
+		}
+	}
+	sort.Strings(missing)
+	for _, ns := range missing {
+		_, err := n.cluster.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name: ns,
+			Annotations: map[string]string{
+				"render-static.io/created-by": NamespacesLoopName + ": objects of the render live here and no component creates it",
+			},
+		}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("namespace %s: %w", ns, err)
+		}
+	}
+	return nil
 }
