@@ -1,13 +1,17 @@
 package export_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
 
+	goyaml "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/internal/testtools"
 	"github.com/render-static/render-static/pkg/certs"
@@ -100,4 +104,46 @@ func BenchmarkMarshalYAML(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestEmitterRender: every object of a render, whole and by top-level key, is written by MarshalYAML as
+// sigs.k8s.io/yaml writes it, and by the emitter as go-yaml writes it; the emitter writes nearly all of them itself.
+func TestEmitterRender(t *testing.T) {
+	objs := renderedObjects(t)
+	docs, emitted := 0, 0
+	check := func(name string, obj map[string]interface{}) {
+		t.Helper()
+		docs++
+		want, werr := yaml.Marshal(obj)
+		got, gerr := export.MarshalYAML(obj)
+		if (werr != nil) != (gerr != nil) || !bytes.Equal(got, want) {
+			t.Errorf("%s: MarshalYAML differs from sigs.k8s.io/yaml (errors %v, %v):\n--- MarshalYAML\n%s\n--- sigs.k8s.io/yaml\n%s", name, gerr, werr, got, want)
+		}
+		v, err := export.PreparedForYAML(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ok := v.(map[string]interface{})
+		if !ok {
+			return
+		}
+		if got, ok := export.EmitYAML(m); ok {
+			emitted++
+			if want, err := goyaml.Marshal(m); err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s: the emitter differs from go-yaml (%v):\n--- emitter\n%s\n--- go-yaml\n%s", name, err, got, want)
+			}
+		}
+	}
+	for _, o := range objs {
+		u := &unstructured.Unstructured{Object: o}
+		name := fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
+		check(name, o)
+		for k, v := range o {
+			check(name+" "+k, map[string]interface{}{k: v})
+		}
+	}
+	t.Logf("the emitter wrote %d of %d documents", emitted, docs)
+	if emitted < docs*95/100 {
+		t.Errorf("the emitter wrote only %d of %d documents", emitted, docs)
+	}
 }
