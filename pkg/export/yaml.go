@@ -37,6 +37,10 @@ func ObjectMap(o runtime.Object) (map[string]interface{}, error) {
 // their escapes, chomping and indentation indicators and folding at column 80). A document it declines (a
 // string or key beyond ASCII, a key that is not a simple key, a value of another type) goes to go-yaml's Marshal.
 func MarshalYAML(obj map[string]interface{}) ([]byte, error) {
+	// The emitter on obj as it is declines what yamlReady does not accept: one walk for both.
+	if b, ok := emitYAML(obj, true); ok {
+		return b, nil
+	}
 	var v interface{} = obj
 	if !yamlReady(v) {
 		var err error
@@ -45,7 +49,7 @@ func MarshalYAML(obj map[string]interface{}) ([]byte, error) {
 		}
 	}
 	if m, ok := v.(map[string]interface{}); ok {
-		if b, ok := emitYAML(m); ok {
+		if b, ok := emitYAML(m, false); ok {
 			return b, nil
 		}
 	}

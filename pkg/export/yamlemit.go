@@ -32,11 +32,21 @@ import (
 // yamlEmitter writes one document; its buffers are reused (emitterPool).
 type yamlEmitter struct {
 	buf       []byte
-	lineStart int      // where the current line starts in buf
-	keys      []string // the keys of the mappings being written, a stack
+	lineStart int       // where the current line starts in buf
+	pairs     []mapPair // the entries of the mappings being written, a stack
+	width     int       // yamlWidth()
+	// direct: the document is an object as MarshalYAML is given it, not yet made what go-yaml would parse from its
+	// JSON (yamlReady, asParsed); the emitter declines what yamlReady does not accept.
+	direct bool
 	// whitespace and indention are go-yaml's emitter flags of the same names: the last character written is
 	// whitespace (no space is needed before an indicator), and only indentation has been written on this line.
 	whitespace, indention bool
+}
+
+// mapPair is a mapping's entry.
+type mapPair struct {
+	key   string
+	value interface{}
 }
 
 var emitterPool = sync.Pool{New: func() any { return &yamlEmitter{buf: make([]byte, 0, 4096)} }}
@@ -51,18 +61,21 @@ var yamlWidth = sync.OnceValue(func() int {
 	return 80
 })
 
-// emitYAML is goyaml.Marshal(obj), or ok false where the emitter declines (see above).
-func emitYAML(obj map[string]interface{}) (out []byte, ok bool) {
+// emitYAML is goyaml.Marshal(obj), or ok false where the emitter declines (see above). With direct, obj is an
+// object as MarshalYAML is given it, and the emitter declines what yamlReady does not accept (so that it writes
+// goyaml.Marshal(obj) where that is what MarshalYAML writes).
+func emitYAML(obj map[string]interface{}, direct bool) (out []byte, ok bool) {
 	e := emitterPool.Get().(*yamlEmitter)
-	e.buf, e.lineStart, e.keys = e.buf[:0], 0, e.keys[:0]
+	e.buf, e.lineStart, e.pairs = e.buf[:0], 0, e.pairs[:0]
 	e.whitespace, e.indention = true, true
-	width := yamlWidth()
-	if ok = e.node(obj, -1, ctxRoot, width); ok {
+	e.width, e.direct = yamlWidth(), direct
+	if ok = e.node(obj, -1, ctxRoot); ok {
 		// The document's end: go-yaml's write_indent at column 0.
 		e.writeIndent(0)
 		out = make([]byte, len(e.buf))
 		copy(out, e.buf)
 	}
+	clear(e.pairs[:cap(e.pairs)]) // no references kept in the pool
 	if cap(e.buf) <= 1<<20 {
 		emitterPool.Put(e)
 	}
@@ -108,39 +121,53 @@ func (e *yamlEmitter) indicator(s string) {
 }
 
 // node writes v; indent is the indentation of the collection it is in (-1 at the root).
-func (e *yamlEmitter) node(v interface{}, indent, ctx, width int) bool {
+func (e *yamlEmitter) node(v interface{}, indent, ctx int) bool {
 	switch x := v.(type) {
 	case nil:
-		e.plain("null", indent, false, width)
+		e.plain("null", indent, false)
 	case bool:
 		if x {
-			e.plain("true", indent, false, width)
+			e.plain("true", indent, false)
 		} else {
-			e.plain("false", indent, false, width)
+			e.plain("false", indent, false)
 		}
 	case int:
 		e.buf = strconv.AppendInt(e.numberStart(), int64(x), 10)
 	case int64:
+		if e.direct && int64(int(x)) != x {
+			return false
+		}
 		e.buf = strconv.AppendInt(e.numberStart(), x, 10)
 	case uint64:
+		if e.direct {
+			return false
+		}
 		e.buf = strconv.AppendUint(e.numberStart(), x, 10)
 	case float64:
 		switch {
+		case e.direct:
+			return false
 		case math.IsInf(x, 1):
-			e.plain(".inf", indent, false, width)
+			e.plain(".inf", indent, false)
 		case math.IsInf(x, -1):
-			e.plain("-.inf", indent, false, width)
+			e.plain("-.inf", indent, false)
 		case math.IsNaN(x):
-			e.plain(".nan", indent, false, width)
+			e.plain(".nan", indent, false)
 		default:
 			e.buf = strconv.AppendFloat(e.numberStart(), x, 'g', -1, 64)
 		}
 	case string:
-		return e.str(x, indent, false, width)
+		return e.str(x, indent, false)
 	case map[string]interface{}:
-		return e.mapping(x, indent, width)
+		if e.direct && x == nil {
+			return false
+		}
+		return e.mapping(x, indent)
 	case []interface{}:
-		return e.sequence(x, indent, ctx, width)
+		if e.direct && x == nil {
+			return false
+		}
+		return e.sequence(x, indent, ctx)
 	default:
 		return false
 	}
@@ -158,7 +185,7 @@ func (e *yamlEmitter) numberStart() []byte {
 }
 
 // mapping writes a mapping in the block style (empty: {}), keys in go-yaml's order.
-func (e *yamlEmitter) mapping(m map[string]interface{}, indent, width int) bool {
+func (e *yamlEmitter) mapping(m map[string]interface{}, indent int) bool {
 	if len(m) == 0 {
 		e.indicator("{}")
 		return true
@@ -167,38 +194,38 @@ func (e *yamlEmitter) mapping(m map[string]interface{}, indent, width int) bool 
 	if indent >= 0 {
 		in = indent + 2
 	}
-	base := len(e.keys)
-	for k := range m {
+	base := len(e.pairs)
+	for k, v := range m {
 		// A key must be a simple key (emitterc.go yaml_emitter_check_simple_key): one line, at most 128 bytes.
-		if len(k) > 128 || !asciiText(k) || strings.ContainsAny(k, "\n\r") {
-			e.keys = e.keys[:base]
+		if len(k) > 128 || !asciiText(k) || strings.ContainsAny(k, "\n\r") || e.direct && !plainASCII(k) {
+			e.pairs = e.pairs[:base]
 			return false
 		}
-		e.keys = append(e.keys, k)
+		e.pairs = append(e.pairs, mapPair{k, v})
 	}
-	if !sortYAMLKeys(e.keys[base:]) {
-		e.keys = e.keys[:base]
+	if !sortYAMLKeys(e.pairs[base:]) {
+		e.pairs = e.pairs[:base]
 		return false
 	}
 	for i := base; i < base+len(m); i++ {
-		k := e.keys[i]
+		p := e.pairs[i] // e.pairs may grow (and move) below
 		e.writeIndent(in)
-		if !e.str(k, in, true, width) {
+		if !e.str(p.key, in, true) {
 			return false
 		}
 		e.buf = append(e.buf, ':')
 		e.whitespace, e.indention = false, false
-		if !e.node(m[k], in, ctxMapValue, width) {
+		if !e.node(p.value, in, ctxMapValue) {
 			return false
 		}
 	}
-	e.keys = e.keys[:base]
+	e.pairs = e.pairs[:base]
 	return true
 }
 
 // sequence writes a sequence in the block style (empty: []). As a mapping's value it is not indented: its "- "
 // are at the column of the mapping's keys.
-func (e *yamlEmitter) sequence(s []interface{}, indent, ctx, width int) bool {
+func (e *yamlEmitter) sequence(s []interface{}, indent, ctx int) bool {
 	if len(s) == 0 {
 		e.indicator("[]")
 		return true
@@ -214,7 +241,7 @@ func (e *yamlEmitter) sequence(s []interface{}, indent, ctx, width int) bool {
 		e.writeIndent(in)
 		e.buf = append(e.buf, '-')
 		e.whitespace = false
-		if !e.node(v, in, ctxSeqItem, width) {
+		if !e.node(v, in, ctxSeqItem) {
 			return false
 		}
 	}
@@ -230,14 +257,14 @@ const (
 )
 
 // str writes a string (a key when key is set: no folding) in the style go-yaml gives it.
-func (e *yamlEmitter) str(s string, indent int, key bool, width int) bool {
-	if !asciiText(s) {
+func (e *yamlEmitter) str(s string, indent int, key bool) bool {
+	a, ok := analyzeScalar(s)
+	if !ok || e.direct && a.control {
 		return false
 	}
-	a := analyzeScalar(s)
 	// What encode.go asks for.
 	style := stylePlain
-	if strings.IndexByte(s, '\n') >= 0 {
+	if a.lineFeed {
 		style = styleLiteral
 	} else if readsAsNonString(s) || isBase60(s) {
 		style = styleDouble
@@ -262,11 +289,11 @@ func (e *yamlEmitter) str(s string, indent int, key bool, width int) bool {
 	}
 	switch style {
 	case stylePlain:
-		e.plain(s, in, !key, width)
+		e.plain(s, in, !key && a.space)
 	case styleSingle:
-		e.singleQuoted(s, in, !key, width)
+		e.singleQuoted(s, in, !key)
 	case styleDouble:
-		e.doubleQuoted(s, in, !key, width)
+		e.doubleQuoted(s, in, !key)
 	default:
 		e.literal(s, in)
 	}
@@ -289,6 +316,9 @@ type scalarAnalysis struct {
 	blockPlain bool // it may be written plain
 	single     bool // it may be single-quoted
 	block      bool // it may be a block scalar
+	lineFeed   bool // it has a line feed
+	space      bool // it has a space
+	control    bool // it has control characters but for tab, line feed and carriage return, or DEL (!plainASCII)
 }
 
 // printableASCII says whether an ASCII byte is printable for YAML: line feed and space to tilde.
@@ -297,10 +327,20 @@ func printableASCII(c byte) bool { return c == '\n' || 0x20 <= c && c <= 0x7e }
 // blankOrBreak is a space, a tab, a line break or NUL (what "preceded by whitespace" means for '#').
 func blankOrBreak(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == 0 }
 
-// analyzeScalar analyzes an ASCII scalar (see scalarAnalysis).
-func analyzeScalar(s string) scalarAnalysis {
+// ordinary holds the bytes that, but as a scalar's first byte, change nothing in its analysis but to end a run of
+// spaces or line breaks: printable ASCII but for space, line feed, ':' and '#' (flow indicators do not matter in
+// the block context).
+var ordinary = func() (t [256]bool) {
+	for c := 0x21; c <= 0x7e; c++ {
+		t[c] = c != ':' && c != '#'
+	}
+	return t
+}()
+
+// analyzeScalar analyzes a scalar (see scalarAnalysis); ok is false when it has bytes beyond ASCII.
+func analyzeScalar(s string) (a scalarAnalysis, ok bool) {
 	if s == "" {
-		return scalarAnalysis{blockPlain: true, single: true}
+		return scalarAnalysis{blockPlain: true, single: true}, true
 	}
 	var indicators, lineBreaks, special, leadingSpace, leadingBreak, trailingSpace, trailingBreak, breakSpace, spaceBreak bool
 	if strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...") {
@@ -310,6 +350,17 @@ func analyzeScalar(s string) scalarAnalysis {
 	last := len(s) - 1
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if i > 0 && ordinary[c] {
+			// Skip the run of ordinary bytes.
+			for i < last && ordinary[s[i+1]] {
+				i++
+			}
+			precededByWhitespace, previousSpace, previousBreak = false, false, false
+			continue
+		}
+		if c >= 0x80 {
+			return a, false
+		}
 		followedByWhitespace := i == last || s[i+1] == ' ' || s[i+1] == '\t'
 		if i == 0 {
 			switch c {
@@ -334,14 +385,17 @@ func analyzeScalar(s string) scalarAnalysis {
 		}
 		if !printableASCII(c) {
 			special = true
+			a.control = a.control || c != '\t' && c != '\r'
 		}
 		switch c {
 		case ' ':
+			a.space = true
 			leadingSpace = leadingSpace || i == 0
 			trailingSpace = trailingSpace || i == last
 			breakSpace = breakSpace || previousBreak
 			previousSpace, previousBreak = true, false
 		case '\n', '\r':
+			a.lineFeed = a.lineFeed || c == '\n'
 			lineBreaks = true
 			leadingBreak = leadingBreak || i == 0
 			trailingBreak = trailingBreak || i == last
@@ -352,7 +406,7 @@ func analyzeScalar(s string) scalarAnalysis {
 		}
 		precededByWhitespace = blankOrBreak(c)
 	}
-	a := scalarAnalysis{multiline: lineBreaks, blockPlain: true, single: true, block: true}
+	a.multiline, a.blockPlain, a.single, a.block = lineBreaks, true, true, true
 	if leadingSpace || leadingBreak || trailingSpace || trailingBreak || lineBreaks || indicators {
 		a.blockPlain = false
 	}
@@ -365,16 +419,16 @@ func analyzeScalar(s string) scalarAnalysis {
 	if spaceBreak || special {
 		a.blockPlain, a.single, a.block = false, false, false
 	}
-	return a
+	return a, true
 }
 
-// plain writes a plain scalar; with fold, a space past the line width that is not followed by another breaks the
+// plain writes a plain scalar; with fold (for a value with spaces), a space past the line width that is not followed by another breaks the
 // line instead, continuing at indent.
-func (e *yamlEmitter) plain(s string, indent int, fold bool, width int) {
+func (e *yamlEmitter) plain(s string, indent int, fold bool) {
 	if !e.whitespace {
 		e.buf = append(e.buf, ' ')
 	}
-	if !fold || len(s)+e.column() <= width+1 || strings.IndexByte(s, ' ') < 0 {
+	if !fold || len(s)+e.column() <= e.width+1 {
 		// No space in it can be past the width.
 		e.buf = append(e.buf, s...)
 	} else {
@@ -382,7 +436,7 @@ func (e *yamlEmitter) plain(s string, indent int, fold bool, width int) {
 		for i := 0; i < len(s); i++ {
 			c := s[i]
 			if c == ' ' {
-				if !spaces && e.column() > width && i+1 < len(s) && s[i+1] != ' ' {
+				if !spaces && e.column() > e.width && i+1 < len(s) && s[i+1] != ' ' {
 					e.writeIndent(indent)
 				} else {
 					e.buf = append(e.buf, ' ')
@@ -400,13 +454,13 @@ func (e *yamlEmitter) plain(s string, indent int, fold bool, width int) {
 
 // singleQuoted writes a single-quoted scalar (no line breaks in it), folding as plain does but for its first and
 // last character.
-func (e *yamlEmitter) singleQuoted(s string, indent int, fold bool, width int) {
+func (e *yamlEmitter) singleQuoted(s string, indent int, fold bool) {
 	e.indicator("'")
 	spaces := false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c == ' ' {
-			if fold && !spaces && e.column() > width && i > 0 && i < len(s)-1 && s[i+1] != ' ' {
+			if fold && !spaces && e.column() > e.width && i > 0 && i < len(s)-1 && s[i+1] != ' ' {
 				e.writeIndent(indent)
 			} else {
 				e.buf = append(e.buf, ' ')
@@ -427,7 +481,7 @@ func (e *yamlEmitter) singleQuoted(s string, indent int, fold bool, width int) {
 
 // doubleQuoted writes a double-quoted scalar: non-printable characters, line breaks, '"' and '\' escaped; folded
 // at a space past the line width (not the first or last character), a space after the fold escaped.
-func (e *yamlEmitter) doubleQuoted(s string, indent int, fold bool, width int) {
+func (e *yamlEmitter) doubleQuoted(s string, indent int, fold bool) {
 	e.indicator(`"`)
 	const hex = "0123456789ABCDEF"
 	spaces := false
@@ -462,7 +516,7 @@ func (e *yamlEmitter) doubleQuoted(s string, indent int, fold bool, width int) {
 			}
 			spaces = false
 		case c == ' ':
-			if fold && !spaces && e.column() > width && i > 0 && i < len(s)-1 {
+			if fold && !spaces && e.column() > e.width && i > 0 && i < len(s)-1 {
 				e.writeIndent(indent)
 				if s[i+1] == ' ' {
 					e.buf = append(e.buf, '\\')
@@ -520,33 +574,33 @@ func (e *yamlEmitter) literal(s string, indent int) {
 	}
 }
 
-// sortYAMLKeys sorts keys (ASCII, distinct) in go-yaml's order (sorter.go, keyList.Less), and says whether that
-// order is the only one: go-yaml's comparison is not transitive for some keys with digits ("0", "001", "00a", "01"
-// and the like), and then go-yaml's own order depends on the map's iteration order, so it has no one output.
-// Without digits it compares by character (letters after the rest, then by code), a prefix first: an order. With
-// digits, the sorted keys are checked pairwise: when each is less than every one after it, the comparison is a
-// total order on them and any sort gives this order.
-func sortYAMLKeys(keys []string) bool {
-	if len(keys) <= 12 {
-		for i := 1; i < len(keys); i++ {
-			for j := i; j > 0 && yamlKeyLess(keys[j], keys[j-1]); j-- {
-				keys[j], keys[j-1] = keys[j-1], keys[j]
+// sortYAMLKeys sorts a mapping's entries (keys ASCII, distinct) in go-yaml's key order (sorter.go,
+// keyList.Less), and says whether that order is the only one: go-yaml's comparison is not transitive for some keys
+// with digits ("0", "001", "00a", "01"; "v10", "v1beta1", "v2"), and then go-yaml's own order depends on the
+// map's iteration order, so it has no one output. Without digits it compares by character (letters after the
+// rest, then by code), a prefix first: an order. With digits, the sorted keys are checked pairwise: when each is
+// less than every one after it, the comparison is a total order on them and any sort gives this order.
+func sortYAMLKeys(pairs []mapPair) bool {
+	if len(pairs) <= 12 {
+		for i := 1; i < len(pairs); i++ {
+			for j := i; j > 0 && yamlKeyLess(pairs[j].key, pairs[j-1].key); j-- {
+				pairs[j], pairs[j-1] = pairs[j-1], pairs[j]
 			}
 		}
 	} else {
-		slices.SortFunc(keys, func(a, b string) int {
+		slices.SortFunc(pairs, func(a, b mapPair) int {
 			switch {
-			case a == b:
+			case a.key == b.key:
 				return 0
-			case yamlKeyLess(a, b):
+			case yamlKeyLess(a.key, b.key):
 				return -1
 			}
 			return 1
 		})
 	}
 	digits := false
-	for _, k := range keys {
-		if strings.ContainsAny(k, "0123456789") {
+	for _, p := range pairs {
+		if strings.ContainsAny(p.key, "0123456789") {
 			digits = true
 			break
 		}
@@ -554,12 +608,12 @@ func sortYAMLKeys(keys []string) bool {
 	if !digits {
 		return true
 	}
-	if len(keys) > 512 {
+	if len(pairs) > 512 {
 		return false
 	}
-	for i, a := range keys {
-		for _, b := range keys[i+1:] {
-			if !yamlKeyLess(a, b) {
+	for i, a := range pairs {
+		for _, b := range pairs[i+1:] {
+			if !yamlKeyLess(a.key, b.key) {
 				return false
 			}
 		}

@@ -42,16 +42,21 @@ func (c *emitCheck) check(name string, v map[string]interface{}) {
 	if err != nil {
 		c.t.Fatalf("%s: go-yaml: %v", name, err)
 	}
-	if got, ok := emitYAML(v); ok {
+	if got, ok := emitYAML(v, false); ok {
 		c.emitted++
 		if !bytes.Equal(got, want) {
 			c.failures++
 			c.t.Errorf("%s: the emitter differs from go-yaml:\n--- emitter\n%s\n--- go-yaml\n%s\n--- value %#v", name, got, want, v)
 		}
 	}
+	// On an object as MarshalYAML is given it, the emitter writes only what needs no JSON round trip.
+	if got, ok := emitYAML(v, true); ok && (!yamlReady(v) || !bytes.Equal(got, want)) {
+		c.failures++
+		c.t.Errorf("%s: the emitter on the object as it is wrote (yamlReady %v):\n%s\n--- go-yaml\n%s", name, yamlReady(v), got, want)
+	}
 	if !keyOrdersDefined(v) {
 		// go-yaml has no one output for it: its order of these keys depends on the map's iteration order.
-		if _, ok := emitYAML(v); ok {
+		if _, ok := emitYAML(v, false); ok {
 			c.failures++
 			c.t.Errorf("%s: the emitter wrote mappings whose keys go-yaml has no one order for", name)
 		}
@@ -70,10 +75,10 @@ func (c *emitCheck) check(name string, v map[string]interface{}) {
 func keyOrdersDefined(v interface{}) bool {
 	switch x := v.(type) {
 	case map[string]interface{}:
-		keys := make([]string, 0, len(x))
+		keys := make([]mapPair, 0, len(x))
 		ascii, digits := true, false
 		for k, e := range x {
-			keys = append(keys, k)
+			keys = append(keys, mapPair{key: k})
 			ascii = ascii && asciiText(k)
 			digits = digits || strings.IndexFunc(k, unicode.IsDigit) >= 0
 			if !keyOrdersDefined(e) {
@@ -417,14 +422,21 @@ func TestYAMLKeyLessIsGoYAML(t *testing.T) {
 	if len(outs) < 2 {
 		t.Fatalf("go-yaml gives one order of %v: pick keys it has no one order for", m)
 	}
-	if b, ok := emitYAML(m); ok {
+	if b, ok := emitYAML(m, false); ok {
 		t.Errorf("the emitter wrote keys go-yaml has no one order for:\n%s", b)
 	}
-	if keys := []string{"etcd-0", "etcd-1", "etcd-10", "etcd-2", "v1", "v10", "v2"}; !sortYAMLKeys(keys) {
+	pairs := func(keys ...string) []mapPair {
+		var out []mapPair
+		for _, k := range keys {
+			out = append(out, mapPair{key: k})
+		}
+		return out
+	}
+	if keys := pairs("etcd-0", "etcd-1", "etcd-10", "etcd-2", "v1", "v10", "v2"); !sortYAMLKeys(keys) {
 		t.Errorf("sortYAMLKeys declines %v", keys)
 	}
 	// v10 < v1beta1 (a letter after a digit), v1beta1 < v2 (1 < 2), v2 < v10 (2 < 10): no order.
-	if keys := []string{"v10", "v1beta1", "v2"}; sortYAMLKeys(keys) {
+	if keys := pairs("v10", "v1beta1", "v2"); sortYAMLKeys(keys) {
 		t.Errorf("sortYAMLKeys orders %v", keys)
 	}
 }
