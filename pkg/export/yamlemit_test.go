@@ -353,7 +353,8 @@ func TestEmitterCRDs(t *testing.T) {
 }
 
 // FuzzMarshalYAML: the emitter writes what go-yaml writes, and MarshalYAML what sigs.k8s.io/yaml writes, for any
-// two strings in any placement (seeded with the tricky strings).
+// two strings as values, keys and items, at a depth and after a key of a length the fuzzer picks (seeded with
+// the tricky strings). Run it with go test -fuzz FuzzMarshalYAML ./pkg/export/; go test runs the seeds.
 func FuzzMarshalYAML(f *testing.F) {
 	strs := append(trickyStrings(), shortStrings()[:200]...)
 	for i, s := range strs {
@@ -363,20 +364,15 @@ func FuzzMarshalYAML(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s, u string, shape uint8) {
 		c := &emitCheck{t: t}
-		docs := placements(s)
-		docs["pair"] = map[string]interface{}{s: u, u: []interface{}{s, map[string]interface{}{u: s}}}
-		var v interface{} = u
-		for i := 0; i < int(shape%48); i++ {
+		var v interface{} = map[string]interface{}{strings.Repeat("k", int(shape>>3)): s, "l": []interface{}{u, s}}
+		for i := 0; i < int(shape&7)*6; i++ {
 			if i%2 == 0 {
-				v = map[string]interface{}{s: v, "z": s}
+				v = map[string]interface{}{"a": v, "z": s}
 			} else {
 				v = []interface{}{v, u}
 			}
 		}
-		docs["deep"] = map[string]interface{}{"d": v}
-		for where, d := range docs {
-			c.check(where, d)
-		}
+		c.check("doc", map[string]interface{}{"v": s, s: u, u: []interface{}{s, map[string]interface{}{u: s, "e": []interface{}{}}}, "d": v})
 	})
 }
 
