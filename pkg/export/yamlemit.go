@@ -195,15 +195,25 @@ func (e *yamlEmitter) mapping(m map[string]interface{}, indent int) bool {
 		in = indent + 2
 	}
 	base := len(e.pairs)
+	digits := false
 	for k, v := range m {
 		// A key must be a simple key (emitterc.go yaml_emitter_check_simple_key): one line, at most 128 bytes.
-		if len(k) > 128 || !asciiText(k) || strings.ContainsAny(k, "\n\r") || e.direct && !plainASCII(k) {
+		if len(k) > 128 {
 			e.pairs = e.pairs[:base]
 			return false
 		}
+		for i := 0; i < len(k); i++ {
+			switch c := k[i]; {
+			case c >= 0x80 || c == '\n' || c == '\r' || e.direct && (c == 0x7f || c < 0x20 && c != '\t'):
+				e.pairs = e.pairs[:base]
+				return false
+			case asciiDigit(c):
+				digits = true
+			}
+		}
 		e.pairs = append(e.pairs, mapPair{k, v})
 	}
-	if !sortYAMLKeys(e.pairs[base:]) {
+	if !sortYAMLKeys(e.pairs[base:], digits) {
 		e.pairs = e.pairs[:base]
 		return false
 	}
@@ -300,16 +310,6 @@ func (e *yamlEmitter) str(s string, indent int, key bool) bool {
 	return true
 }
 
-// asciiText says whether s has only ASCII bytes: what the emitter writes itself.
-func asciiText(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return false
-		}
-	}
-	return true
-}
-
 // scalarAnalysis is what emitterc.go's yaml_emitter_analyze_scalar finds of a scalar, for the block context.
 type scalarAnalysis struct {
 	multiline  bool // it has line breaks
@@ -337,13 +337,35 @@ var ordinary = func() (t [256]bool) {
 	return t
 }()
 
+// skipOrdinary is the index of the first byte of s from i on that is not ordinary (len(s) if none), eight bytes
+// at a time where it can.
+func skipOrdinary(s string, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		below := (w - ones*0x21) &^ w & highs        // a byte below '!'
+		above := ((w + ones*(127-0x7e)) | w) & highs // a byte above '~'
+		colon, hash := w^(ones*':'), w^(ones*'#')
+		colon = (colon - ones) &^ colon & highs // a ':'
+		hash = (hash - ones) &^ hash & highs    // a '#'
+		if below|above|colon|hash != 0 {
+			break
+		}
+	}
+	for i < len(s) && ordinary[s[i]] {
+		i++
+	}
+	return i
+}
+
 // analyzeScalar analyzes a scalar (see scalarAnalysis); ok is false when it has bytes beyond ASCII.
 func analyzeScalar(s string) (a scalarAnalysis, ok bool) {
 	if s == "" {
 		return scalarAnalysis{blockPlain: true, single: true}, true
 	}
 	var indicators, lineBreaks, special, leadingSpace, leadingBreak, trailingSpace, trailingBreak, breakSpace, spaceBreak bool
-	if strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...") {
+	if (s[0] == '-' || s[0] == '.') && (strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...")) {
 		indicators = true
 	}
 	precededByWhitespace, previousSpace, previousBreak := true, false, false
@@ -352,9 +374,7 @@ func analyzeScalar(s string) (a scalarAnalysis, ok bool) {
 		c := s[i]
 		if i > 0 && ordinary[c] {
 			// Skip the run of ordinary bytes.
-			for i < last && ordinary[s[i+1]] {
-				i++
-			}
+			i = skipOrdinary(s, i+1) - 1
 			precededByWhitespace, previousSpace, previousBreak = false, false, false
 			continue
 		}
@@ -575,12 +595,12 @@ func (e *yamlEmitter) literal(s string, indent int) {
 }
 
 // sortYAMLKeys sorts a mapping's entries (keys ASCII, distinct) in go-yaml's key order (sorter.go,
-// keyList.Less), and says whether that order is the only one: go-yaml's comparison is not transitive for some keys
+// keyList.Less), and says whether that order is the only one (digits: some key has a digit): go-yaml's comparison is not transitive for some keys
 // with digits ("0", "001", "00a", "01"; "v10", "v1beta1", "v2"), and then go-yaml's own order depends on the
 // map's iteration order, so it has no one output. Without digits it compares by character (letters after the
 // rest, then by code), a prefix first: an order. With digits, the sorted keys are checked pairwise: when each is
 // less than every one after it, the comparison is a total order on them and any sort gives this order.
-func sortYAMLKeys(pairs []mapPair) bool {
+func sortYAMLKeys(pairs []mapPair, digits bool) bool {
 	if len(pairs) <= 12 {
 		for i := 1; i < len(pairs); i++ {
 			for j := i; j > 0 && yamlKeyLess(pairs[j].key, pairs[j-1].key); j-- {
@@ -597,13 +617,6 @@ func sortYAMLKeys(pairs []mapPair) bool {
 			}
 			return 1
 		})
-	}
-	digits := false
-	for _, p := range pairs {
-		if strings.ContainsAny(p.key, "0123456789") {
-			digits = true
-			break
-		}
 	}
 	if !digits {
 		return true

@@ -70,6 +70,16 @@ func (c *emitCheck) check(name string, v map[string]interface{}) {
 	}
 }
 
+// asciiText says whether s has only ASCII bytes: what the emitter writes itself (emitYAML declines the rest).
+func asciiText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 // keyOrdersDefined says whether go-yaml's order of every mapping's keys in v is a total order (sortYAMLKeys);
 // keys beyond ASCII count as ordered when no key of their mapping has a digit.
 func keyOrdersDefined(v interface{}) bool {
@@ -86,7 +96,7 @@ func keyOrdersDefined(v interface{}) bool {
 			}
 		}
 		if ascii {
-			return sortYAMLKeys(keys)
+			return sortYAMLKeys(keys, digits)
 		}
 		return !digits
 	case []interface{}:
@@ -428,11 +438,46 @@ func TestYAMLKeyLessIsGoYAML(t *testing.T) {
 		}
 		return out
 	}
-	if keys := pairs("etcd-0", "etcd-1", "etcd-10", "etcd-2", "v1", "v10", "v2"); !sortYAMLKeys(keys) {
+	if keys := pairs("etcd-0", "etcd-1", "etcd-10", "etcd-2", "v1", "v10", "v2"); !sortYAMLKeys(keys, true) {
 		t.Errorf("sortYAMLKeys declines %v", keys)
 	}
 	// v10 < v1beta1 (a letter after a digit), v1beta1 < v2 (1 < 2), v2 < v10 (2 < 10): no order.
-	if keys := pairs("v10", "v1beta1", "v2"); sortYAMLKeys(keys) {
+	if keys := pairs("v10", "v1beta1", "v2"); sortYAMLKeys(keys, true) {
 		t.Errorf("sortYAMLKeys orders %v", keys)
+	}
+}
+
+// TestSkipOrdinary: skipOrdinary, eight bytes at a time, stops where a byte-by-byte scan stops: every byte value
+// at every position of a word, and random runs.
+func TestSkipOrdinary(t *testing.T) {
+	slow := func(s string, i int) int {
+		for i < len(s) && ordinary[s[i]] {
+			i++
+		}
+		return i
+	}
+	for c := 0; c < 256; c++ {
+		for pos := 0; pos < 20; pos++ {
+			b := []byte(strings.Repeat("aZ09/=.+", 3))
+			b[pos] = byte(c)
+			for from := 0; from < 4; from++ {
+				if got, want := skipOrdinary(string(b), from), slow(string(b), from); got != want {
+					t.Errorf("byte %#x at %d, from %d: skipOrdinary %d, byte by byte %d", c, pos, from, got, want)
+				}
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for n := 0; n < 20000; n++ {
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			b[i] = byte(0x21 + r.IntN(0x5e))
+			if r.IntN(30) == 0 {
+				b[i] = byte(r.IntN(256))
+			}
+		}
+		if got, want := skipOrdinary(string(b), 0), slow(string(b), 0); got != want {
+			t.Errorf("%q: skipOrdinary %d, byte by byte %d", b, got, want)
+		}
 	}
 }
