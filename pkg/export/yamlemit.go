@@ -702,14 +702,14 @@ func readsAsNonString(s string) bool {
 	return false
 }
 
-// yaml11Word says whether s is one of the words go-yaml resolves by name (resolve.go's resolveMap).
+// yaml11Word says whether s is one of the words go-yaml resolves by name (resolve.go's resolveMap; its "<<" is
+// never looked up for an untagged scalar, as '<' gives no hint, so it is left out).
 func yaml11Word(s string) bool {
 	switch s {
 	case "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON",
 		"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF",
 		"~", "null", "Null", "NULL",
-		".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF",
-		"<<":
+		".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF":
 		return true
 	}
 	return false
