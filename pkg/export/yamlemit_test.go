@@ -276,7 +276,7 @@ func TestEmitterShapes(t *testing.T) {
 		"mapinlist":  {"a": []interface{}{map[string]interface{}{"b": map[string]interface{}{"c": []interface{}{map[string]interface{}{"d": 1}}}, "e": "f"}}},
 		"literal in": {"a": []interface{}{"x\ny\n", map[string]interface{}{"k": "x\ny", "l": []interface{}{" x\n"}}}, "b": "\n"},
 		"scalars": {"int": 7, "int64": int64(-9223372036854775808), "max": int64(math.MaxInt64), "uint64": uint64(math.MaxUint64),
-			"float": 1.5, "floats": []interface{}{0.0, -0.0, 1e21, 1e20, 1e-7, 123456789.0, 3.0, math.Inf(1), math.Inf(-1), math.NaN(), math.MaxFloat64, math.SmallestNonzeroFloat64},
+			"float": 1.5, "floats": []interface{}{0.0, math.Copysign(0, -1), 1e21, 1e20, 1e-7, 123456789.0, 3.0, math.Inf(1), math.Inf(-1), math.NaN(), math.MaxFloat64, math.SmallestNonzeroFloat64},
 			"bools": []interface{}{true, false}, "nil": nil},
 		"nilmap": {"m": map[string]interface{}(nil), "l": []interface{}(nil)},
 		"key order": {"a10": 1, "a9": 2, "a": 3, "A": 4, "B": 5, "b": 6, "1": 7, "10": 8, "9": 9, "-": 13, "_": 14, "a-b": 15, "a_b": 16,
