@@ -21,18 +21,39 @@ func ObjectMap(o runtime.Object) (map[string]interface{}, error) {
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 }
 
-// MarshalYAML is sigs.k8s.io/yaml.Marshal(obj), byte for byte, without its JSON round trip. sigs.k8s.io/yaml
-// marshals to JSON, parses the JSON with go-yaml and marshals what it parsed; for an unstructured object's values
-// (maps, slices, strings, booleans, integers, nil) that parse gives back the same value, except that a nil map or
-// slice becomes null and an int64 an int (which go-yaml writes alike). So the object goes to go-yaml directly, with
-// nil maps and slices made null; any other value (floats, other types, strings with bytes the round trip could
-// change: non-ASCII and DEL) takes the round trip itself, alone.
+// MarshalYAML is sigs.k8s.io/yaml.Marshal(obj), byte for byte, without its JSON round trip and, for nearly every
+// object, without go-yaml's encoder. sigs.k8s.io/yaml marshals to JSON, parses the JSON with go-yaml
+// (go.yaml.in/yaml/v2) and marshals what it parsed; for an unstructured object's values (maps, slices, strings,
+// booleans, integers, nil) that parse gives back the same value, except that a nil map or slice becomes null and
+// an int64 an int (which go-yaml writes alike). So the object is taken as it is, with nil maps and slices made
+// null; any other value (floats, other types, strings with bytes the round trip could change: non-ASCII and DEL)
+// takes the round trip itself, alone.
+//
+// What go-yaml's Marshal would then write is written by our own emitter (yamlemit.go, emitYAML), which restates
+// go-yaml v2's rules (go.yaml.in/yaml/v2 v2.4.2): encode.go (map keys in sorter.go's order; strings that
+// resolve.go would read as a null, boolean, number or timestamp, or that isBase60Float matches, double-quoted;
+// strings with line breaks asked for as literal blocks, the others as plain) and emitterc.go
+// (yaml_emitter_analyze_scalar and yaml_emitter_select_scalar_style for each scalar's final style, simple keys,
+// the block mapping and sequence layout with {} and [] for empty ones, and the plain, single-quoted,
+// double-quoted and literal writers with their escapes, chomping and indentation indicators and folding at
+// column 80). The emitter first takes obj as it is, declining what yamlReady does not accept, so that an object
+// that needs no round trip is walked once. A document it declines (a string or key beyond ASCII, a key that is
+// not a simple key, keys go-yaml has no one order for, a value of another type) goes to go-yaml's Marshal.
 func MarshalYAML(obj map[string]interface{}) ([]byte, error) {
+	// The emitter on obj as it is declines what yamlReady does not accept: one walk for both.
+	if b, ok := emitYAML(obj, true); ok {
+		return b, nil
+	}
 	var v interface{} = obj
 	if !yamlReady(v) {
 		var err error
 		if v, err = asParsed(v); err != nil {
 			return nil, err
+		}
+	}
+	if m, ok := v.(map[string]interface{}); ok {
+		if b, ok := emitYAML(m, false); ok {
+			return b, nil
 		}
 	}
 	return goyaml.Marshal(v)
