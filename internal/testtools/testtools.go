@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,12 +63,29 @@ func Long(t testing.TB, why string) {
 // PeakRSSMB is the process's peak resident set (VmHWM), in MB, for benchmarks to report; 0 where /proc is not
 // there.
 func PeakRSSMB() float64 {
+	return statusMB("VmHWM:")
+}
+
+// ResetPeakRSS starts a new peak for PeakRSSMB: it collects the garbage, returns the freed memory to the system
+// and resets the kernel's peak (writing 5 to /proc/self/clear_refs, Linux 4.0 and later), so that a benchmark
+// run after another reports its own peak, not the earlier one's. It returns the RSS it starts from (MB).
+func ResetPeakRSS() (float64, error) {
+	runtime.GC()
+	debug.FreeOSMemory()
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		return 0, err
+	}
+	return statusMB("VmRSS:"), nil
+}
+
+// statusMB is a /proc/self/status field given in kB, in MB; 0 if it cannot be read.
+func statusMB(field string) float64 {
 	raw, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(raw), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == field {
 			kb, _ := strconv.ParseFloat(f[1], 64)
 			return kb / 1024
 		}
