@@ -90,6 +90,7 @@ Invalid input exits 1 with every problem listed, and --dir is left untouched.`,
 			if err != nil {
 				return err
 			}
+			s.PeakRSSMB = peakRSSMB()
 			s.Print(stdout, o.Dir)
 			return nil
 		},

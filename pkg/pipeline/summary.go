@@ -27,6 +27,9 @@ type Summary struct {
 	KeygenTime, LoopsTime, ExportTime, IgnitionTime, WriteTime time.Duration
 	// Warnings are printed after the summary: inputs that render but need care (leaves of minutes).
 	Warnings []string
+	// PeakRSSMB, when not 0, is printed: the command sets it to its process's peak RSS (a fleet's renders share
+	// one process, so Render leaves it 0).
+	PeakRSSMB float64
 }
 
 func (s Summary) Print(w io.Writer, dir string) {
@@ -37,6 +40,9 @@ func (s Summary) Print(w io.Writer, dir string) {
 	fmt.Fprintf(w, "  aio.ign:          %d bytes\n", s.IgnitionBytes)
 	fmt.Fprintf(w, "  earliest expiry:  %s (%s)\n", s.EarliestExpiry.UTC().Format(time.RFC3339), s.EarliestExpirySubject)
 	fmt.Fprintf(w, "  elapsed:          %s\n", s.Elapsed.Round(time.Millisecond))
+	if s.PeakRSSMB > 0 {
+		fmt.Fprintf(w, "  peak RSS:         %.1f MB\n", s.PeakRSSMB)
+	}
 	for _, warning := range s.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warning)
 	}
