@@ -162,7 +162,7 @@ func (o *OperatorClient) stored() {
 
 // storedAs is stored, given the JSON of the stored spec and status (nil: marshalling failed).
 func (o *OperatorClient) storedAs(specJSON, statusJSON []byte) {
-	o.specJSON, o.statusJSON = stableJSONOf(specJSON, &operatorv1.StaticPodOperatorSpec{}), stableJSONOf(statusJSON, &operatorv1.StaticPodOperatorStatus{})
+	o.specJSON, o.statusJSON = stableJSON(specJSON, &operatorv1.StaticPodOperatorSpec{}), stableJSON(statusJSON, &operatorv1.StaticPodOperatorStatus{})
 	o.specMap = stableMap(o.specJSON, &operatorv1.StaticPodOperatorSpec{})
 	o.statusMap = stableMap(o.statusJSON, &operatorv1.StaticPodOperatorStatus{})
 }
@@ -187,14 +187,9 @@ func stableMap(cached []byte, scratch interface{}) map[string]interface{} {
 	return m
 }
 
-// stableJSON is v's JSON if unmarshalling it into scratch (a zero value of v's type) and marshalling that gives
-// the same bytes, else nil.
-func stableJSON(v, scratch interface{}) []byte {
-	return stableJSONOf(marshalOrNil(v), scratch)
-}
-
-// stableJSONOf is stableJSON given v's JSON b (nil: marshalling v failed).
-func stableJSONOf(b []byte, scratch interface{}) []byte {
+// stableJSON is b, a value's JSON, if unmarshalling it into scratch (a zero value of the value's type) and
+// marshalling that gives the same bytes, else nil (also when b is nil: marshalling the value failed).
+func stableJSON(b []byte, scratch interface{}) []byte {
 	if b == nil {
 		return nil
 	}
