@@ -510,28 +510,9 @@ func (e *yamlEmitter) doubleQuoted(s string, indent int, fold bool) {
 		switch {
 		case !printableASCII(c) || c == '\n' || c == '"' || c == '\\':
 			e.buf = append(e.buf, '\\')
-			switch c {
-			case 0:
-				e.buf = append(e.buf, '0')
-			case 7:
-				e.buf = append(e.buf, 'a')
-			case 8:
-				e.buf = append(e.buf, 'b')
-			case '\t':
-				e.buf = append(e.buf, 't')
-			case '\n':
-				e.buf = append(e.buf, 'n')
-			case 0x0b:
-				e.buf = append(e.buf, 'v')
-			case 0x0c:
-				e.buf = append(e.buf, 'f')
-			case '\r':
-				e.buf = append(e.buf, 'r')
-			case 0x1b:
-				e.buf = append(e.buf, 'e')
-			case '"', '\\':
-				e.buf = append(e.buf, c)
-			default:
+			if esc := doubleQuotedEscapes[c]; esc != 0 {
+				e.buf = append(e.buf, esc)
+			} else {
 				e.buf = append(e.buf, 'x', hex[c>>4], hex[c&0xf])
 			}
 			spaces = false
@@ -553,6 +534,11 @@ func (e *yamlEmitter) doubleQuoted(s string, indent int, fold bool) {
 	e.buf = append(e.buf, '"')
 	e.whitespace, e.indention = false, false
 }
+
+// doubleQuotedEscapes is the letter after the backslash for the bytes go-yaml escapes by name in a double-quoted
+// scalar (emitterc.go, yaml_emitter_write_double_quoted_scalar); any other byte that needs escaping is \xXX.
+var doubleQuotedEscapes = [256]byte{0: '0', 7: 'a', 8: 'b', '\t': 't', '\n': 'n', 0x0b: 'v', 0x0c: 'f', '\r': 'r',
+	0x1b: 'e', '"': '"', '\\': '\\'}
 
 // literal writes a literal block scalar (only printable characters and line feeds, no space before a line feed
 // or at the end): an indentation indicator when it starts with a space or a line break, a chomping indicator
