@@ -11,9 +11,9 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/render-static/render-static/internal/procstat"
 )
 
 // Env is the variable that makes missing tools fail tests instead of skipping them.
@@ -63,7 +63,7 @@ func Long(t testing.TB, why string) {
 // PeakRSSMB is the process's peak resident set (VmHWM), in MB, for benchmarks to report; 0 where /proc is not
 // there.
 func PeakRSSMB() float64 {
-	return statusMB("VmHWM:")
+	return procstat.MB("VmHWM")
 }
 
 // ResetPeakRSS starts a new peak for PeakRSSMB: it collects the garbage, returns the freed memory to the system
@@ -75,20 +75,5 @@ func ResetPeakRSS() (float64, error) {
 	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
 		return 0, err
 	}
-	return statusMB("VmRSS:"), nil
-}
-
-// statusMB is a /proc/self/status field given in kB, in MB; 0 if it cannot be read.
-func statusMB(field string) float64 {
-	raw, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(raw), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == field {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
+	return procstat.MB("VmRSS"), nil
 }

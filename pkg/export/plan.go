@@ -1,7 +1,6 @@
 package export
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/render-static/render-static/internal/procstat"
 )
 
 // A Plan is every directory and file of an output, written by Write at once. Creating a file costs an inode, and
@@ -327,19 +328,13 @@ func writeAll(fd int, data []byte) error {
 // currentUmask is the process's umask, read from /proc/self/status (Linux 4.7 and later); not known elsewhere,
 // and then every mode is set with a chmod. It is read at each Write: tests change the umask.
 func currentUmask() (fs.FileMode, bool) {
-	b, err := os.ReadFile("/proc/self/status")
+	v, ok := procstat.Field("Umask")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(v, 8, 32)
 	if err != nil {
 		return 0, false
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "Umask:"); ok {
-			n, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
-			if err != nil {
-				return 0, false
-			}
-			return fs.FileMode(n) & fs.ModePerm, true
-		}
-	}
-	return 0, false
+	return fs.FileMode(n) & fs.ModePerm, true
 }
