@@ -1,7 +1,6 @@
 package clusterconfig
 
 import (
-	"bytes"
 	"context"
 	"crypto"
 	"crypto/rand"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/render-static/render-static/internal/keptparse"
 	"github.com/render-static/render-static/pkg/loops"
 )
 
@@ -84,7 +84,8 @@ func ServiceAccountKeySeeds() ([]runtime.Object, error) {
 // kept token is the one it would sign).
 func LegacyServiceAccountTokens(c *loops.Cluster) loops.Loop {
 	all := c.KubeFactory().Core().V1()
-	var keys legacyTokenCache
+	// The loop's Sync never runs concurrently with itself: the kept signer's token map needs no lock.
+	var kept keptparse.Value[*legacySigner]
 	return loops.Loop{Name: "emulate/legacy-serviceaccount-token-controller", Sync: func(ctx context.Context) error {
 		keySecret, err := all.Secrets().Lister().Secrets(SAPrivateKeyNamespace).Get(SAPrivateKeySecret)
 		if apierrors.IsNotFound(err) {
@@ -93,7 +94,9 @@ func LegacyServiceAccountTokens(c *loops.Cluster) loops.Loop {
 		if err != nil {
 			return err
 		}
-		if err := keys.setKey(keySecret.Data[SAPrivateKeyKey]); err != nil {
+		keyPEM := keySecret.Data[SAPrivateKeyKey]
+		signer, err := kept.Get(func() (*legacySigner, error) { return newLegacySigner(keyPEM) }, keyPEM)
+		if err != nil {
 			return fmt.Errorf("%s/%s %s: %w", SAPrivateKeyNamespace, SAPrivateKeySecret, SAPrivateKeyKey, err)
 		}
 		ca, err := all.ConfigMaps().Lister().ConfigMaps(ServerCANamespace).Get(ServerCAConfigMap)
@@ -131,7 +134,7 @@ func LegacyServiceAccountTokens(c *loops.Cluster) loops.Loop {
 				errs = append(errs, err)
 				continue
 			}
-			token, err := keys.token(s.Namespace, s.Name, sa.Name, string(sa.UID))
+			token, err := signer.token(s.Namespace, s.Name, sa.Name, string(sa.UID))
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -163,10 +166,9 @@ func LegacyServiceAccountTokens(c *loops.Cluster) loops.Loop {
 	}}
 }
 
-// legacyTokenCache keeps, for one loop, the service-account key parsed from its PEM bytes and the tokens signed
-// with it by their inputs. A key of other bytes replaces the key and drops the tokens.
-type legacyTokenCache struct {
-	pem    []byte
+// legacySigner is the service-account key parsed from its PEM bytes, with the tokens signed with it by their
+// inputs (a key of other bytes is another legacySigner, with no tokens).
+type legacySigner struct {
 	key    *rsa.PrivateKey
 	tokens map[legacyTokenInputs]string
 }
@@ -174,22 +176,16 @@ type legacyTokenCache struct {
 // legacyTokenInputs is everything LegacyToken signs besides the key.
 type legacyTokenInputs struct{ namespace, secretName, saName, uid string }
 
-// setKey parses pemBytes unless they are those of the key kept.
-func (k *legacyTokenCache) setKey(pemBytes []byte) error {
-	if k.key != nil && bytes.Equal(k.pem, pemBytes) {
-		return nil
-	}
-	*k = legacyTokenCache{}
-	key, err := parseRSAPrivateKey(pemBytes)
+func newLegacySigner(keyPEM []byte) (*legacySigner, error) {
+	key, err := parseRSAPrivateKey(keyPEM)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	*k = legacyTokenCache{pem: bytes.Clone(pemBytes), key: key, tokens: map[legacyTokenInputs]string{}}
-	return nil
+	return &legacySigner{key: key, tokens: map[legacyTokenInputs]string{}}, nil
 }
 
-// token returns LegacyToken for the key kept, signing it only the first time.
-func (k *legacyTokenCache) token(namespace, secretName, saName, uid string) (string, error) {
+// token returns LegacyToken for the key, signing it only the first time.
+func (k *legacySigner) token(namespace, secretName, saName, uid string) (string, error) {
 	in := legacyTokenInputs{namespace, secretName, saName, uid}
 	if t, ok := k.tokens[in]; ok {
 		return t, nil

@@ -16,6 +16,9 @@
 package controllermanager
 
 import (
+	"github.com/openshift/library-go/pkg/crypto"
+
+	"github.com/render-static/render-static/internal/keptparse"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
@@ -43,8 +46,9 @@ var Namespaces = []string{OperatorNamespace, TargetNamespace, ConfigNamespace, M
 // Component is kube-controller-manager in one render.
 type Component struct {
 	operator.Base
-	// signer is the csr-signer CA parsed last (csrSigner).
-	signer parsedCA
+	// signer is the csr-signer CA parsed last (csrSigner): two loops read it every pass, and parsing it (its RSA
+	// key's validation) is most of their cost. The CA is only read.
+	signer keptparse.Value[*crypto.CA]
 }
 
 // New registers the operator resource (operator.openshift.io/v1 KubeControllerManager "cluster", managed, log

@@ -8,7 +8,7 @@ import (
 	"github.com/openshift/library-go/pkg/crypto"
 )
 
-// TestParsedCAKeepsOnlyTheSameBytes: parsedCA returns what crypto.GetCAFromBytes returns for the bytes given,
+// TestParsedCAKeepsOnlyTheSameBytes: the component's kept csr-signer CA (Component.signer, as csrSigner uses it) returns what crypto.GetCAFromBytes returns for the bytes given,
 // parsing again whenever the certificate or the key differ from those it kept.
 func TestParsedCAKeepsOnlyTheSameBytes(t *testing.T) {
 	newCA := func(name string) (crt, key []byte) {
@@ -24,10 +24,10 @@ func TestParsedCAKeepsOnlyTheSameBytes(t *testing.T) {
 	}
 	crtA, keyA := newCA("a")
 	crtB, keyB := newCA("b")
-	var p parsedCA
+	var p Component
 	check := func(step string, crt, key []byte, wantErr bool) {
 		t.Helper()
-		got, err := p.get(crt, key)
+		got, err := p.signer.Get(func() (*crypto.CA, error) { return crypto.GetCAFromBytes(crt, key) }, crt, key)
 		want, wantE := crypto.GetCAFromBytes(crt, key)
 		if (err != nil) != wantErr || (wantE != nil) != wantErr {
 			t.Fatalf("%s: err = %v, GetCAFromBytes err = %v, want error %v", step, err, wantE, wantErr)

@@ -1,12 +1,10 @@
 package controllermanager
 
 import (
-	"bytes"
 	"context"
 	"crypto/x509"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	kubecontrolplanev1 "github.com/openshift/api/kubecontrolplane/v1"
@@ -129,29 +127,8 @@ func (k *Component) csrSigner() (*crypto.CA, error) {
 	if len(s.Data["tls.crt"]) == 0 || len(s.Data["tls.key"]) == 0 {
 		return nil, nil
 	}
-	return k.signer.get(s.Data["tls.crt"], s.Data["tls.key"])
-}
-
-// parsedCA keeps the CA crypto.GetCAFromBytes made of one certificate and key: two loops parse the csr-signer
-// CA every pass (its RSA key's validation is most of their cost), and parsing depends only on the bytes. The
-// CA is only read.
-type parsedCA struct {
-	mu       sync.Mutex
-	crt, key []byte
-	ca       *crypto.CA
-	err      error
-	kept     bool
-}
-
-// get is crypto.GetCAFromBytes(crt, key), parsed again only when the bytes differ from those kept.
-func (p *parsedCA) get(crt, key []byte) (*crypto.CA, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.kept || !bytes.Equal(p.crt, crt) || !bytes.Equal(p.key, key) {
-		ca, err := crypto.GetCAFromBytes(crt, key)
-		p.crt, p.key, p.ca, p.err, p.kept = bytes.Clone(crt), bytes.Clone(key), ca, err, true
-	}
-	return p.ca, p.err
+	crt, key := s.Data["tls.crt"], s.Data["tls.key"]
+	return k.signer.Get(func() (*crypto.CA, error) { return crypto.GetCAFromBytes(crt, key) }, crt, key)
 }
 
 // manageCSRSignerCA: csr-signer-ca accumulates every unexpired csr-signer certificate, so that kubelet

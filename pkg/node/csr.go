@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/render-static/render-static/internal/keptparse"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/loops"
 )
@@ -72,18 +73,22 @@ func (n *Node) approverIdentity() clientIdentity {
 // certificate and key bytes are the same (parsing depends on nothing else).
 func (n *Node) CSRApprovalLoop() loops.Loop {
 	secrets := n.cluster.KubeFactory().Core().V1().Secrets().Lister()
-	var signer parsedSigner
+	var kept keptparse.Value[kubeSigner]
 	return loops.Loop{Name: CSRApprovalLoopName, Sync: func(ctx context.Context) error {
 		s, err := secrets.Secrets(SignerNamespace).Get(SignerName)
 		if err != nil {
 			return fmt.Errorf("waiting for kube-controller-manager's CSR signer %s/%s: %w", SignerNamespace, SignerName, err)
 		}
-		signerCert, signerKey, err := signer.parse(s)
+		crt, key := s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]
+		signer, err := kept.Get(func() (kubeSigner, error) {
+			cert, signer, err := parseSigner(s)
+			return kubeSigner{cert, signer}, err
+		}, crt, key)
 		if err != nil {
 			return fmt.Errorf("CSR signer %s/%s: %w", SignerNamespace, SignerName, err)
 		}
 		for _, id := range []clientIdentity{n.nodeIdentity(), n.approverIdentity()} {
-			if err := n.ensureSigned(ctx, id, signerCert, signerKey); err != nil {
+			if err := n.ensureSigned(ctx, id, signer.cert, signer.signer); err != nil {
 				return err
 			}
 		}
@@ -91,23 +96,10 @@ func (n *Node) CSRApprovalLoop() loops.Loop {
 	}}
 }
 
-// parsedSigner keeps what parseSigner made of one secret's certificate and key bytes.
-type parsedSigner struct {
-	crt, key []byte
-	cert     *x509.Certificate
-	signer   crypto.Signer
-	err      error
-	kept     bool
-}
-
-// parse is parseSigner(s), kept while s holds the same certificate and key bytes.
-func (p *parsedSigner) parse(s *corev1.Secret) (*x509.Certificate, crypto.Signer, error) {
-	crt, key := s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]
-	if !p.kept || !bytes.Equal(p.crt, crt) || !bytes.Equal(p.key, key) {
-		cert, signer, err := parseSigner(s)
-		*p = parsedSigner{crt: bytes.Clone(crt), key: bytes.Clone(key), cert: cert, signer: signer, err: err, kept: true}
-	}
-	return p.cert, p.signer, p.err
+// kubeSigner is a CSR signer's certificate and key, parsed (parseSigner).
+type kubeSigner struct {
+	cert   *x509.Certificate
+	signer crypto.Signer
 }
 
 func parseSigner(s *corev1.Secret) (*x509.Certificate, crypto.Signer, error) {
