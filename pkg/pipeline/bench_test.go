@@ -24,6 +24,10 @@ import (
 //	pre-loops-keygen-ms/op   wall time of the key generation before the loops (admin credential, service-account keys)
 //	loops-ms/op              wall time of the loops, which make most keys, several at once
 //	export-ms/op, ignition-ms/op, write+validate-ms/op   wall time of the other phases
+//	fs-create-ms/op          not part of a render: the wall time of creating, in a new directory beside each
+//	                         render's output, as many empty files as the render created (files with an inode of
+//	                         their own), just after it: what the file system alone charges for the write's
+//	                         creates at that place and moment (see benchDir), measured outside the timed renders
 //	setup-ms/op              the rest: reading the inputs (and the saved state), building the cluster and loops
 //	cpu-ms/op                the process's CPU time (user + system, getrusage)
 //	keygen-cpu-ms/op         CPU time in RSA key generation, wherever it runs (a CPU profile of the renders)
@@ -86,6 +90,9 @@ func BenchmarkRender(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		o := benchOptions(filepath.Join(benchDir(b), "out"))
 		p.measure(b, o)
+		b.StopTimer()
+		p.fsCreate += fsCreateCost(b, o.Dir)
+		b.StartTimer()
 	}
 	b.StopTimer()
 	p.cpuShares, p.profiledOK = prof.stop(b)
@@ -93,6 +100,7 @@ func BenchmarkRender(b *testing.B) {
 		b.Fatalf("the CPU profile of %d renders holds no RSA key generation: isRSAKeyGeneration no longer names the function that makes the keys", p.n)
 	}
 	p.report(b)
+	b.ReportMetric(p.ms(p.fsCreate), "fs-create-ms/op")
 	if p.profiledOK {
 		b.ReportMetric(p.ms(wallBound(p.cpuShares.keygen, p.n)), "wall-bound-ms/op")
 	}
@@ -128,6 +136,7 @@ func BenchmarkRerender(b *testing.B) {
 type phases struct {
 	n                                                int
 	preKeygen, loops, export, ign, write, setup, cpu time.Duration
+	fsCreate                                         time.Duration // BenchmarkRender's fsCreateCost, outside the renders
 	// cpuShares are the profile's figures (key generation, signatures, the whole profile), when profiledOK.
 	cpuShares
 	profiledOK bool
@@ -231,6 +240,45 @@ func BenchmarkCommand(b *testing.B) {
 	b.ReportMetric(renderRSS, "render-peak-RSS-MB")
 	b.ReportMetric(rerenderRSS, "rerender-peak-RSS-MB")
 	b.ReportMetric(rerender.Seconds()*1000/float64(b.N), "rerender-ms/op")
+}
+
+// fsCreateCost creates, in a new directory beside dir, one empty file for each inode of the regular files under
+// dir, and returns how long the creates took: the file system's own cost of the creates a render into dir made,
+// at the same place (ext4 allocates a new directory's inodes near its parent's) and moment (the inodes freed in the
+// last seconds, which ext4 without a journal skips one by one). The files stay until the benchmark's outputs go.
+func fsCreateCost(b *testing.B, dir string) time.Duration {
+	inodes := map[uint64]bool{}
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			inodes[st.Ino] = true
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := os.MkdirTemp(filepath.Dir(dir), "fs-create-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	t := time.Now()
+	for i := range len(inodes) {
+		f, err := os.OpenFile(filepath.Join(d, strconv.Itoa(i)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return time.Since(t)
 }
 
 // printedPeakRSS is the "peak RSS:" line of the command's summary, in MB.
