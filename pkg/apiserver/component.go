@@ -57,7 +57,7 @@ func (k *Component) Converge() []loops.Loop {
 		{k.configObserverLoop()},
 		k.bundleLoops(),
 		{k.targetConfigLoop(), k.podConfigMapLoop()},
-		{loops.ControllerLoop("resource-sync", k.Syncer, k.Recorder)},
+		{loops.ControllerLoop("resource-sync", k.Syncer, k.Recorder).Settling(k.Cluster, operator.ResourceSyncRuns)},
 		{k.nodeKubeconfigsLoop(), k.auditPolicyLoop()},
 	}
 	for _, s := range stages {

@@ -23,6 +23,8 @@ type Loop struct {
 	// turn, footprint, watch and settles are set by Concurrent, Reads and Settles (turn.go).
 	turn                      *Turn
 	footprint, watch, settles map[Object]bool
+	// unordered is set by Settling: the order of the loop's writes within one step carries no meaning.
+	unordered bool
 }
 
 // Syncer is what library-go controllers expose for running one sync synchronously.
@@ -49,6 +51,33 @@ func (l Loop) Before(check func(ctx context.Context) error) Loop {
 		}
 		return inner(ctx)
 	}
+	return l
+}
+
+// Settling returns the loop run again within its step while its last run wrote something, at most max runs in
+// all, and marks its writes as unordered within a step (Result.Trace lists them by object). It is for a controller
+// that visits what it manages in an order of no meaning, such as library-go's ResourceSyncController, which
+// ranges over its rules as a Go map (resourcesynccontroller/resourcesync_controller.go, Sync: "for destination,
+// source := range c.configMapSyncRules"): run once, a copy of a copy lands in the same pass as its source or in
+// the next one depending on that order, so two renders of the same inputs would differ in the passes their
+// writes land in and in the trace. Run until it writes nothing, every copy lands in the pass its source appears
+// in, as on a cluster, where the controller's own writes requeue it at once. Beyond max runs the runner's next
+// pass carries on. Not for concurrent loops: the runs read the writes of the runs before them.
+func (l Loop) Settling(c *Cluster, max int) Loop {
+	inner := l.Sync
+	l.Sync = func(ctx context.Context) error {
+		for run := 0; run < max; run++ {
+			before := c.writeCount()
+			if err := inner(ctx); err != nil {
+				return err
+			}
+			if c.writeCount() == before {
+				return nil
+			}
+		}
+		return nil
+	}
+	l.unordered = true
 	return l
 }
 
@@ -85,13 +114,18 @@ type Result struct {
 	// Deferred counts the writes concurrent loops made before their turn that were kept and made at their turn
 	// (Turn.DeferWrites).
 	Deferred int
+	// Unordered names the loops whose writes within one step the trace lists by object (Loop.Settling).
+	Unordered map[string]bool
 }
 
 // TotalPasses counts the passes of every phase.
 func (r *Result) TotalPasses() int { return len(r.Passes) }
 
 // Trace renders the journal as text: every write with its phase, pass and loop, and one line per pass saying how
-// many writes it made, so a final pass with no writes is visible.
+// many writes it made, so a final pass with no writes is visible. Writes are in the order they were made, except
+// that the consecutive writes of one step of an unordered loop (Loop.Settling), whose order reflects nothing but
+// Go's map iteration, are listed by object (resource, namespace, name; one object's writes in their order): two
+// renders of the same inputs give the same trace apart from its timings.
 func (r *Result) Trace() string {
 	var b strings.Builder
 	b.WriteString("# phase   pass  loop                                                       verb    resource namespace/name\n")
@@ -104,7 +138,7 @@ func (r *Result) Trace() string {
 		b.WriteString(w.String() + "\n")
 	}
 	for _, p := range r.Passes {
-		for _, w := range byPass[fmt.Sprintf("%s/%d", p.Phase, p.Pass)] {
+		for _, w := range r.listed(byPass[fmt.Sprintf("%s/%d", p.Phase, p.Pass)]) {
 			b.WriteString(w.String() + "\n")
 		}
 		verdict := ""
@@ -114,6 +148,32 @@ func (r *Result) Trace() string {
 		fmt.Fprintf(&b, "# %s pass %d: %d writes, %d loop errors, %s%s\n", p.Phase, p.Pass, p.Writes, p.Errors, p.Took.Round(time.Millisecond), verdict)
 	}
 	return b.String()
+}
+
+// listed is one pass's writes as Trace lists them: each run of consecutive writes by an unordered loop sorted
+// by object, stably.
+func (r *Result) listed(writes []Write) []Write {
+	out := append([]Write(nil), writes...)
+	for i := 0; i < len(out); {
+		j := i + 1
+		for j < len(out) && out[j].Loop == out[i].Loop {
+			j++
+		}
+		if r.Unordered[out[i].Loop] {
+			sort.SliceStable(out[i:j], func(a, b int) bool {
+				x, y := out[i+a], out[i+b]
+				if x.Resource != y.Resource {
+					return x.Resource < y.Resource
+				}
+				if x.Namespace != y.Namespace {
+					return x.Namespace < y.Namespace
+				}
+				return x.Name < y.Name
+			})
+		}
+		i = j
+	}
+	return out
 }
 
 // Runner drives phases against one cluster.
@@ -170,6 +230,14 @@ func (r *Runner) Run(ctx context.Context, phase Phase) error {
 	}
 	if r.result.LoopTime == nil {
 		r.result.LoopTime = map[string]time.Duration{}
+	}
+	for _, l := range phase.Loops {
+		if l.unordered {
+			if r.result.Unordered == nil {
+				r.result.Unordered = map[string]bool{}
+			}
+			r.result.Unordered[l.Name] = true
+		}
 	}
 	c := r.Cluster
 	for pass := 1; pass <= max; pass++ {

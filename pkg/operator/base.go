@@ -155,8 +155,17 @@ func (b *Base) ConfigObserverLoop(l Listers, observers ...configobserver.Observe
 	return b.ControllerLoop(ctrl, "config-observer")
 }
 
-// ResourceSyncLoop is the resource sync controller, as "resource-sync/<component>".
-func (b *Base) ResourceSyncLoop() loops.Loop { return b.ControllerLoop(b.Syncer, "resource-sync") }
+// ResourceSyncLoop is the resource sync controller, as "resource-sync/<component>", run within its step until it
+// writes nothing (loops.Loop.Settling: it visits its rules in map order).
+func (b *Base) ResourceSyncLoop() loops.Loop {
+	return b.ControllerLoop(b.Syncer, "resource-sync").Settling(b.Cluster, ResourceSyncRuns)
+}
+
+// ResourceSyncRuns bounds the runs of a resource sync controller within one step. A chain of n copies (a copy of
+// a copy is n = 2, the longest the components declare today) settles in at most n + 1 runs, and each run past the
+// first happens only because the one before wrote; past the bound the runner's next pass carries on, as it would
+// without settling.
+const ResourceSyncRuns = 8
 
 // OperatorLoops are the loops a library-go static-pod operator runs after its own ones, in the operators' order
 // (kube-controller-manager's and kube-scheduler's): static resources over manifests/<component>/static, the node
