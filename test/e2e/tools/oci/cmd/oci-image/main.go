@@ -129,6 +129,8 @@ func newLayer(files []layerFile) (v1.Layer, error) {
 	if err := addDir("/tmp", 0o1777); err != nil {
 		return nil, err
 	}
+	// Sorted on a copy: the caller's first file is the image's entrypoint.
+	files = append([]layerFile(nil), files...)
 	sort.Slice(files, func(i, j int) bool { return files[i].path < files[j].path })
 	for _, f := range files {
 		var parents []string
