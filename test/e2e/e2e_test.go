@@ -108,6 +108,8 @@ type innerSpec struct {
 	// the live kube-apiserver's server-side dry-run validation as a pod.
 	OpenShiftPods string
 	CLI           string // render-static, for the phases that run it (renew)
+	// Fleet, when set, has the first boot run the fleet's Indexed Job (examples/fleet/job.yaml) on the node.
+	Fleet *fleetJobSpec
 }
 
 func (s *innerSpec) addrs(t *testing.T) []NodeAddress {

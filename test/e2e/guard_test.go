@@ -134,7 +134,8 @@ func TestImageContent(t *testing.T) {
 func TestReadYAMLReadsJSON(t *testing.T) {
 	spec := innerSpec{Phase: "boot", Case: "ipv6", Root: "/tmp/x y/root", Work: "no", BinDir: "0700", Images: "1.10",
 		NodeName: "null", NodeAddrs: []string{"fd2e:6f44:5dd8:c956::14/64", "192.168.126.10/24"}, Kubeconfig: "~",
-		Domain: "on.example.com", OpenShiftPods: "yes: no", CLI: `C:\render "static"`}
+		Domain: "on.example.com", OpenShiftPods: "yes: no", CLI: `C:\render "static"`,
+		Fleet: &fleetJobSpec{Dir: "/tmp/fleet", Sites: []string{"on", "1e3"}, Shards: 4}}
 	st := nodeState{Marker: "0x1f", AiokubeDone: 7}
 	for _, c := range []struct{ in, out any }{{&spec, &innerSpec{}}, {&st, &nodeState{}}} {
 		data, err := json.MarshalIndent(c.in, "", "  ")

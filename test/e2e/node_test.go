@@ -398,6 +398,10 @@ func innerReboot(t *testing.T, spec *innerSpec) {
 	waitMirrorPods(t, n, cs, 4*time.Minute)
 	checkHealth(t, cs)
 	checkLeases(t, cs)
+	// After the serving CSR: the Job's pod logs are read through the API (API server -> kubelet).
+	if spec.Fleet != nil {
+		checkFleetJob(t, cs, n, spec.Fleet)
+	}
 	checkNoCrashLoops(t, n)
 }
 

@@ -130,6 +130,15 @@ func TestUpstreamE2E(t *testing.T) {
 			}
 			spec := prepareUpstreamCase(t, cli, bins, c)
 			tm := newTimings("upstream/" + c.name + " (outer)")
+			if c.name == fleetJobCase {
+				tm.step("prepare-fleet-job", func() {
+					var err error
+					spec.Fleet, err = PrepareFleetJob(context.Background(), moduleRoot(t), cli, bins.BinDir, filepath.Join(spec.Work, "fleet"), fleetJobSites)
+					if err != nil {
+						t.Fatalf("preparing the fleet Job: %v", err)
+					}
+				})
+			}
 			spec.Phase = "boot"
 			tm.step("first-boot", func() { runInner(t, spec, 15*time.Minute) })
 			spec.Phase = "reboot"
@@ -213,6 +222,13 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 		OpenShiftPods: filepath.Join(openshift, "rootfs", "etc", "kubernetes", "manifests"),
 	}
 }
+
+// The fleet's Indexed Job runs on the first boot of one case (it tests the Job and the image, not the network
+// family): fleetJobSites sites over the example's four shards, so that shard 0 renders two of them.
+const (
+	fleetJobCase  = "ipv4"
+	fleetJobSites = 5
+)
 
 // TestUpstreamE2EBrokenFlag renders the IPv4 case, breaks one flag of kube-scheduler's rendered pod on the
 // node's disk, and expects the boot to fail with kube-scheduler's own log, read through the CRI.
