@@ -162,8 +162,8 @@ func (b *Base) ResourceSyncLoop() loops.Loop {
 }
 
 // ResourceSyncRuns bounds the runs of a resource sync controller within one step. A chain of n copies (a copy of
-// a copy is n = 2, the longest the components declare today) settles in at most n + 1 runs, and each run past the
-// first happens only because the one before wrote; past the bound the runner's next pass carries on, as it would
+// a copy is n = 2: kube-apiserver's kubelet-serving-ca) settles in at most n + 1 runs, and each run past the first
+// happens only because the one before wrote; past the bound the runner's next pass carries on, as it would
 // without settling.
 const ResourceSyncRuns = 8
 

@@ -60,7 +60,7 @@ func FleetJobForNode(example []byte, sitesDir, outDir string) (*batchv1.Job, err
 	for i := range spec.Volumes {
 		v := &spec.Volumes[i]
 		if p, ok := hostPaths[v.Name]; ok {
-			v.VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: p, Type: ptrTo(corev1.HostPathDirectory)}}
+			v.VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: p, Type: ptr(corev1.HostPathDirectory)}}
 			delete(hostPaths, v.Name)
 		}
 	}
@@ -86,7 +86,8 @@ func FleetShards(job *batchv1.Job) (int, error) {
 	return 0, fmt.Errorf("the example Job's args %v do not hold %s", job.Spec.Template.Spec.Containers[0].Args, want)
 }
 
-func ptrTo[T any](v T) *T { return &v }
+// ptr is a pointer to a copy of v (API fields that are optional pointers).
+func ptr[T any](v T) *T { return &v }
 
 // FleetSites writes n site folders into dir, each the install-config of examples/fleet/sites/edge-1 under its own
 // cluster name with a site.yaml of its own node IP, and returns their names.

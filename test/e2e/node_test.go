@@ -578,8 +578,6 @@ func checkServingCSR(t *testing.T, cs *kubernetes.Clientset, n *Node) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // checkNodeLabels: the node carries the control-plane role labels (set through the API by the first-boot apply,
 // as kubeadm does, when the kubelet may not set them itself).
 func checkNodeLabels(t *testing.T, cs *kubernetes.Clientset, n *Node) {
