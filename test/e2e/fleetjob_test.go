@@ -84,8 +84,8 @@ func checkFleetJob(t *testing.T, cs *kubernetes.Clientset, n *Node, f *fleetJobS
 	for _, e := range entries {
 		got = append(got, e.Name())
 	}
-	if want := append([]string(nil), f.Sites...); !reflect.DeepEqual(got, want) {
-		t.Errorf("fleet Job: the out volume holds %v, want exactly the sites %v", got, want)
+	if !reflect.DeepEqual(got, f.Sites) {
+		t.Errorf("fleet Job: the out volume holds %v, want exactly the sites %v", got, f.Sites)
 	}
 	// The Job is a record of the check only: its pods go before the reboot.
 	if err := cs.BatchV1().Jobs(ns).Delete(ctx, job.Name, metav1.DeleteOptions{PropagationPolicy: ptr(metav1.DeletePropagationBackground)}); err != nil {
