@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/fips140"
 	"fmt"
 	"io"
 	"os"
@@ -50,6 +51,9 @@ A table (site, seconds, aio.ign size, earliest expiry) ends the run; exit 0 only
 			list, err := fleet.Load(sites)
 			if err != nil {
 				return fmt.Errorf("--sites: %w", err)
+			}
+			if !fips140.Enabled() && fleet.AnyFIPS(list) {
+				return pipeline.FIPSModeError{} // run starts the command again in FIPS 140-3 mode
 			}
 			if err := fleet.EnsureOut(o.Out); err != nil {
 				return err

@@ -25,6 +25,7 @@ import (
 )
 
 func main() {
+	restartInFIPSMode = execInFIPSMode
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -38,10 +39,36 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := cmd.ExecuteContext(ctx); err != nil {
+		if errors.As(err, new(pipeline.FIPSModeError)) && restartInFIPSMode != nil {
+			// A FIPS cluster's render (fips: true) in a process not in FIPS 140-3 mode: nothing is made or
+			// written yet (pipeline.CheckCryptoMode), so the command starts again, as it was started, in that mode.
+			if rerr := restartInFIPSMode(); rerr != nil {
+				err = fmt.Errorf("%w (starting again in FIPS 140-3 mode: %v)", err, rerr)
+			}
+		}
 		printError(stderr, err)
 		return 1
 	}
 	return 0
+}
+
+// restartInFIPSMode, when set (by main, not by tests, which run the command in their own process), replaces the
+// process with the command started again in FIPS 140-3 mode; it returns only when it could not.
+var restartInFIPSMode func() error
+
+// execInFIPSMode executes this program again with the same arguments and environment plus GODEBUG=fips140=on
+// (pipeline.FIPSModeEnv); it returns an error when it cannot, or when GODEBUG already names a fips140 setting
+// (say fips140=off: the user's choice, which a new start would keep).
+func execInFIPSMode() error {
+	env, added := pipeline.FIPSModeEnv(os.Environ())
+	if !added {
+		return errors.New("GODEBUG already sets fips140")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	return syscall.Exec(exe, os.Args, env)
 }
 
 func printError(w io.Writer, err error) {

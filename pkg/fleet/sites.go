@@ -138,3 +138,22 @@ func loadList(file string) ([]Site, error) {
 	}
 	return sites, nil
 }
+
+// AnyFIPS reports whether some site's install-config asks for a FIPS cluster (fips: true): the renders then run
+// in FIPS 140-3 mode (pipeline.CheckCryptoMode), all of them, as a process is in that mode from its start. A
+// site whose install-config cannot be read or parsed counts as not asking: it fails when run, with its problems.
+func AnyFIPS(sites []Site) bool {
+	for _, s := range sites {
+		data, err := os.ReadFile(s.InstallConfig)
+		if err != nil {
+			continue
+		}
+		var peek struct {
+			FIPS bool `json:"fips"`
+		}
+		if yaml.Unmarshal(data, &peek) == nil && peek.FIPS {
+			return true
+		}
+	}
+	return false
+}

@@ -55,7 +55,7 @@ func TestGoodFiles(t *testing.T) {
 		clusterDomain, apiURL, apiIntURL string
 		service, cluster, machine        []netip.Prefix
 		serviceIPs                       []netip.Addr
-		ipv6Primary, dualStack           bool
+		ipv6Primary, dualStack, fips     bool
 		sshKeys                          int
 		trustBundle                      []string // subject CNs
 		warnings                         []string
@@ -69,6 +69,20 @@ func TestGoodFiles(t *testing.T) {
 			cluster:       mustPrefixes("10.128.0.0/14"),
 			machine:       mustPrefixes("192.168.126.0/24"),
 			serviceIPs:    mustAddrs("172.30.0.1"),
+			sshKeys:       1,
+			warnings: []string{
+				"sshKey: line 1: ssh-ed25519 key data does not parse (ssh: short read); it is installed as written",
+			},
+		},
+		"fips.yaml": { // ipv4.yaml with fips: true, which renders (in FIPS 140-3 mode, pkg/pipeline fips.go)
+			clusterDomain: "sno.example.com",
+			apiURL:        "https://api.sno.example.com:6443",
+			apiIntURL:     "https://api-int.sno.example.com:6443",
+			service:       mustPrefixes("172.30.0.0/16"),
+			cluster:       mustPrefixes("10.128.0.0/14"),
+			machine:       mustPrefixes("192.168.126.0/24"),
+			serviceIPs:    mustAddrs("172.30.0.1"),
+			fips:          true,
 			sshKeys:       1,
 			warnings: []string{
 				"sshKey: line 1: ssh-ed25519 key data does not parse (ssh: short read); it is installed as written",
@@ -141,6 +155,7 @@ func TestGoodFiles(t *testing.T) {
 			check("ServiceIPs", ic.ServiceIPs(), w.serviceIPs)
 			check("IPv6Primary", ic.IPv6Primary(), w.ipv6Primary)
 			check("DualStack", ic.DualStack(), w.dualStack)
+			check("FIPS", ic.FIPS, w.fips)
 			check("len(SSHKeys)", len(ic.SSHKeys()), w.sshKeys)
 			var cns []string
 			for _, c := range ic.TrustBundle() {

@@ -115,7 +115,8 @@ type InstallConfig struct {
 	// Publish is External (default) or Internal.
 	Publish string `json:"publish,omitempty"`
 
-	// FIPS true is refused by Validate: aio.ign cannot switch RHCOS to FIPS mode (see docs/install-config-fields.md).
+	// FIPS true makes a FIPS node: aio.ign carries the MachineConfig RHCOS's rhcos-fips reads at first boot, and
+	// the render makes its keys in FIPS 140-3 mode (pkg/pipeline fips.go; docs/install-config-fields.md).
 	FIPS bool `json:"fips,omitempty"`
 
 	// CPUPartitioningMode is None (default) or AllNodes.

@@ -198,18 +198,8 @@ func (v *validator) mirrors() {
 	}
 }
 
-// fipsReason is why fips: true is refused.
-const fipsReason = "FIPS mode cannot be enabled by aio.ign: RHCOS switches to FIPS mode only on the first boot, " +
-	"in the initramfs (rhcos-fips), from the MachineConfig the machine-config server encapsulates in " +
-	"/etc/ignition-machine-config-encapsulated.json, which also hands the node to machine-config-daemon-firstboot; " +
-	"this render has no machine-config server or daemon, so the node would silently boot without FIPS. " +
-	"Install RHCOS with the kernel argument fips=1 (coreos-installer --append-karg fips=1) and leave fips out"
-
 // unsupported refuses the fields the render cannot honour (docs/install-config-fields.md, "Refused fields").
 func (v *validator) unsupported() {
-	if v.ic.FIPS {
-		v.addf("fips", "%s", fipsReason)
-	}
 	if cp := v.ic.ControlPlane; cp != nil && cp.Hyperthreading == HyperthreadingDisabled {
 		v.addf("controlPlane.hyperthreading", "%s", hyperthreadingReason)
 	}

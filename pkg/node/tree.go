@@ -207,9 +207,14 @@ func (n *Node) bundle(ctx context.Context, ns, name, key string) ([]byte, error)
 }
 
 // addUserInputs adds the node files of the install-config fields the user sets: the mirrors' registries.conf, the
-// user CA bundle's trust anchor, and cpuPartitioningMode AllNodes' workload pinning (userinputs.go).
+// user CA bundle's trust anchor, cpuPartitioningMode AllNodes' workload pinning and fips' encapsulated
+// MachineConfig (userinputs.go).
 func addUserInputs(t *export.Tree, ic *installconfig.InstallConfig) error {
 	kubeletPinning, crioPinning := workloadPinning(ic)
+	fips, err := fipsMachineConfig(ic)
+	if err != nil {
+		return fmt.Errorf("fips: %w", err)
+	}
 	for _, f := range []struct {
 		path string
 		mode fs.FileMode
@@ -219,6 +224,7 @@ func addUserInputs(t *export.Tree, ic *installconfig.InstallConfig) error {
 		{UserCATrustAnchorPath, 0600, userCATrustAnchor(ic)},
 		{WorkloadPinningPath, 0644, kubeletPinning},
 		{CRIOWorkloadPinningPath, 0644, crioPinning},
+		{EncapsulatedMachineConfigPath, 0644, fips},
 	} {
 		if f.data == nil {
 			continue

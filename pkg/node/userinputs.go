@@ -1,12 +1,18 @@
 package node
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	ignitiontypes "github.com/coreos/ignition/v2/config/v3_2/types"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/installconfig"
@@ -31,6 +37,14 @@ const (
 	// and 99-workload-pinning.conf with an empty reserved set: every CPU, until a PerformanceProfile narrows it).
 	WorkloadPinningPath     = "/etc/kubernetes/openshift-workload-pinning"
 	CRIOWorkloadPinningPath = "/etc/crio/crio.conf.d/01-workload-pinning-default.conf"
+	// EncapsulatedMachineConfigPath is where the machine-config server puts the node's MachineConfig in the
+	// Ignition config it serves (openshift/machine-config-operator pkg/server/server.go appendEncapsulated, mode
+	// 0644; pkg/daemon/constants MachineConfigEncapsulatedPath). RHCOS reads it from the Ignition config itself,
+	// in the initramfs on the first boot, before the files are written: when its spec.fips is true, rhcos-fips
+	// adds the kernel arguments fips=1 and boot=LABEL=boot and has the machine reboot into FIPS mode
+	// (coreos/rhel-coreos-config overlay.d/05rhcos/usr/lib/dracut/modules.d/40rhcos-fips/rhcos-fips.sh
+	// firstboot; "finish" then runs fips-mode-setup on EL9). aio.ign carries it only for fips: true.
+	EncapsulatedMachineConfigPath = "/etc/ignition-machine-config-encapsulated.json"
 )
 
 // baseUnqualifiedSearchRegistries is the machine-config operator's base registries.conf
@@ -245,4 +259,27 @@ func workloadPinning(ic *installconfig.InstallConfig) (kubelet, crio []byte) {
 		"annotation_prefix = \"resources.workload.openshift.io\"\n" +
 		"resources = { \"cpushares\" = 0, \"cpuset\" = \"\" }\n")
 	return kubelet, crio
+}
+
+// fipsMachineConfig is the MachineConfig aio.ign encapsulates for fips: true (see EncapsulatedMachineConfigPath):
+// the installer's 99-master-fips (openshift/installer pkg/asset/machines/machineconfig ForFIPSEnabled: role label
+// master, an Ignition config of nothing but its version, fips true), serialized as the machine-config server
+// serializes the node's config into the file (encoding/json of the MachineConfig); the Ignition version is
+// aio.ign's own. nil when fips is not set.
+func fipsMachineConfig(ic *installconfig.InstallConfig) ([]byte, error) {
+	if !ic.FIPS {
+		return nil, nil
+	}
+	// Only the version, as the installer's config marshals with its empty sections left out.
+	ign, err := json.Marshal(map[string]map[string]string{"ignition": {"version": ignitiontypes.MaxVersion.String()}})
+	if err != nil {
+		return nil, err
+	}
+	mc := mcfgv1.MachineConfig{
+		TypeMeta: metav1.TypeMeta{APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfig"},
+		ObjectMeta: metav1.ObjectMeta{Name: "99-master-fips",
+			Labels: map[string]string{"machineconfiguration.openshift.io/role": "master"}},
+		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: ign}, FIPS: true},
+	}
+	return json.Marshal(&mc)
 }

@@ -1,9 +1,14 @@
 package node
 
 import (
+	"bytes"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
+
+	ignitionconfig "github.com/coreos/ignition/v2/config/v3_2"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/installconfig"
@@ -180,6 +185,53 @@ func TestWorkloadPinning(t *testing.T) {
 	for _, fl := range g.tree(t).Files() {
 		if fl.Path == WorkloadPinningPath || fl.Path == CRIOWorkloadPinningPath {
 			t.Errorf("%s with cpuPartitioningMode None", fl.Path)
+		}
+	}
+}
+
+// TestFIPSMachineConfig: fips: true puts on the node, through aio.ign, the MachineConfig RHCOS's rhcos-fips reads
+// from the Ignition config on the first boot (EncapsulatedMachineConfigPath): 0644 as the machine-config server
+// writes it, a MachineConfig of machineconfiguration.openshift.io/v1 (no field the API type lacks), the installer's
+// 99-master-fips with spec.fips the JSON true that rhcos-fips tests (`jq .spec.fips` must print true, not
+// "true" or null), and a spec.config Ignition accepts. Without fips the file is not there: rhcos-fips then leaves
+// the node as it is.
+func TestFIPSMachineConfig(t *testing.T) {
+	f := newFixture(t, disconnectedConfig, "", true)
+	f.in.InstallConfig.FIPS = true
+	f.converge(t)
+	file := fileOf(t, f.tree(t), EncapsulatedMachineConfigPath)
+	if file.Mode != 0644 {
+		t.Errorf("%s: mode %o, want 644", EncapsulatedMachineConfigPath, file.Mode)
+	}
+	var generic struct {
+		Spec map[string]json.RawMessage `json:"spec"`
+	}
+	if err := json.Unmarshal(file.Contents, &generic); err != nil {
+		t.Fatalf("%s: %v\n%s", EncapsulatedMachineConfigPath, err, file.Contents)
+	}
+	if got := string(generic.Spec["fips"]); got != "true" {
+		t.Errorf(".spec.fips is %s, want true:\n%s", got, file.Contents)
+	}
+	var mc mcfgv1.MachineConfig
+	dec := json.NewDecoder(bytes.NewReader(file.Contents))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&mc); err != nil {
+		t.Fatalf("%s is not a MachineConfig: %v\n%s", EncapsulatedMachineConfigPath, err, file.Contents)
+	}
+	if mc.APIVersion != "machineconfiguration.openshift.io/v1" || mc.Kind != "MachineConfig" || mc.Name != "99-master-fips" ||
+		mc.Labels["machineconfiguration.openshift.io/role"] != "master" || !mc.Spec.FIPS {
+		t.Errorf("MachineConfig %+v", mc)
+	}
+	ign, rpt, err := ignitionconfig.Parse(mc.Spec.Config.Raw)
+	if err != nil || rpt.IsFatal() || ign.Ignition.Version != "3.2.0" {
+		t.Errorf("spec.config %s: version %q, %v %v", mc.Spec.Config.Raw, ign.Ignition.Version, err, rpt)
+	}
+
+	g := newFixture(t, disconnectedConfig, "", true)
+	g.converge(t)
+	for _, fl := range g.tree(t).Files() {
+		if fl.Path == EncapsulatedMachineConfigPath {
+			t.Errorf("%s without fips", fl.Path)
 		}
 	}
 }

@@ -91,6 +91,9 @@ func DefaultParallelism() int { return goruntime.GOMAXPROCS(0) }
 
 // RunEngineWith is RunEngineFrom with options.
 func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.State, hooks *EngineHooks, opts EngineOptions) (*Engine, error) {
+	if err := CheckCryptoMode(in.InstallConfig); err != nil {
+		return nil, err
+	}
 	if opts.Parallelism <= 0 {
 		opts.Parallelism = DefaultParallelism()
 	}

@@ -1,8 +1,13 @@
 package pipeline
 
 import (
+	"context"
+	"crypto/fips140"
 	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,7 +87,7 @@ func TestRenderUserInputs(t *testing.T) {
 }
 
 // TestRefusedFields: an install-config with a field the render cannot honour fails validation naming the field
-// and why, before anything is rendered.
+// and why, before anything is rendered; fips: true is not among them (TestFIPSNeedsFIPSMode).
 func TestRefusedFields(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
 	o := Options{InstallConfig: repo("testdata/installconfig/bad/refused-fields.yaml"), NodeIP: "192.168.126.10",
@@ -94,11 +99,71 @@ func TestRefusedFields(t *testing.T) {
 	}
 	found := false
 	for _, e := range list {
-		if e.Field == "fips" && strings.Contains(e.Detail, "FIPS mode cannot be enabled by aio.ign") {
+		if e.Field == "controlPlane.hyperthreading" && strings.Contains(e.Detail, "cannot be honoured by aio.ign") {
 			found = true
+		}
+		if e.Field == "fips" {
+			t.Errorf("fips refused: %v", e)
 		}
 	}
 	if !found {
-		t.Errorf("no fips refusal in %v", list)
+		t.Errorf("no hyperthreading refusal in %v", list)
+	}
+}
+
+// TestFIPSNeedsFIPSMode: a fips: true install-config validates, and its render runs only in a process in FIPS
+// 140-3 mode: in this one (go test runs without GODEBUG=fips140=on) Render fails with a FIPSModeError before
+// anything is written; in FIPS mode (GODEBUG=fips140=on go test ...) it renders, with the encapsulated
+// MachineConfig in aio.ign and the summary naming the mode. The command's own start again in FIPS mode is
+// cmd/render-static's TestFIPSRestart.
+func TestFIPSNeedsFIPSMode(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	o := Options{InstallConfig: repo("testdata/installconfig/good/fips.yaml"), NodeIP: "192.168.126.10",
+		NodeName: "sno-0", Dir: dir, CertValidity: certs.DefaultLeafValidity}
+	in, err := Validate(o)
+	if err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	if !in.InstallConfig.FIPS {
+		t.Fatal("the test config has no fips: true")
+	}
+	s, err := Render(context.Background(), o)
+	if !fips140.Enabled() {
+		if !errors.As(err, new(FIPSModeError)) {
+			t.Fatalf("Render outside FIPS mode: %v, want a FIPSModeError", err)
+		}
+		if _, serr := os.Stat(dir); !errors.Is(serr, fs.ErrNotExist) {
+			t.Errorf("the refused render left %s: %v", dir, serr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("Render in FIPS mode: %v", err)
+	}
+	if !strings.HasPrefix(s.Crypto, "FIPS 140-3 mode") {
+		t.Errorf("summary crypto %q", s.Crypto)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "rootfs", node.EncapsulatedMachineConfigPath)); err != nil {
+		t.Errorf("no encapsulated MachineConfig: %v", err)
+	}
+}
+
+// TestFIPSModeEnv: the command's environment for its start in FIPS mode adds fips140=on to GODEBUG, keeping the
+// other settings, and adds nothing when GODEBUG already names fips140 (the user's setting stands).
+func TestFIPSModeEnv(t *testing.T) {
+	for _, c := range []struct {
+		env, want []string
+		added     bool
+	}{
+		{[]string{"PATH=/bin"}, []string{"PATH=/bin", "GODEBUG=fips140=on"}, true},
+		{[]string{"GODEBUG=", "A=b"}, []string{"GODEBUG=fips140=on", "A=b"}, true},
+		{[]string{"GODEBUG=http2client=0"}, []string{"GODEBUG=http2client=0,fips140=on"}, true},
+		{[]string{"GODEBUG=x=1, fips140=off"}, []string{"GODEBUG=x=1, fips140=off"}, false},
+		{[]string{"GODEBUG=fips140=only"}, []string{"GODEBUG=fips140=only"}, false},
+	} {
+		got, added := FIPSModeEnv(c.env)
+		if !slices.Equal(got, c.want) || added != c.added {
+			t.Errorf("FIPSModeEnv(%q) = %q, %v; want %q, %v", c.env, got, added, c.want, c.added)
+		}
 	}
 }

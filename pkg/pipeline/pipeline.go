@@ -165,6 +165,7 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 	}
 	out.summarized()
 	s := out.Summary
+	s.Crypto = FIPSModeLine()
 	s.WriteTime = time.Since(written)
 	s.Elapsed = time.Since(start)
 	return &s, nil

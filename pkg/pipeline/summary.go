@@ -30,6 +30,8 @@ type Summary struct {
 	// PeakRSSMB, when not 0, is printed: the command sets it to its process's peak RSS (a fleet's renders share
 	// one process, so Render leaves it 0).
 	PeakRSSMB float64
+	// Crypto, when not empty, says the keys were made in FIPS 140-3 mode (FIPSModeLine).
+	Crypto string
 }
 
 func (s Summary) Print(w io.Writer, dir string) {
@@ -42,6 +44,9 @@ func (s Summary) Print(w io.Writer, dir string) {
 	fmt.Fprintf(w, "  elapsed:          %s\n", s.Elapsed.Round(time.Millisecond))
 	if s.PeakRSSMB > 0 {
 		fmt.Fprintf(w, "  peak RSS:         %.1f MB\n", s.PeakRSSMB)
+	}
+	if s.Crypto != "" {
+		fmt.Fprintf(w, "  crypto:           %s\n", s.Crypto)
 	}
 	for _, warning := range s.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warning)
