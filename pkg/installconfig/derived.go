@@ -133,9 +133,6 @@ func (ic *InstallConfig) Warnings() []string {
 		}
 	}
 	if n := ic.Networking; n != nil {
-		if n.NetworkType == NetworkTypeOpenShiftSDN {
-			out = append(out, "networking.networkType: OpenShiftSDN is not supported by OpenShift 4.15 and later; use OVNKubernetes")
-		}
 		if n.MachineCIDR != "" && len(n.MachineNetwork) == 0 {
 			out = append(out, "networking.machineCIDR: deprecated; use networking.machineNetwork")
 		}

@@ -102,10 +102,17 @@ func (v *validator) networking() *netInfo {
 	ovn := n.NetworkType == "" || n.NetworkType == NetworkTypeOVNKubernetes
 	// Any plugin name is accepted, but a known name in the wrong case or
 	// with spaces is a typo that would silently select an unknown plugin.
-	for _, known := range []string{NetworkTypeOVNKubernetes, NetworkTypeOpenShiftSDN} {
-		if t := n.NetworkType; t != known && strings.EqualFold(strings.TrimSpace(t), known) {
-			v.addf("networking.networkType", "unsupported value %s (did you mean %q?)", quoteShort(t), known)
-		}
+	if t, known := n.NetworkType, NetworkTypeOVNKubernetes; t != known && strings.EqualFold(strings.TrimSpace(t), known) {
+		v.addf("networking.networkType", "unsupported value %s (did you mean %q?)", quoteShort(t), known)
+	}
+	// The installer refuses OpenShiftSDN on single-node OpenShift (since single node existed) and for every cluster
+	// since 4.15, and Kuryr after 4.14, whatever the case (openshift/installer pkg/types/validation/installconfig.go
+	// validateNetworking, strings.EqualFold).
+	switch t := strings.TrimSpace(n.NetworkType); {
+	case strings.EqualFold(t, NetworkTypeOpenShiftSDN):
+		v.addf("networking.networkType", "%s is not supported: the installer refuses it for single-node OpenShift (and for every cluster since 4.15); use %s", quoteShort(n.NetworkType), NetworkTypeOVNKubernetes)
+	case strings.EqualFold(t, "Kuryr"):
+		v.addf("networking.networkType", "%s is not supported on OpenShift later than 4.14; use %s", quoteShort(n.NetworkType), NetworkTypeOVNKubernetes)
 	}
 
 	if len(n.ClusterNetwork) == 0 {

@@ -153,6 +153,11 @@ func TestValidate(t *testing.T) {
 		}, want: []string{"networking.machineCIDR: deprecated; must not be set together with networking.machineNetwork"}},
 		{name: "network type typo", mutate: func(ic *InstallConfig) { ic.Networking.NetworkType = "OVNKubernetes " },
 			want: []string{`networking.networkType: unsupported value "OVNKubernetes " (did you mean "OVNKubernetes"?)`}},
+		{name: "OpenShiftSDN, in any case", mutate: func(ic *InstallConfig) { ic.Networking.NetworkType = "openshiftSDN" },
+			want: []string{`networking.networkType: "openshiftSDN" is not supported: the installer refuses it for single-node OpenShift (and for every cluster since 4.15); use OVNKubernetes`}},
+		{name: "Kuryr", mutate: func(ic *InstallConfig) { ic.Networking.NetworkType = "Kuryr" },
+			want: []string{`networking.networkType: "Kuryr" is not supported on OpenShift later than 4.14; use OVNKubernetes`}},
+		{name: "another network plugin", mutate: func(ic *InstallConfig) { ic.Networking.NetworkType = "Calico" }},
 		{name: "replicas", mutate: func(ic *InstallConfig) {
 			ic.ControlPlane.Replicas = nil
 			ic.Compute[0].Replicas = ptr(int64(2))
