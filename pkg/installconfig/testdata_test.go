@@ -60,34 +60,24 @@ func TestGoodFiles(t *testing.T) {
 		trustBundle                      []string // subject CNs
 		warnings                         []string
 	}
+	ipv4 := want{
+		clusterDomain: "sno.example.com",
+		apiURL:        "https://api.sno.example.com:6443",
+		apiIntURL:     "https://api-int.sno.example.com:6443",
+		service:       mustPrefixes("172.30.0.0/16"),
+		cluster:       mustPrefixes("10.128.0.0/14"),
+		machine:       mustPrefixes("192.168.126.0/24"),
+		serviceIPs:    mustAddrs("172.30.0.1"),
+		sshKeys:       1,
+		warnings: []string{
+			"sshKey: line 1: ssh-ed25519 key data does not parse (ssh: short read); it is installed as written",
+		},
+	}
+	fips := ipv4 // fips.yaml is ipv4.yaml with fips: true, which renders (in FIPS 140-3 mode, pkg/pipeline fips.go)
+	fips.fips = true
 	tests := map[string]want{
-		"ipv4.yaml": {
-			clusterDomain: "sno.example.com",
-			apiURL:        "https://api.sno.example.com:6443",
-			apiIntURL:     "https://api-int.sno.example.com:6443",
-			service:       mustPrefixes("172.30.0.0/16"),
-			cluster:       mustPrefixes("10.128.0.0/14"),
-			machine:       mustPrefixes("192.168.126.0/24"),
-			serviceIPs:    mustAddrs("172.30.0.1"),
-			sshKeys:       1,
-			warnings: []string{
-				"sshKey: line 1: ssh-ed25519 key data does not parse (ssh: short read); it is installed as written",
-			},
-		},
-		"fips.yaml": { // ipv4.yaml with fips: true, which renders (in FIPS 140-3 mode, pkg/pipeline fips.go)
-			clusterDomain: "sno.example.com",
-			apiURL:        "https://api.sno.example.com:6443",
-			apiIntURL:     "https://api-int.sno.example.com:6443",
-			service:       mustPrefixes("172.30.0.0/16"),
-			cluster:       mustPrefixes("10.128.0.0/14"),
-			machine:       mustPrefixes("192.168.126.0/24"),
-			serviceIPs:    mustAddrs("172.30.0.1"),
-			fips:          true,
-			sshKeys:       1,
-			warnings: []string{
-				"sshKey: line 1: ssh-ed25519 key data does not parse (ssh: short read); it is installed as written",
-			},
-		},
+		"ipv4.yaml": ipv4,
+		"fips.yaml": fips,
 		"ipv6.yaml": {
 			clusterDomain: "edge-01.lab.example.org",
 			apiURL:        "https://api.edge-01.lab.example.org:6443",

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/render-static/render-static/internal/testtools"
-	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/node"
 )
@@ -89,9 +88,7 @@ func TestRenderUserInputs(t *testing.T) {
 // TestRefusedFields: an install-config with a field the render cannot honour fails validation naming the field
 // and why, before anything is rendered; fips: true is not among them (TestFIPSNeedsFIPSMode).
 func TestRefusedFields(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "out")
-	o := Options{InstallConfig: repo("testdata/installconfig/bad/refused-fields.yaml"), NodeIP: "192.168.126.10",
-		NodeName: "sno-0", Dir: dir, CertValidity: certs.DefaultLeafValidity}
+	o := testOptions(t, "testdata/installconfig/bad/refused-fields.yaml", "192.168.126.10")
 	_, err := Validate(o)
 	var list installconfig.ErrorList
 	if !errors.As(err, &list) {
@@ -117,9 +114,8 @@ func TestRefusedFields(t *testing.T) {
 // MachineConfig in aio.ign and the summary naming the mode. The command's own start again in FIPS mode is
 // cmd/render-static's TestFIPSRestart.
 func TestFIPSNeedsFIPSMode(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "out")
-	o := Options{InstallConfig: repo("testdata/installconfig/good/fips.yaml"), NodeIP: "192.168.126.10",
-		NodeName: "sno-0", Dir: dir, CertValidity: certs.DefaultLeafValidity}
+	o := testOptions(t, "testdata/installconfig/good/fips.yaml", "192.168.126.10")
+	dir := o.Dir
 	in, err := Validate(o)
 	if err != nil {
 		t.Fatalf("Validate: %v", err)

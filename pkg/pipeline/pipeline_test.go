@@ -60,13 +60,20 @@ type rendered struct {
 	secondaryIPs []string
 }
 
+// testOptions are the options of a test's render of config (repository-relative) on node sno-0 into a new
+// directory.
+func testOptions(t *testing.T, config, nodeIP string) Options {
+	return Options{InstallConfig: repo(config), NodeIP: nodeIP, NodeName: "sno-0", Dir: filepath.Join(t.TempDir(), "out"),
+		CertValidity: certs.DefaultLeafValidity, InfraID: "sno-x7k2p"}
+}
+
 func render(t *testing.T, config, nodeIP string) *rendered {
 	t.Helper()
 	if nodeIP == "" {
 		nodeIP = nodeIPFromComment(t, repo(config))
 	}
-	dir := filepath.Join(t.TempDir(), "out")
-	o := Options{InstallConfig: repo(config), NodeIP: nodeIP, NodeName: "sno-0", Dir: dir, CertValidity: certs.DefaultLeafValidity, InfraID: "sno-x7k2p"}
+	o := testOptions(t, config, nodeIP)
+	dir := o.Dir
 	in, err := Validate(o)
 	if err != nil {
 		t.Fatalf("validate: %v", err)
