@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -78,15 +79,14 @@ func imageTag(pullSpec string) string {
 func CustomGates(ic *installconfig.InstallConfig) (enabled, disabled []configv1.FeatureGateName, err error) {
 	for i, g := range ic.FeatureGates {
 		name, value, ok := strings.Cut(g, "=")
+		on, err := strconv.ParseBool(value) // the installer's reading of the value (True, 1, t... too)
 		switch {
-		case !ok || name == "":
+		case !ok || name == "" || err != nil:
 			return nil, nil, fmt.Errorf("featureGates[%d]: %q is not Name=true or Name=false", i, g)
-		case value == "true":
+		case on:
 			enabled = append(enabled, configv1.FeatureGateName(name))
-		case value == "false":
-			disabled = append(disabled, configv1.FeatureGateName(name))
 		default:
-			return nil, nil, fmt.Errorf("featureGates[%d]: %q is not Name=true or Name=false", i, g)
+			disabled = append(disabled, configv1.FeatureGateName(name))
 		}
 	}
 	return enabled, disabled, nil

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,6 +71,10 @@ func (v *validator) pullSecret() {
 		_ = json.Unmarshal(entry, &fields)
 		a, ok := fields["auth"]
 		if !ok {
+			if _, store := fields["credsStore"]; !store {
+				// openshift/installer pkg/validate ImagePullSecret.
+				v.addf(f, "%s requires either auth or credsStore", name)
+			}
 			continue
 		}
 		var auth string
@@ -170,9 +175,15 @@ func (v *validator) sshKey() {
 	for _, l := range sshKeyLines(v.ic.SSHKey) {
 		if p, _ := checkSSHKeyLine(l.text); p != "" {
 			v.addf("sshKey", "line %d: %s", l.number, p)
+		} else if t := strings.Fields(l.text)[0]; v.ic.FIPS && !fipsSSHKeyType.MatchString(t) {
+			v.addf("sshKey", "line %d: SSH key type %s unavailable when FIPS is enabled; use rsa or ecdsa", l.number, t)
 		}
 	}
 }
+
+// fipsSSHKeyType are the key types the installer allows with fips: true (pkg/types/validation/installconfig.go
+// validateFIPSconfig).
+var fipsSSHKeyType = regexp.MustCompile(`^ecdsa-sha2-nistp\d{3}$|^ssh-rsa$`)
 
 // parseTrustBundle parses the CERTIFICATE blocks of a PEM bundle. Text
 // around the blocks is ignored; problems are returned as details.
@@ -225,26 +236,68 @@ func (v *validator) proxy() {
 	if p.HTTPProxy == "" && p.HTTPSProxy == "" {
 		v.addf("proxy", "at least one of httpProxy or httpsProxy is required")
 	}
-	if p.HTTPProxy != "" {
-		if msg := proxyURLProblem(p.HTTPProxy, "http"); msg != "" {
-			v.addf("proxy.httpProxy", "%s", msg)
+	for _, u := range []struct{ field, value string }{{"proxy.httpProxy", p.HTTPProxy}, {"proxy.httpsProxy", p.HTTPSProxy}} {
+		if u.value == "" {
+			continue
+		}
+		schemes := []string{"http"}
+		if u.field == "proxy.httpsProxy" {
+			schemes = append(schemes, "https")
+		}
+		if msg := proxyURLProblem(u.value, schemes...); msg != "" {
+			v.addf(u.field, "%s", msg)
+		} else {
+			v.proxyIP(u.field, u.value)
 		}
 	}
-	if p.HTTPSProxy != "" {
-		if msg := proxyURLProblem(p.HTTPSProxy, "http", "https"); msg != "" {
-			v.addf("proxy.httpsProxy", "%s", msg)
+	// The installer (validateProxy): "*" alone means every host; otherwise no spaces, and each entry an IP, a
+	// CIDR or a lowercase domain (a leading dot allowed), never a wildcard.
+	if p.NoProxy != "" && p.NoProxy != "*" {
+		if strings.Contains(p.NoProxy, " ") {
+			v.addf("proxy.noProxy", "must not have spaces")
 		}
-	}
-	if p.NoProxy != "" {
 		for i, raw := range strings.Split(p.NoProxy, ",") {
 			e := strings.TrimSpace(raw)
 			if e == "" {
 				v.addf("proxy.noProxy", "entry %d is empty", i+1)
 			} else if !validNoProxyEntry(e) {
-				v.addf("proxy.noProxy", `entry %d %s is not a domain, IP address, CIDR or "*"`, i+1, quoteShort(e))
+				v.addf("proxy.noProxy", `entry %d %s is not an IP address, CIDR or lowercase domain without wildcards ("*" is allowed only as the whole noProxy)`, i+1, quoteShort(e))
 			}
 		}
 	}
+}
+
+// proxyIP refuses a proxy whose host is an IP address inside a cluster or service network: the node could not
+// reach it there (the installer's validateIPProxy). The URL says nothing secret here: only the field is named.
+func (v *validator) proxyIP(field, raw string) {
+	u, err := url.Parse(raw)
+	if err != nil || v.ic.Networking == nil {
+		return
+	}
+	ip, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return
+	}
+	ip = ip.Unmap()
+	for _, l := range []struct {
+		what  string
+		cidrs []string
+	}{{"cluster", clusterCIDRStrings(v.ic.Networking)}, {"service", v.ic.Networking.ServiceNetwork}} {
+		for _, c := range l.cidrs {
+			if p, err := netip.ParsePrefix(c); err == nil && p.Contains(ip) {
+				v.addf(field, "the proxy's address %s is in the %s network %s", ip, l.what, p)
+				break
+			}
+		}
+	}
+}
+
+func clusterCIDRStrings(n *Networking) []string {
+	var out []string
+	for _, e := range n.ClusterNetwork {
+		out = append(out, e.CIDR)
+	}
+	return out
 }
 
 // proxyURLProblem checks a proxy URL. Proxy URLs may hold credentials, so
@@ -275,17 +328,14 @@ func proxyURLProblem(s string, schemes ...string) string {
 	return ""
 }
 
-// validNoProxyEntry accepts "*", an IP, a CIDR or a domain (with an
-// optional leading dot).
+// validNoProxyEntry accepts an IP, a CIDR or a lowercase domain (with an optional leading dot), as the installer's
+// validate.NoProxyDomainName, net.ParseCIDR and net.ParseIP do.
 func validNoProxyEntry(e string) bool {
-	if e == "*" {
-		return true
-	}
 	if _, err := netip.ParseAddr(e); err == nil {
 		return true
 	}
 	if _, err := netip.ParsePrefix(e); err == nil {
 		return true
 	}
-	return isDNSSubdomain(strings.ToLower(strings.TrimPrefix(e, ".")))
+	return isDNSSubdomain(strings.TrimPrefix(e, "."))
 }

@@ -118,6 +118,7 @@ func (v *validator) networking() *netInfo {
 	if len(n.ClusterNetwork) == 0 {
 		v.addf("networking.clusterNetwork", "required (at least one entry)")
 	}
+	var ipv4HostPrefix int32
 	for i, e := range n.ClusterNetwork {
 		base := fmt.Sprintf("networking.clusterNetwork[%d]", i)
 		p, ok := v.cidr(base+".cidr", e.CIDR)
@@ -129,6 +130,15 @@ func (v *validator) networking() *netInfo {
 		}
 		ni.cluster = append(ni.cluster, cidrEntry{base, i, p})
 		v.hostPrefix(base, p, e.HostPrefix, ovn)
+		// One node subnet size for every IPv4 cluster network (IPv6 ones are /64 anyway): the installer's
+		// validateClusterNetwork.
+		if p.Addr().Is4() && int(e.HostPrefix) >= p.Bits() && e.HostPrefix <= 32 {
+			if ipv4HostPrefix == 0 {
+				ipv4HostPrefix = e.HostPrefix
+			} else if e.HostPrefix != ipv4HostPrefix {
+				v.addf(base+".hostPrefix", "%d, but an earlier IPv4 cluster network has %d: the host prefix must be the same for every IPv4 cluster network", e.HostPrefix, ipv4HostPrefix)
+			}
+		}
 	}
 
 	switch len(n.ServiceNetwork) {
@@ -183,8 +193,41 @@ func (v *validator) networking() *netInfo {
 	}
 
 	v.overlaps(ni)
+	if ovn {
+		v.ovnInternalSubnets(ni)
+	}
 	v.families(ni)
 	return ni
+}
+
+// ovnInternalSubnets are OVN-Kubernetes' default join, transit and masquerade subnets (the network operator's
+// defaults, which the install-config cannot change here), which no machine, service or cluster network may overlap:
+// the installer's validateNetworkNotOverlapDefaultOVNSubnets (pkg/types/validation/installconfig.go).
+var ovnInternalSubnets = []struct {
+	kind   string
+	prefix netip.Prefix
+}{
+	{"internal", netip.MustParsePrefix("100.64.0.0/16")},
+	{"transit", netip.MustParsePrefix("100.88.0.0/16")},
+	{"masquerade", netip.MustParsePrefix("169.254.0.0/17")},
+	{"internal", netip.MustParsePrefix("fd98::/64")},
+	{"transit", netip.MustParsePrefix("fd97::/64")},
+	{"masquerade", netip.MustParsePrefix("fd69::/112")},
+}
+
+func (v *validator) ovnInternalSubnets(ni *netInfo) {
+	for _, list := range []struct {
+		entries []cidrEntry
+		suffix  string // the field of the entry that holds the CIDR
+	}{{ni.machine, ""}, {ni.service, ""}, {ni.cluster, ".cidr"}} {
+		for _, e := range list.entries {
+			for _, o := range ovnInternalSubnets {
+				if e.prefix.Overlaps(o.prefix) {
+					v.addf(e.path+list.suffix, "%s must not overlap with OVNKubernetes default %s subnet %s", e.prefix, o.kind, o.prefix)
+				}
+			}
+		}
+	}
 }
 
 // hostPrefix checks the per-node subnet size of a cluster network.
@@ -194,9 +237,11 @@ func (v *validator) hostPrefix(base string, p netip.Prefix, hp int32, ovn bool) 
 	if missing {
 		v.addf(field, "required")
 	}
+	// A host prefix may equal the network's own prefix (one node subnet, the whole network: enough for a single
+	// node); only a shorter one is refused, as the installer does (validateClusterNetwork: hostPrefix < ones).
 	if ovn && p.Addr().Is6() {
-		if p.Bits() >= 64 {
-			v.addf(base+".cidr", "%s is too small for OVNKubernetes, which gives each node a /64; use a prefix length below 64", p)
+		if p.Bits() > 64 {
+			v.addf(base+".cidr", "%s is too small for OVNKubernetes, which gives each node a /64; use a prefix length of at most 64", p)
 		}
 		if !missing && hp != 64 {
 			v.addf(field, "must be 64 for IPv6 with OVNKubernetes, got %d", hp)
@@ -208,8 +253,8 @@ func (v *validator) hostPrefix(base string, p netip.Prefix, hp int32, ovn bool) 
 		v.addf(base+".cidr", "%s leaves no room for per-node subnets", p)
 		return
 	}
-	if !missing && (int(hp) <= p.Bits() || int(hp) > maxBits) {
-		v.addf(field, "%d does not fit in %s (must be between %d and %d)", hp, p, p.Bits()+1, maxBits)
+	if !missing && (int(hp) < p.Bits() || int(hp) > maxBits) {
+		v.addf(field, "%d does not fit in %s (must be between %d and %d)", hp, p, p.Bits(), maxBits)
 	}
 }
 

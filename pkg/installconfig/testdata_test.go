@@ -73,8 +73,9 @@ func TestGoodFiles(t *testing.T) {
 			"sshKey: line 1: ssh-ed25519 key data does not parse (ssh: short read); it is installed as written",
 		},
 	}
-	fips := ipv4 // fips.yaml is ipv4.yaml with fips: true, which renders (in FIPS 140-3 mode, pkg/pipeline fips.go)
+	fips := ipv4 // fips.yaml is ipv4.yaml with fips: true, which renders (in FIPS 140-3 mode, pkg/pipeline fips.go),
 	fips.fips = true
+	fips.warnings = nil // and a real ECDSA key: FIPS allows no ed25519 key (validateFIPSconfig)
 	tests := map[string]want{
 		"ipv4.yaml": ipv4,
 		"fips.yaml": fips,

@@ -6,8 +6,10 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
+	configv1 "github.com/openshift/api/config/v1"
 	"github.com/openshift/api/features"
 )
 
@@ -76,6 +78,8 @@ func (v *validator) header() {
 		v.addf("metadata.name", "required")
 	case !isDNSLabel(name):
 		v.addf("metadata.name", "%s is not a valid DNS-1123 label (lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)", quoteShort(name))
+	case len(name) > maxClusterNameLength:
+		v.addf("metadata.name", "%s is %d characters; at most %d (the DNS record *.apps.<name> is written \\052.apps.<name>, and a label holds 63)", quoteShort(name), len(name), maxClusterNameLength)
 	default:
 		nameOK = true
 	}
@@ -98,6 +102,10 @@ func (v *validator) header() {
 		}
 	}
 }
+
+// maxClusterNameLength is the installer's limit on metadata.name: a DNS label's 63 less the 9 characters of
+// "\\052.apps" (openshift/installer pkg/validate ClusterName).
+const maxClusterNameLength = 63 - 9
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
@@ -143,17 +151,31 @@ func (v *validator) machinePools() {
 		case *p.Replicas != 0:
 			v.addf(base+".replicas", "must be 0 for single node, got %d", *p.Replicas)
 		}
+		// The installer allows the "edge" pool on AWS only (validateComputeEdge).
 		switch {
 		case p.Name == "":
-			v.addf(base+".name", "required; must be worker or edge")
-		case p.Name != "worker" && p.Name != "edge":
-			v.oneOf(base+".name", p.Name, "worker", "edge")
+			v.addf(base+".name", "required; must be worker")
+		case p.Name != "worker":
+			v.oneOf(base+".name", p.Name, "worker")
 		case names[p.Name]:
 			v.addf(base+".name", "duplicate pool name %q", p.Name)
 		}
 		names[p.Name] = true
 		v.pool(base, p)
+		// One architecture for the cluster: the installer allows compute pools of another architecture than
+		// the control plane only on AWS, GCP and bare metal (validateCompute).
+		if cp != nil && p.Architecture != "" && slices.Contains(architectures, p.Architecture) && arch(p) != arch(cp) {
+			v.addf(base+".architecture", "%s, but the control plane is %s: a compute pool's architecture must match the control plane's", p.Architecture, arch(cp))
+		}
 	}
+}
+
+// arch is a pool's architecture with the installer's default, amd64.
+func arch(p *MachinePool) string {
+	if p.Architecture == "" {
+		return "amd64"
+	}
+	return p.Architecture
 }
 
 func (v *validator) pool(base string, p *MachinePool) {
@@ -195,6 +217,9 @@ func (v *validator) mirrors() {
 		base := fmt.Sprintf("imageDigestSources[%d]", i)
 		v.mirrorSet(base, s.Source, s.Mirrors)
 		v.oneOf(base+".sourcePolicy", s.SourcePolicy, SourcePolicyNeverContactSource, SourcePolicyAllowContactingSource)
+		if s.SourcePolicy != "" && len(s.Mirrors) == 0 {
+			v.addf(base+".sourcePolicy", "cannot be configured without a mirror")
+		}
 	}
 }
 
@@ -211,11 +236,9 @@ const hyperthreadingReason = "Disabled cannot be honoured by aio.ign: the instal
 	"install RHCOS with --append-karg nosmt and leave hyperthreading Enabled"
 
 func (v *validator) mirrorSet(base, source string, mirrors []string) {
+	// An entry without mirrors is allowed, as by the installer (it adds nothing to registries.conf).
 	if p := repositoryProblem(source); p != "" {
 		v.addf(base+".source", "%s", p)
-	}
-	if len(mirrors) == 0 {
-		v.addf(base+".mirrors", "required (at least one mirror)")
 	}
 	for j, m := range mirrors {
 		if p := repositoryProblem(m); p != "" {
@@ -230,8 +253,9 @@ var (
 	portNumber    = regexp.MustCompile(`^[0-9]{1,5}$`)
 )
 
-// repositoryProblem checks an image repository reference: host[:port]/path,
-// without a tag or a digest. It returns "" when s is fine.
+// repositoryProblem checks an image repository reference: host[:port]/path, or a registry host[:port] alone (the
+// installer's validateNamedRepository takes a name that is not a canonical repository as a host), without a tag or
+// a digest. It returns "" when s is fine.
 func repositoryProblem(s string) string {
 	q := quoteShort(s)
 	switch {
@@ -243,7 +267,13 @@ func repositoryProblem(s string) string {
 		return q + " must be a repository without a digest"
 	}
 	host, repo, ok := strings.Cut(s, "/")
-	if !ok || repo == "" {
+	if !ok {
+		if p := registryHostProblem(host); p != "" {
+			return fmt.Sprintf("%s: %s", q, p)
+		}
+		return ""
+	}
+	if repo == "" {
 		return q + " must be host[:port]/path: a registry host followed by a repository path"
 	}
 	if p := registryHostProblem(host); p != "" {
@@ -311,39 +341,68 @@ func atoi(s string) int {
 }
 
 var (
-	baselineCapabilitySets = []string{"None",
-		"v4.11", "v4.12", "v4.13", "v4.14", "v4.15", "v4.16", "v4.17", "v4.18", "v4.19", "v4.20",
-		"vCurrent"}
-	// knownCapabilities are the optional cluster capabilities.
-	knownCapabilities = []string{"baremetal", "Build", "CloudControllerManager", "CloudCredential",
-		"Console", "CSISnapshot", "DeploymentConfig", "ImageRegistry", "Ingress", "Insights",
-		"MachineAPI", "marketplace", "NodeTuning", "openshift-samples", "OperatorLifecycleManager",
-		"OperatorLifecycleManagerV1", "Storage"}
-	featureGateName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+	// baselineCapabilitySets and knownCapabilities are those of the pinned openshift/api
+	// (configv1.ClusterVersionCapabilitySets), as the installer takes them (validateCapabilities).
+	baselineCapabilitySets, knownCapabilities = capabilitySets()
+	featureGateName                           = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 )
+
+func capabilitySets() (sets, known []string) {
+	for set, caps := range configv1.ClusterVersionCapabilitySets {
+		sets = append(sets, string(set))
+		for _, c := range caps {
+			known = append(known, string(c))
+		}
+	}
+	slices.Sort(sets)
+	slices.Sort(known)
+	return sets, slices.Compact(known)
+}
+
+// capabilities checks capabilities as the installer does (pkg/types/validation/installconfig.go
+// validateCapabilities and ValidateInstallConfig): a baseline set of the pinned API (required once capabilities is
+// written), known additional capabilities (a name twice is allowed), the marketplace capability only with
+// OperatorLifecycleManager, and Ingress always enabled (the baseline's or added).
+func (v *validator) capabilities(c *Capabilities) {
+	set := c.BaselineCapabilitySet
+	setOK := slices.Contains(baselineCapabilitySets, set)
+	if !setOK {
+		v.addf("capabilities.baselineCapabilitySet", "%s", unsupported(set, baselineCapabilitySets))
+	}
+	enabled := map[string]bool{}
+	for _, name := range configv1.ClusterVersionCapabilitySets[configv1.ClusterVersionCapabilitySet(set)] {
+		enabled[string(name)] = true
+	}
+	for i, name := range c.AdditionalEnabledCapabilities {
+		if !slices.Contains(knownCapabilities, name) {
+			v.addf(fmt.Sprintf("capabilities.additionalEnabledCapabilities[%d]", i), "%s", unknownCapability(name))
+		}
+		enabled[name] = true
+	}
+	if !setOK {
+		return
+	}
+	if enabled[string(configv1.ClusterVersionCapabilityMarketplace)] && !enabled[string(configv1.ClusterVersionCapabilityOperatorLifecycleManager)] {
+		v.addf("capabilities.additionalEnabledCapabilities", "the marketplace capability requires the OperatorLifecycleManager capability")
+	}
+	if !enabled[string(configv1.ClusterVersionCapabilityIngress)] {
+		v.addf("capabilities", "the Ingress capability is required (baseline %s does not hold it: add Ingress to additionalEnabledCapabilities)", set)
+	}
+}
 
 // settings checks the enumerated top-level settings.
 func (v *validator) settings() {
 	ic := v.ic
 	v.oneOf("publish", ic.Publish, PublishExternal, PublishInternal)
+	if ic.Publish == PublishInternal {
+		// pkg/types/validation/installconfig.go: Internal is for cloud load balancers and DNS zones.
+		v.addf("publish", `Internal publish strategy is not supported on "none" platform; use External`)
+	}
 	v.oneOf("cpuPartitioningMode", ic.CPUPartitioningMode, CPUPartitioningNone, CPUPartitioningAllNodes)
 	v.oneOf("additionalTrustBundlePolicy", ic.AdditionalTrustBundlePolicy, PolicyProxyOnly, PolicyAlways)
 
 	if c := ic.Capabilities; c != nil {
-		if s := c.BaselineCapabilitySet; s != "" && !slices.Contains(baselineCapabilitySets, s) {
-			v.addf("capabilities.baselineCapabilitySet", "unsupported value %s; must be None, v4.11 to v4.20, or vCurrent", quoteShort(s))
-		}
-		seen := map[string]bool{}
-		for i, name := range c.AdditionalEnabledCapabilities {
-			f := fmt.Sprintf("capabilities.additionalEnabledCapabilities[%d]", i)
-			switch {
-			case seen[name]:
-				v.addf(f, "duplicate capability %s", quoteShort(name))
-			case !slices.Contains(knownCapabilities, name):
-				v.addf(f, "%s", unknownCapability(name))
-			}
-			seen[name] = true
-		}
+		v.capabilities(c)
 	}
 
 	v.oneOf("featureSet", ic.FeatureSet, FeatureSetTechPreviewNoUpgrade, FeatureSetDevPreviewNoUpgrade, FeatureSetCustomNoUpgrade)
@@ -358,7 +417,8 @@ func (v *validator) settings() {
 	for i, g := range ic.FeatureGates {
 		f := fmt.Sprintf("featureGates[%d]", i)
 		name, val, ok := strings.Cut(g, "=")
-		if !ok || !featureGateName.MatchString(name) || (val != "true" && val != "false") {
+		on, err := strconv.ParseBool(val) // as the installer reads it (validateCustomFeatureGates)
+		if !ok || !featureGateName.MatchString(name) || err != nil {
 			v.addf(f, "%s must be Name=true or Name=false", quoteShort(g))
 			continue
 		}
@@ -369,7 +429,7 @@ func (v *validator) settings() {
 		if known := knownFeatureGate(name); known != "" && known != name {
 			v.addf(f, "unknown feature gate %s (did you mean %q?)", quoteShort(name), known)
 		}
-		if name == string(features.FeatureShortCertRotation) && val == "true" {
+		if name == string(features.FeatureShortCertRotation) && on {
 			// cluster-etcd-operator (pkg/operator/etcdcertsigner/etcdcertsignercontroller.go) and the other
 			// operators then issue certificates that live hours and count on rotating them themselves.
 			v.addf(f, "%s=true cannot be honoured: it makes certificates live hours and relies on the operators to "+

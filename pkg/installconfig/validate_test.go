@@ -63,11 +63,10 @@ func TestValidate(t *testing.T) {
 			ic.SSHKey = realKey + "\n\n# comment\r\n" + realKey + "\n"
 			ic.Proxy = &Proxy{HTTPProxy: "http://p.example.com", HTTPSProxy: "https://p.example.com:8443", NoProxy: "*"}
 			ic.ImageDigestSources = []ImageDigestSource{{Source: "quay.io/a/b", Mirrors: []string{"localhost/a", "[fd00::1]:5000/a/b_c", "m.example.com:443/x/y__z/w-v.u"}}}
-			ic.Publish, ic.CPUPartitioningMode, ic.AdditionalTrustBundlePolicy = "Internal", "AllNodes", "Always"
+			ic.Publish, ic.CPUPartitioningMode, ic.AdditionalTrustBundlePolicy = "External", "AllNodes", "Always"
 			ic.FeatureSet, ic.FeatureGates = "CustomNoUpgrade", []string{"A=true", "B=false"}
-			ic.Capabilities = &Capabilities{BaselineCapabilitySet: "vCurrent", AdditionalEnabledCapabilities: []string{"marketplace", "openshift-samples"}}
+			ic.Capabilities = &Capabilities{BaselineCapabilitySet: "vCurrent", AdditionalEnabledCapabilities: []string{"marketplace", "openshift-samples", "marketplace"}}
 			ic.ControlPlane.Architecture, ic.ControlPlane.Hyperthreading = "s390x", "Enabled"
-			ic.Compute = append(ic.Compute, MachinePool{Name: "edge", Replicas: ptr(int64(0))})
 			ic.BootstrapInPlace.InstallationDisk = "/dev/disk/by-path/pci-0000:00:1f.2-ata-1"
 		}, nodeIPs: v4node},
 		{name: "nothing set", mutate: func(ic *InstallConfig) { *ic = InstallConfig{} }, want: []string{
@@ -93,12 +92,37 @@ func TestValidate(t *testing.T) {
 			`baseDomain: "example.com." must not end with a dot`,
 			`controlPlane.name: unsupported value "Master"; must be master (did you mean "master"?)`,
 			`compute[1].name: duplicate pool name "worker"`,
-			`compute[2].name: unsupported value "infra"; must be worker or edge`,
+			`compute[2].name: unsupported value "infra"; must be worker`,
 		}},
 		{name: "host name too long", mutate: func(ic *InstallConfig) {
-			ic.Metadata.Name = strings.Repeat("a", 63)
-			ic.BaseDomain = strings.Repeat(strings.Repeat("b", 60)+".", 3) + "example.com"
-		}, want: []string{"baseDomain: api-int.<metadata.name>.<baseDomain> would be 266 characters; host names must be at most 253"}},
+			ic.Metadata.Name = strings.Repeat("a", 54)
+			ic.BaseDomain = strings.Repeat(strings.Repeat("b", 60)+".", 3) + "example.co.uk.example.com"
+		}, want: []string{"baseDomain: api-int.<metadata.name>.<baseDomain> would be 271 characters; host names must be at most 253"}},
+		{name: "cluster name longer than the installer allows", mutate: func(ic *InstallConfig) { ic.Metadata.Name = strings.Repeat("a", 55) },
+			want: []string{`metadata.name: "` + strings.Repeat("a", 55) + `" is 55 characters; at most 54 (the DNS record *.apps.<name> is written \052.apps.<name>, and a label holds 63)`}},
+		{name: "edge pool, another architecture", mutate: func(ic *InstallConfig) {
+			ic.Compute = []MachinePool{{Name: "edge", Replicas: ptr(int64(0)), Architecture: "arm64"}}
+		}, want: []string{
+			`compute[0].name: unsupported value "edge"; must be worker`,
+			"compute[0].architecture: arm64, but the control plane is amd64: a compute pool's architecture must match the control plane's",
+		}},
+		{name: "publish Internal", mutate: func(ic *InstallConfig) { ic.Publish = "Internal" },
+			want: []string{`publish: Internal publish strategy is not supported on "none" platform; use External`}},
+		{name: "capabilities: Ingress, marketplace, baseline", mutate: func(ic *InstallConfig) {
+			ic.Capabilities = &Capabilities{BaselineCapabilitySet: "None", AdditionalEnabledCapabilities: []string{"marketplace"}}
+		}, want: []string{
+			"capabilities.additionalEnabledCapabilities: the marketplace capability requires the OperatorLifecycleManager capability",
+			"capabilities: the Ingress capability is required (baseline None does not hold it: add Ingress to additionalEnabledCapabilities)",
+		}},
+		{name: "capabilities: v4.15 has no Ingress", mutate: func(ic *InstallConfig) {
+			ic.Capabilities = &Capabilities{BaselineCapabilitySet: "v4.15"}
+		}, want: []string{"capabilities: the Ingress capability is required (baseline v4.15 does not hold it: add Ingress to additionalEnabledCapabilities)"}},
+		{name: "capabilities: None with Ingress", mutate: func(ic *InstallConfig) {
+			ic.Capabilities = &Capabilities{BaselineCapabilitySet: "None", AdditionalEnabledCapabilities: []string{"Ingress"}}
+		}},
+		{name: "capabilities without a baseline", mutate: func(ic *InstallConfig) {
+			ic.Capabilities = &Capabilities{AdditionalEnabledCapabilities: []string{"Ingress"}}
+		}, want: []string{`capabilities.baselineCapabilitySet: unsupported value ""; must be one of None, v4.11, v4.12, v4.13, v4.14, v4.15, v4.16, v4.17, v4.18, vCurrent`}},
 		{name: "cidr syntax", mutate: func(ic *InstallConfig) {
 			n := ic.Networking
 			n.ClusterNetwork = []ClusterNetworkEntry{{CIDR: "10.128.0/14", HostPrefix: 23}, {CIDR: "", HostPrefix: 0}, {CIDR: "10.0.0.0"}}
@@ -118,7 +142,7 @@ func TestValidate(t *testing.T) {
 			ic.Networking.ClusterNetwork = []ClusterNetworkEntry{{CIDR: "10.128.0.0/14"}, {CIDR: "10.0.0.0/16", HostPrefix: -1}, {CIDR: "10.1.0.0/16", HostPrefix: 32}}
 		}, want: []string{
 			"networking.clusterNetwork[0].hostPrefix: required",
-			"networking.clusterNetwork[1].hostPrefix: -1 does not fit in 10.0.0.0/16 (must be between 17 and 32)",
+			"networking.clusterNetwork[1].hostPrefix: -1 does not fit in 10.0.0.0/16 (must be between 16 and 32)",
 		}},
 		{name: "service network sizes", mutate: func(ic *InstallConfig) {
 			ic.Networking.ServiceNetwork = []string{"172.30.0.0/29", "fd02::/125"}
@@ -184,10 +208,9 @@ func TestValidate(t *testing.T) {
 		}, want: []string{
 			`publish: unsupported value "Mixed"; must be External or Internal`,
 			`cpuPartitioningMode: unsupported value "allnodes"; must be None or AllNodes (did you mean "AllNodes"?)`,
-			`capabilities.baselineCapabilitySet: unsupported value "v4.9"; must be None, v4.11 to v4.20, or vCurrent`,
+			`capabilities.baselineCapabilitySet: unsupported value "v4.9"; must be one of None, v4.11, v4.12, v4.13, v4.14, v4.15, v4.16, v4.17, v4.18, vCurrent`,
 			`capabilities.additionalEnabledCapabilities[0]: unknown capability "console" (did you mean "Console"?)`,
-			`capabilities.additionalEnabledCapabilities[2]: duplicate capability "Console"`,
-			`capabilities.additionalEnabledCapabilities[3]: unknown capability "Telemetry"; known capabilities are baremetal, Build, CloudControllerManager, CloudCredential, Console, CSISnapshot, DeploymentConfig, ImageRegistry, Ingress, Insights, MachineAPI, marketplace, NodeTuning, openshift-samples, OperatorLifecycleManager, OperatorLifecycleManagerV1, Storage`,
+			`capabilities.additionalEnabledCapabilities[3]: unknown capability "Telemetry"; known capabilities are Build, CSISnapshot, CloudControllerManager, CloudCredential, Console, DeploymentConfig, ImageRegistry, Ingress, Insights, MachineAPI, NodeTuning, OperatorLifecycleManager, OperatorLifecycleManagerV1, Storage, baremetal, marketplace, openshift-samples`,
 			`featureSet: unsupported value "LatencySensitive"; must be one of TechPreviewNoUpgrade, DevPreviewNoUpgrade, CustomNoUpgrade`,
 		}},
 		{name: "feature gates without feature set", mutate: func(ic *InstallConfig) { ic.FeatureGates = []string{"A=yes", "=true", "A=true"} },
@@ -199,13 +222,13 @@ func TestValidate(t *testing.T) {
 		{name: "custom feature gates", mutate: func(ic *InstallConfig) {
 			ic.FeatureSet = "CustomNoUpgrade"
 			ic.FeatureGates = []string{"MutatingAdmissionPolicy=true", "mutatingadmissionpolicy=false", "ShortCertRotation=true",
-				"ShortCertRotation=false", "InPlacePodVerticalScaling=true", "Example=True", "Bad Name=true"}
+				"ShortCertRotation=false", "InPlacePodVerticalScaling=true", "Example=True", "Bad Name=true", "Other=1", "Third=maybe"}
 		}, want: []string{
 			`featureGates[1]: unknown feature gate "mutatingadmissionpolicy" (did you mean "MutatingAdmissionPolicy"?)`,
 			"featureGates[2]: ShortCertRotation=true cannot be honoured: it makes certificates live hours and relies on the operators to rotate them, and no operator runs on this node (certificate lifetimes are set with --cert-validity)",
 			`featureGates[3]: duplicate feature gate "ShortCertRotation"`,
-			`featureGates[5]: "Example=True" must be Name=true or Name=false`,
 			`featureGates[6]: "Bad Name=true" must be Name=true or Name=false`,
+			`featureGates[8]: "Third=maybe" must be Name=true or Name=false`,
 		}},
 		{name: "proxy needs a URL", mutate: func(ic *InstallConfig) { ic.Proxy = &Proxy{NoProxy: "example.com"} },
 			want: []string{"proxy: at least one of httpProxy or httpsProxy is required"}},
@@ -215,6 +238,21 @@ func TestValidate(t *testing.T) {
 			"proxy.httpProxy: must be a URL of the form http://host[:port]",
 			"proxy.httpsProxy: URL has no host",
 		}},
+		{name: "proxy in the cluster or service network, noProxy entries", mutate: func(ic *InstallConfig) {
+			ic.Proxy = &Proxy{HTTPProxy: "http://172.30.0.5:3128", HTTPSProxy: "https://10.128.0.9", NoProxy: "example.com, Example.org,*,.ok.example.net"}
+		}, want: []string{
+			"proxy.httpProxy: the proxy's address 172.30.0.5 is in the service network 172.30.0.0/16",
+			"proxy.httpsProxy: the proxy's address 10.128.0.9 is in the cluster network 10.128.0.0/14",
+			"proxy.noProxy: must not have spaces",
+			`proxy.noProxy: entry 2 "Example.org" is not an IP address, CIDR or lowercase domain without wildcards ("*" is allowed only as the whole noProxy)`,
+			`proxy.noProxy: entry 3 "*" is not an IP address, CIDR or lowercase domain without wildcards ("*" is allowed only as the whole noProxy)`,
+		}},
+		{name: "mirror sets: a registry host alone, no mirrors", mutate: func(ic *InstallConfig) {
+			ic.ImageDigestSources = []ImageDigestSource{{Source: "registry.redhat.io", Mirrors: []string{"mirror.example.com:5000"}},
+				{Source: "quay.io/a"}, {Source: "quay.io/b", SourcePolicy: "NeverContactSource"}}
+		}, want: []string{"imageDigestSources[2].sourcePolicy: cannot be configured without a mirror"}},
+		{name: "FIPS wants rsa or ecdsa keys", mutate: func(ic *InstallConfig) { ic.FIPS = true; ic.SSHKey = realKey },
+			want: []string{"sshKey: line 1: SSH key type ssh-ed25519 unavailable when FIPS is enabled; use rsa or ecdsa"}},
 		{name: "proxy URL syntax", mutate: func(ic *InstallConfig) {
 			ic.Proxy = &Proxy{HTTPProxy: "http://proxy:99999", HTTPSProxy: "http://pro xy:1"}
 		}, want: []string{
@@ -230,6 +268,7 @@ func TestValidate(t *testing.T) {
 		}, want: []string{
 			`pullSecret: auths["a"].auth must be a string, got a number`,
 			`pullSecret: auths["b"] must be a JSON object, got null`,
+			`pullSecret: auths["c"] requires either auth or credsStore`,
 			`pullSecret: auths["d"].auth is not base64 of "user:password"`,
 		}},
 		{name: "pull secret syntax", mutate: func(ic *InstallConfig) { ic.PullSecret = `{"auths": {x}}` },
@@ -245,7 +284,6 @@ func TestValidate(t *testing.T) {
 			ic.ImageContentSources = []ImageContentSource{{Source: "", Mirrors: []string{"quay.io", "host:/a", "h.io:0/a", "-h.io/a", "[fd00::1/a", "h.io/" + strings.Repeat("a", 260)}}}
 		}, want: []string{
 			"imageContentSources[0].source: required",
-			`imageContentSources[0].mirrors[0]: "quay.io" must be host[:port]/path: a registry host followed by a repository path`,
 			`imageContentSources[0].mirrors[1]: "host:/a": registry host "host:" has an empty port`,
 			`imageContentSources[0].mirrors[2]: "h.io:0/a": registry port "0" is not a number between 1 and 65535`,
 			`imageContentSources[0].mirrors[3]: "-h.io/a": "-h.io" is not a valid registry host name`,

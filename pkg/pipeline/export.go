@@ -289,9 +289,10 @@ func (o *Output) Fill(tmp string) error {
 	return export.WriteFile(filepath.Join(tmp, "aio.ign"), 0600, o.Ignition)
 }
 
-// warnings are the render's warnings about its inputs (see Summary.Warnings).
+// warnings are the render's warnings about its inputs (see Summary.Warnings): the install-config's (deprecated
+// fields, SSH keys whose key data does not parse, installconfig.Warnings) and the certificate lifetimes'.
 func warnings(in *clusterconfig.Inputs) []string {
-	var out []string
+	out := in.InstallConfig.Warnings()
 	if w := in.Lifetimes.Warning(); w != "" {
 		out = append(out, w)
 	}

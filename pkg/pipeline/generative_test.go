@@ -192,11 +192,11 @@ func genFamily(rng *rand.Rand, v6 bool) genNets {
 		regions := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("172.16.0.0/12"),
 			netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("192.168.0.0/16")}
 		rng.Shuffle(len(regions), func(i, j int) { regions[i], regions[j] = regions[j], regions[i] })
-		g.machine = subnet(rng, regions[0], max(regions[0].Bits(), 16+rng.IntN(13)))                            // /16../28
-		cbits := max(regions[1].Bits(), 12+rng.IntN(10))                                                        // /12../21
-		g.cluster = subnet(rng, regions[1], cbits)                                                              //
-		g.hostPrefix = cbits + 1 + rng.IntN(28-cbits)                                                           // up to /28
-		g.service = subnet(rng, regions[2], max(regions[2].Bits(), 12)+rng.IntN(29-max(regions[2].Bits(), 12))) // ../28
+		g.machine = clearOfOVN(rng, regions[0], max(regions[0].Bits(), 16+rng.IntN(13)))                            // /16../28
+		cbits := max(regions[1].Bits(), 12+rng.IntN(10))                                                            // /12../21
+		g.cluster = clearOfOVN(rng, regions[1], cbits)                                                              //
+		g.hostPrefix = cbits + 1 + rng.IntN(28-cbits)                                                               // up to /28
+		g.service = clearOfOVN(rng, regions[2], max(regions[2].Bits(), 12)+rng.IntN(29-max(regions[2].Bits(), 12))) // ../28
 	} else {
 		// Distinct random /40s of fd00::/8 (or of global unicast 2000::/3 for the machine network; never the
 		// documentation range 2001:db8::/32, which validation refuses for node IPs).
@@ -211,8 +211,12 @@ func genFamily(rng *rand.Rand, v6 bool) genNets {
 			}
 		}
 		cregion, sregion := base(), base()
-		for cregion.Overlaps(mregion) || sregion.Overlaps(mregion) || sregion.Overlaps(cregion) {
+		for cregion.Overlaps(mregion) || sregion.Overlaps(mregion) || sregion.Overlaps(cregion) || overlapsOVN(mregion) ||
+			overlapsOVN(cregion) || overlapsOVN(sregion) {
 			cregion, sregion = base(), base()
+			if overlapsOVN(mregion) {
+				mregion = base()
+			}
 		}
 		g.machine = subnet(rng, mregion, 48+rng.IntN(73)) // /48../120
 		g.cluster = subnet(rng, cregion, 40+rng.IntN(24)) // /40../63 (OVN gives each node a /64)
@@ -221,6 +225,31 @@ func genFamily(rng *rand.Rand, v6 bool) genNets {
 	}
 	g.node = host(rng, g.machine)
 	return g
+}
+
+// ovnInternal are OVN-Kubernetes' default internal subnets, which validation keeps every network clear of.
+var ovnInternal = []netip.Prefix{netip.MustParsePrefix("100.64.0.0/16"), netip.MustParsePrefix("100.88.0.0/16"),
+	netip.MustParsePrefix("169.254.0.0/17"), netip.MustParsePrefix("fd98::/64"), netip.MustParsePrefix("fd97::/64"),
+	netip.MustParsePrefix("fd69::/112")}
+
+func overlapsOVN(p netip.Prefix) bool {
+	for _, o := range ovnInternal {
+		if p.Overlaps(o) {
+			return true
+		}
+	}
+	return false
+}
+
+// clearOfOVN is a random /bits (at least /12) of region that overlaps no OVN internal subnet (100.64.0.0/10 holds
+// two).
+func clearOfOVN(rng *rand.Rand, region netip.Prefix, bits int) netip.Prefix {
+	for range 1000 {
+		if p := subnet(rng, region, bits); !overlapsOVN(p) {
+			return p
+		}
+	}
+	panic(fmt.Sprintf("no /%d of %s clear of OVN's internal subnets", bits, region))
 }
 
 func generate(rng *rand.Rand, i int) *genConfig {
