@@ -175,10 +175,25 @@ func (v *validator) sshKey() {
 	for _, l := range sshKeyLines(v.ic.SSHKey) {
 		if p, _ := checkSSHKeyLine(l.text); p != "" {
 			v.addf("sshKey", "line %d: %s", l.number, p)
-		} else if t := strings.Fields(l.text)[0]; v.ic.FIPS && !fipsSSHKeyType.MatchString(t) {
+		} else if t := sshKeyType(l.text); v.ic.FIPS && !fipsSSHKeyType.MatchString(t) {
 			v.addf("sshKey", "line %d: SSH key type %s unavailable when FIPS is enabled; use rsa or ecdsa", l.number, t)
 		}
 	}
+}
+
+// sshKeyType is the type of an authorized-key line: the parsed key's, else the first field that names a key type
+// (a line may start with options), else the first field.
+func sshKeyType(line string) string {
+	if pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(line)); err == nil {
+		return pub.Type()
+	}
+	fields := strings.Fields(line)
+	for _, f := range fields {
+		if knownSSHKeyType(f) {
+			return f
+		}
+	}
+	return fields[0]
 }
 
 // fipsSSHKeyType are the key types the installer allows with fips: true (pkg/types/validation/installconfig.go

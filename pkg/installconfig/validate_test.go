@@ -251,8 +251,13 @@ func TestValidate(t *testing.T) {
 			ic.ImageDigestSources = []ImageDigestSource{{Source: "registry.redhat.io", Mirrors: []string{"mirror.example.com:5000"}},
 				{Source: "quay.io/a"}, {Source: "quay.io/b", SourcePolicy: "NeverContactSource"}}
 		}, want: []string{"imageDigestSources[2].sourcePolicy: cannot be configured without a mirror"}},
-		{name: "FIPS wants rsa or ecdsa keys", mutate: func(ic *InstallConfig) { ic.FIPS = true; ic.SSHKey = realKey },
-			want: []string{"sshKey: line 1: SSH key type ssh-ed25519 unavailable when FIPS is enabled; use rsa or ecdsa"}},
+		{name: "FIPS wants rsa or ecdsa keys", mutate: func(ic *InstallConfig) {
+			ic.FIPS = true
+			ic.SSHKey = realKey + "\n" + `no-pty ` + realKey + "\necdsa-sha2-nistp256 AAAAE2Vj undecodable@example\n"
+		}, want: []string{
+			"sshKey: line 1: SSH key type ssh-ed25519 unavailable when FIPS is enabled; use rsa or ecdsa",
+			"sshKey: line 2: SSH key type ssh-ed25519 unavailable when FIPS is enabled; use rsa or ecdsa",
+		}},
 		{name: "proxy URL syntax", mutate: func(ic *InstallConfig) {
 			ic.Proxy = &Proxy{HTTPProxy: "http://proxy:99999", HTTPSProxy: "http://pro xy:1"}
 		}, want: []string{
