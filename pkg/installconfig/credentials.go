@@ -243,7 +243,7 @@ func (v *validator) trustBundle() {
 	}
 }
 
-func (v *validator) proxy() {
+func (v *validator) proxy(nets *netInfo) {
 	p := v.ic.Proxy
 	if p == nil {
 		return
@@ -262,7 +262,7 @@ func (v *validator) proxy() {
 		if msg := proxyURLProblem(u.value, schemes...); msg != "" {
 			v.addf(u.field, "%s", msg)
 		} else {
-			v.proxyIP(u.field, u.value)
+			v.proxyIP(u.field, u.value, nets)
 		}
 	}
 	// The installer (validateProxy): "*" alone means every host; otherwise no spaces, and each entry an IP, a
@@ -284,9 +284,9 @@ func (v *validator) proxy() {
 
 // proxyIP refuses a proxy whose host is an IP address inside a cluster or service network: the node could not
 // reach it there (the installer's validateIPProxy). The URL says nothing secret here: only the field is named.
-func (v *validator) proxyIP(field, raw string) {
+func (v *validator) proxyIP(field, raw string, nets *netInfo) {
 	u, err := url.Parse(raw)
-	if err != nil || v.ic.Networking == nil {
+	if err != nil || nets == nil {
 		return
 	}
 	ip, err := netip.ParseAddr(u.Hostname())
@@ -295,24 +295,16 @@ func (v *validator) proxyIP(field, raw string) {
 	}
 	ip = ip.Unmap()
 	for _, l := range []struct {
-		what  string
-		cidrs []string
-	}{{"cluster", clusterCIDRStrings(v.ic.Networking)}, {"service", v.ic.Networking.ServiceNetwork}} {
-		for _, c := range l.cidrs {
-			if p, err := netip.ParsePrefix(c); err == nil && p.Contains(ip) {
-				v.addf(field, "the proxy's address %s is in the %s network %s", ip, l.what, p)
+		what    string
+		entries []cidrEntry
+	}{{"cluster", nets.cluster}, {"service", nets.service}} {
+		for _, e := range l.entries {
+			if e.prefix.Contains(ip) {
+				v.addf(field, "the proxy's address %s is in the %s network %s", ip, l.what, e.prefix)
 				break
 			}
 		}
 	}
-}
-
-func clusterCIDRStrings(n *Networking) []string {
-	var out []string
-	for _, e := range n.ClusterNetwork {
-		out = append(out, e.CIDR)
-	}
-	return out
 }
 
 // proxyURLProblem checks a proxy URL. Proxy URLs may hold credentials, so

@@ -53,7 +53,7 @@ func (ic *InstallConfig) validate(nodeIPs []netip.Addr) ErrorList {
 	v.pullSecret()
 	v.sshKey()
 	v.trustBundle()
-	v.proxy()
+	v.proxy(nets)
 	v.mirrors()
 	v.settings()
 	v.unsupported()
