@@ -2,14 +2,10 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +17,7 @@ import (
 	ignitiontypes "github.com/coreos/ignition/v2/config/v3_2/types"
 
 	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/pkg/inventory"
 	"github.com/render-static/render-static/pkg/node"
 )
 
@@ -138,7 +135,11 @@ func checkEncapsulatedFIPS(t *testing.T, path string) {
 	if entry.Mode == nil || *entry.Mode != 0o644 {
 		t.Errorf("%s: mode %v, want 0644", node.EncapsulatedMachineConfigPath, entry.Mode)
 	}
-	data := decodeDataURL(t, *entry.Contents.Source, entry.Contents.Compression)
+	files, err := inventory.FromIgnition(raw) // the contents as Ignition decodes them (data URL, gzip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := files[node.EncapsulatedMachineConfigPath]
 	var mc struct {
 		Spec struct {
 			FIPS json.RawMessage `json:"fips"`
@@ -147,36 +148,4 @@ func checkEncapsulatedFIPS(t *testing.T, path string) {
 	if err := json.Unmarshal(data, &mc); err != nil || string(mc.Spec.FIPS) != "true" {
 		t.Errorf("%s: .spec.fips %s (%v):\n%s", node.EncapsulatedMachineConfigPath, mc.Spec.FIPS, err, data)
 	}
-}
-
-// decodeDataURL decodes an RFC 2397 data URL (base64 or percent-encoded) and, when compression is gzip, gunzips it.
-func decodeDataURL(t *testing.T, source string, compression *string) []byte {
-	t.Helper()
-	meta, payload, ok := strings.Cut(strings.TrimPrefix(source, "data:"), ",")
-	if !ok || !strings.HasPrefix(source, "data:") {
-		t.Fatalf("not a data URL: %.60s", source)
-	}
-	var b []byte
-	if strings.HasSuffix(meta, ";base64") {
-		var err error
-		if b, err = base64.StdEncoding.DecodeString(payload); err != nil {
-			t.Fatal(err)
-		}
-	} else {
-		s, err := url.PathUnescape(payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b = []byte(s)
-	}
-	if compression != nil && *compression == "gzip" {
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b, err = io.ReadAll(zr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return b
 }

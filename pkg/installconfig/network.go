@@ -215,6 +215,16 @@ var ovnInternalSubnets = []struct {
 	{"masquerade", netip.MustParsePrefix("fd69::/112")},
 }
 
+// OVNInternalSubnets are the subnets of ovnInternalSubnets, which no machine, service or cluster network may
+// overlap.
+func OVNInternalSubnets() []netip.Prefix {
+	out := make([]netip.Prefix, len(ovnInternalSubnets))
+	for i, o := range ovnInternalSubnets {
+		out[i] = o.prefix
+	}
+	return out
+}
+
 func (v *validator) ovnInternalSubnets(ni *netInfo) {
 	for _, list := range []struct {
 		entries []cidrEntry

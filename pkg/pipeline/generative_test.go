@@ -26,6 +26,7 @@ import (
 	"github.com/render-static/render-static/internal/rendertest"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/pipeline"
 )
 
@@ -227,13 +228,10 @@ func genFamily(rng *rand.Rand, v6 bool) genNets {
 	return g
 }
 
-// ovnInternal are OVN-Kubernetes' default internal subnets, which validation keeps every network clear of.
-var ovnInternal = []netip.Prefix{netip.MustParsePrefix("100.64.0.0/16"), netip.MustParsePrefix("100.88.0.0/16"),
-	netip.MustParsePrefix("169.254.0.0/17"), netip.MustParsePrefix("fd98::/64"), netip.MustParsePrefix("fd97::/64"),
-	netip.MustParsePrefix("fd69::/112")}
-
+// overlapsOVN: p overlaps one of OVN-Kubernetes' default internal subnets, which validation keeps every network
+// clear of.
 func overlapsOVN(p netip.Prefix) bool {
-	for _, o := range ovnInternal {
+	for _, o := range installconfig.OVNInternalSubnets() {
 		if p.Overlaps(o) {
 			return true
 		}
