@@ -2,7 +2,6 @@ package export
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/coreos/ignition/v2/config/v3_2"
 	"github.com/coreos/ignition/v2/config/v3_2/types"
+	"github.com/klauspost/compress/gzip"
 	"github.com/vincent-petithory/dataurl"
 )
 
@@ -471,7 +471,7 @@ func TestIgnitionReusesPreviousEncodings(t *testing.T) {
 // a valid earlier aio.ign passes (its validation ran in ParseValidatePreviousIgnition), one identical to an invalid
 // earlier config fails as ValidateIgnition fails it, and any other config is validated itself.
 func TestPreviousIgnitionValidate(t *testing.T) {
-	valid, err := Ignition(buildTestTree(t), IgnitionOptions{SSHAuthorizedKeys: []string{testKey1}})
+	valid, err := IgnitionUnvalidated(buildTestTree(t), IgnitionOptions{SSHAuthorizedKeys: []string{testKey1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,22 +481,79 @@ func TestPreviousIgnitionValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ValidateIgnition(invalid) == nil {
+	if ValidateIgnition(invalid.Raw) == nil {
 		t.Fatal("the broken unit's config passes ValidateIgnition")
 	}
-	otherValid, err := Ignition(NewTree(), IgnitionOptions{})
+	otherValid, err := IgnitionUnvalidated(NewTree(), IgnitionOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, prev := range [][]byte{valid, invalid, nil, []byte("{not json")} {
+	for _, prev := range [][]byte{valid.Raw, invalid.Raw, nil, []byte("{not json")} {
 		for _, p := range []*PreviousIgnition{ParseValidatePreviousIgnition(prev), ParsePreviousIgnition(prev), nil} {
-			for _, raw := range [][]byte{valid, invalid, otherValid, []byte("{not json")} {
-				got, want := p.Validate(raw), ValidateIgnition(raw)
-				if (got == nil) != (want == nil) || (got != nil && got.Error() != want.Error()) {
-					t.Errorf("previous of %d bytes: Validate of %d bytes gives %v, ValidateIgnition %v", len(prev), len(raw), got, want)
+			for _, b := range []*Built{valid, invalid, otherValid} {
+				got, want := p.Validate(b), ValidateIgnition(b.Raw)
+				if (got == nil) != (want == nil) {
+					t.Errorf("previous of %d bytes: Validate of %d bytes gives %v, ValidateIgnition %v", len(prev), len(b.Raw), got, want)
 				}
 			}
 		}
+	}
+}
+
+// TestBuiltValidateAgreesWithParse: Built.Validate, which validates the config that was marshalled, gives the
+// verdict of ValidateIgnition, which parses the JSON back as Ignition does on the node; and the JSON parses back
+// to the very config that was validated, so that what Ignition validates on the node is what was validated here.
+func TestBuiltValidateAgreesWithParse(t *testing.T) {
+	trees := map[string]func() *Tree{
+		"files, directories, units, drop-ins": func() *Tree { return buildTestTree(t) },
+		"empty":                               NewTree,
+		"broken unit": func() *Tree {
+			tr := NewTree()
+			mustAddUnit(t, tr, Unit{Name: "y.service", Contents: "[Unit\nDescription=broken\n"})
+			return tr
+		},
+		"broken drop-in": func() *Tree {
+			tr := NewTree()
+			mustAddUnit(t, tr, Unit{Name: "z.service", Contents: "[Unit]\n", Dropins: []Dropin{{Name: "10-x.conf", Contents: "[Service\n"}}})
+			return tr
+		},
+		"binary, compressible, empty and executable files": func() *Tree {
+			tr := NewTree()
+			mustAddFile(t, tr, "/etc/a/bin", 0o600, "\x00\xff\x1f\x8b{}\"%")
+			mustAddFile(t, tr, "/etc/a/text", 0o644, strings.Repeat("compressible {}\n", 500))
+			mustAddFile(t, tr, "/etc/a/empty", 0o644, "")
+			mustAddFile(t, tr, "/usr/local/bin/s", 0o755, "#!/bin/sh\n")
+			return tr
+		},
+	}
+	for name, mk := range trees {
+		for _, keys := range [][]string{nil, {testKey1}} {
+			b, err := IgnitionUnvalidated(mk(), IgnitionOptions{SSHAuthorizedKeys: keys})
+			if err != nil {
+				t.Logf("%s: not built: %v", name, err)
+				continue
+			}
+			got, want := b.Validate(), ValidateIgnition(b.Raw)
+			if (got == nil) != (want == nil) {
+				t.Errorf("%s: Built.Validate gives %v, ValidateIgnition %v", name, got, want)
+			}
+			parsed, _, err := v3_2.Parse(b.Raw)
+			if err != nil {
+				continue // invalid, and both said so
+			}
+			if !reflect.DeepEqual(parsed, b.config) {
+				t.Errorf("%s: the JSON parses back to a config other than the one validated", name)
+			}
+		}
+	}
+	// A config of another version fails both ways.
+	b, err := IgnitionUnvalidated(NewTree(), IgnitionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.config.Ignition.Version = "3.1.0"
+	if b.Validate() == nil {
+		t.Error("a config of version 3.1.0 passes Built.Validate")
 	}
 }
 

@@ -32,7 +32,7 @@ type Output struct {
 	// State is what a later run needs to continue this cluster (DIR/state, secret; pkg/state).
 	State *state.State
 
-	// validated is closed when Ignition's parse-back validation (export.ValidateIgnition) finished, with its
+	// validated is closed when Ignition's validation (export.Built.Validate) finished, with its
 	// error in validationErr; nil when Ignition was validated before the Output was made.
 	validated     chan struct{}
 	validationErr error
@@ -48,7 +48,7 @@ func (o *Output) summarized() {
 	}
 }
 
-// Validated waits for the parse-back validation of Ignition and returns its error: Ignition may be used (written,
+// Validated waits for the validation of Ignition and returns its error: Ignition may be used (written,
 // compared, served) only once it returned nil. Export returns an Output already validated; Render's own export
 // validates while the output directory is written, and Fill writes aio.ign only after it passed.
 func (o *Output) Validated() error {
@@ -73,7 +73,7 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 	return out, nil
 }
 
-// exportValidating is Export returning while Ignition's parse-back validation still runs (Output.Validated) and
+// exportValidating is Export returning while Ignition's validation still runs (Output.Validated) and
 // the earliest expiry is still being found (Output.summarized), so that the output directory is written meanwhile
 // (Render). The Ignition config is built, the state captured and the earliest expiry found on goroutines of their
 // own: none depends on another.
@@ -151,7 +151,7 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	exportTime := time.Since(t)
 
 	t = time.Now()
-	var ign []byte
+	var ign *export.Built
 	var ignErr error
 	built := make(chan struct{})
 	var prevIgn *export.PreviousIgnition // set once built is closed
@@ -178,10 +178,10 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	ignTime := time.Since(t) // building Ignition, and meanwhile the state (and part of the earliest expiry)
 
 	out := &Output{
-		Tree: tree, Manifests: manifests, State: st, Ignition: ign, AdminKubeconfig: kubeconfig, Trace: e.Result.Trace(),
+		Tree: tree, Manifests: manifests, State: st, Ignition: ign.Raw, AdminKubeconfig: kubeconfig, Trace: e.Result.Trace(),
 		Summary: Summary{
 			Loops: e.Loops, Passes: e.Result.TotalPasses(), Objects: len(manifests), Files: len(tree.Files()),
-			IgnitionBytes: len(ign), Warnings: warnings(in),
+			IgnitionBytes: len(ign.Raw), Warnings: warnings(in),
 			KeygenTime: e.KeygenTime, LoopsTime: e.LoopsTime, ExportTime: exportTime, IgnitionTime: ignTime,
 		},
 		validated: make(chan struct{}),
@@ -189,7 +189,7 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	}
 	go func() {
 		defer close(out.validated)
-		out.validationErr = prevIgn.Validate(ign) // ValidateIgnition, done already when ign is the previous aio.ign
+		out.validationErr = prevIgn.Validate(ign) // done already when ign is the previous aio.ign
 	}()
 	return out, nil
 }

@@ -146,7 +146,7 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	// aio.ign's parse-back validation runs while the output directory is written; aio.ign is written, and the
+	// aio.ign's validation runs while the output directory is written; aio.ign is written, and the
 	// directory replaced, only once it passed.
 	out, err := exportValidating(ctx, eng)
 	if err != nil {
