@@ -43,7 +43,7 @@ func checkCache(t *testing.T, o *OperatorClient, step string, unstableObjects bo
 	for _, c := range []struct {
 		m    map[string]interface{}
 		json []byte
-	}{{o.specMap, spec}, {o.statusMap, status}} {
+	}{{o.specObject(), spec}, {o.statusObject(), status}} {
 		var want map[string]interface{}
 		_ = json.Unmarshal(c.json, &want)
 		if c.m == nil && !unstableObjects {
@@ -173,7 +173,7 @@ func TestOperatorClientUnchangedAgreesWithRoundTrip(t *testing.T) {
 	if _, _, err := oc.UpdateOperatorSpec(ctx, rv, spec); err != nil {
 		t.Fatal(err)
 	}
-	if oc.specMap != nil {
+	if oc.specObject() != nil {
 		t.Errorf("a spec whose observed config is not sorted has a cached object")
 	}
 	unstable = true

@@ -50,8 +50,11 @@ type OperatorClient struct {
 	// specJSON and statusJSON cache the JSON of spec and status (see stored), so that a write that changes
 	// nothing is found without JSON round trips; nil: not known, or not usable.
 	specJSON, statusJSON []byte
-	// specMap and statusMap cache the same as generic JSON objects, which apply merges into (see stored).
-	specMap, statusMap map[string]interface{}
+	// specMap and statusMap cache the same as generic JSON objects, which apply merges into (see stored); each is
+	// made by the first apply that needs it after a change (specObject, statusObject, once specMapKnown and
+	// statusMapKnown are set): most changes are never applied to, and making one costs four JSON round trips.
+	specMap, statusMap           map[string]interface{}
+	specMapKnown, statusMapKnown bool
 }
 
 var _ v1helpers.StaticPodOperatorClient = (*OperatorClient)(nil)
@@ -163,8 +166,24 @@ func (o *OperatorClient) stored() {
 // storedAs is stored, given the JSON of the stored spec and status (nil: marshalling failed).
 func (o *OperatorClient) storedAs(specJSON, statusJSON []byte) {
 	o.specJSON, o.statusJSON = stableJSON(specJSON, &operatorv1.StaticPodOperatorSpec{}), stableJSON(statusJSON, &operatorv1.StaticPodOperatorStatus{})
-	o.specMap = stableMap(o.specJSON, &operatorv1.StaticPodOperatorSpec{})
-	o.statusMap = stableMap(o.statusJSON, &operatorv1.StaticPodOperatorStatus{})
+	o.specMap, o.statusMap, o.specMapKnown, o.statusMapKnown = nil, nil, false, false
+}
+
+// specObject is the cached generic object of the stored spec (see stored; nil: not usable); the caller holds the
+// lock.
+func (o *OperatorClient) specObject() map[string]interface{} {
+	if !o.specMapKnown {
+		o.specMap, o.specMapKnown = stableMap(o.specJSON, &operatorv1.StaticPodOperatorSpec{}), true
+	}
+	return o.specMap
+}
+
+// statusObject is specObject for the status.
+func (o *OperatorClient) statusObject() map[string]interface{} {
+	if !o.statusMapKnown {
+		o.statusMap, o.statusMapKnown = stableMap(o.statusJSON, &operatorv1.StaticPodOperatorStatus{}), true
+	}
+	return o.statusMap
 }
 
 // stableMap is cached (a stableJSON) as a generic object, if marshalling that and unmarshalling it into scratch
@@ -317,9 +336,11 @@ func (o *OperatorClient) apply(sub string, cfg interface{}) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var target interface{} = &o.status
-	cachedMap := o.statusMap
+	var cachedMap map[string]interface{}
 	if sub == "spec" {
-		target, cachedMap = &o.spec, o.specMap
+		target, cachedMap = &o.spec, o.specObject()
+	} else {
+		cachedMap = o.statusObject()
 	}
 	var curMap map[string]interface{}
 	var err error
