@@ -134,6 +134,7 @@ type Manifest struct {
 // from (by node path; each must be what parsing that file gives): those are read from the object instead of being
 // parsed again (a render's manifests: parsing their YAML back was most of the cost).
 func FromFilesWith(files map[string][]byte, manifests map[string]Manifest, now time.Time) (*Inventory, error) {
+	r := &reader{parsed: map[string][]*x509.Certificate{}}
 	var blobs []blob
 	paths := make([]string, 0, len(files))
 	for p := range files {
@@ -144,27 +145,33 @@ func FromFilesWith(files map[string][]byte, manifests map[string]Manifest, now t
 		data := files[p]
 		if path.Dir(p) == ManifestsDir && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".json")) {
 			if m, ok := manifests[p]; ok {
-				bs, err := fromObject(p, m)
+				bs, err := r.fromObject(p, m)
 				if err != nil {
 					return nil, err
 				}
 				blobs = append(blobs, bs...)
 				continue
 			}
-			bs, err := fromManifest(p, data)
+			bs, err := r.fromManifest(p, data)
 			if err != nil {
 				return nil, err
 			}
 			blobs = append(blobs, bs...)
 			continue
 		}
-		blobs = append(blobs, fromData(Location{Kind: "file", Path: p}, path.Base(p), data)...)
+		blobs = append(blobs, r.fromData(Location{Kind: "file", Path: p}, path.Base(p), data)...)
 	}
 	return build(blobs, now), nil
 }
 
+// reader reads the certificates of one set of files: the same PEM data (a CA bundle in many files, a manifest
+// and its copy on the node) is parsed once.
+type reader struct {
+	parsed map[string][]*x509.Certificate // by PEM data
+}
+
 // fromManifest reads a Secret or ConfigMap manifest; other kinds hold no certificates we track.
-func fromManifest(p string, data []byte) ([]blob, error) {
+func (r *reader) fromManifest(p string, data []byte) ([]blob, error) {
 	if !bytes.Contains(data, []byte("kind: Secret")) && !bytes.Contains(data, []byte("kind: ConfigMap")) {
 		return nil, nil
 	}
@@ -179,11 +186,11 @@ func fromManifest(p string, data []byte) ([]blob, error) {
 	if err := yaml.Unmarshal(data, &obj); err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
-	return fromObject(p, Manifest{Kind: obj.Kind, Namespace: obj.Metadata.Namespace, Name: obj.Metadata.Name, Data: obj.Data})
+	return r.fromObject(p, Manifest{Kind: obj.Kind, Namespace: obj.Metadata.Namespace, Name: obj.Metadata.Name, Data: obj.Data})
 }
 
 // fromObject reads a Secret's or ConfigMap's data; other kinds hold no certificates we track.
-func fromObject(p string, obj Manifest) ([]blob, error) {
+func (r *reader) fromObject(p string, obj Manifest) ([]blob, error) {
 	if obj.Kind != "Secret" && obj.Kind != "ConfigMap" {
 		return nil, nil
 	}
@@ -198,15 +205,15 @@ func fromObject(p string, obj Manifest) ([]blob, error) {
 			v = d
 		}
 		loc := Location{Kind: strings.ToLower(obj.Kind), Namespace: obj.Namespace, Name: obj.Name, Key: k, Path: p}
-		out = append(out, fromData(loc, k, v)...)
+		out = append(out, r.fromData(loc, k, v)...)
 	}
 	return out, nil
 }
 
 // fromData finds certificates in PEM data or in a kubeconfig's embedded data.
-func fromData(loc Location, name string, data []byte) []blob {
+func (r *reader) fromData(loc Location, name string, data []byte) []blob {
 	if bytes.Contains(data, []byte("-----BEGIN CERTIFICATE-----")) {
-		cs := parsePEM(data)
+		cs := r.parsePEM(data)
 		if len(cs) == 0 {
 			return nil
 		}
@@ -230,14 +237,14 @@ func fromData(loc Location, name string, data []byte) []blob {
 		prefix += ":"
 	}
 	for _, n := range slices.Sorted(maps.Keys(cfg.Clusters)) {
-		if cs := parsePEM(cfg.Clusters[n].CertificateAuthorityData); len(cs) > 0 {
+		if cs := r.parsePEM(cfg.Clusters[n].CertificateAuthorityData); len(cs) > 0 {
 			l := loc
 			l.Key, l.Bundle, l.size = prefix+"cluster "+n+" ca", true, len(cs)
 			out = append(out, blob{loc: l, certs: cs})
 		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(cfg.AuthInfos)) {
-		if cs := parsePEM(cfg.AuthInfos[n].ClientCertificateData); len(cs) > 0 {
+		if cs := r.parsePEM(cfg.AuthInfos[n].ClientCertificateData); len(cs) > 0 {
 			l := loc
 			l.Key, l.size = prefix+"user "+n+" client", len(cs)
 			out = append(out, blob{loc: l, certs: cs})
@@ -257,6 +264,16 @@ func allCA(cs []*x509.Certificate) bool {
 		}
 	}
 	return true
+}
+
+// parsePEM is the certificates in data, parsed once per distinct data; the slice is the caller's.
+func (r *reader) parsePEM(data []byte) []*x509.Certificate {
+	if cs, ok := r.parsed[string(data)]; ok {
+		return slices.Clone(cs)
+	}
+	cs := parsePEM(data)
+	r.parsed[string(data)] = cs
+	return slices.Clone(cs)
 }
 
 func parsePEM(data []byte) []*x509.Certificate {
