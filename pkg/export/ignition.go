@@ -36,9 +36,9 @@ type PreviousIgnition struct {
 	sources map[string]types.Resource
 	// decoded is what each base64 source decodes to, by path (ParseValidatePreviousIgnition; nil otherwise).
 	decoded map[string][]byte
-	// raw is the earlier aio.ign and valid its ValidateIgnition result, there once checked is closed (nil
-	// checked: not validated, see ParseValidatePreviousIgnition); config is raw parsed, when it passed and
-	// marshalCompact gives raw back from it byte for byte (nil otherwise).
+	// raw is the earlier aio.ign and valid the Built.Validate result of its config, there once checked is closed
+	// (nil checked: not validated, see ParseValidatePreviousIgnition; an error too when marshalCompact does not give
+	// raw back from its config byte for byte); config is raw parsed, when it passed (nil otherwise).
 	raw     []byte
 	valid   error
 	config  *types.Config
@@ -52,28 +52,36 @@ func ParsePreviousIgnition(ign []byte) *PreviousIgnition {
 }
 
 // ParseValidatePreviousIgnition is ParsePreviousIgnition that also does ahead what a re-render of unchanged inputs,
-// which makes exactly the earlier aio.ign, would do after its loops: it runs ValidateIgnition on the earlier aio.ign
-// on a goroutine of its own (Validate then needs no validation of an identical config), keeps the config it parsed
-// when marshalling it gives the earlier aio.ign back (IgnitionUnvalidated then needs no marshalling of an identical
-// config), and decodes the earlier files' contents (IgnitionUnvalidated then compares contents without
-// decompressing them). The caller does other work meanwhile (the loops).
+// which makes exactly the earlier aio.ign, would do after its loops: on a goroutine of its own it keeps the config
+// parsed from the earlier aio.ign when marshalling it gives the earlier aio.ign back (IgnitionUnvalidated then needs
+// no marshalling of an identical config) and validates that config (Built.Validate; Validate then needs no
+// validation of an identical config); and it decodes the earlier files' contents (IgnitionUnvalidated then compares
+// contents without decompressing them). The caller does other work meanwhile (the loops). The earlier aio.ign is
+// parsed once, with encoding/json (what marshalCompact wrote, it reads back exactly: the marshalling check).
 func ParseValidatePreviousIgnition(ign []byte) *PreviousIgnition {
 	p := &PreviousIgnition{raw: ign, checked: make(chan struct{})}
+	var cfg types.Config
+	parseErr := errors.New("no earlier config")
+	if len(ign) > 0 {
+		parseErr = json.Unmarshal(ign, &cfg)
+	}
 	go func() {
 		defer close(p.checked)
-		if len(ign) == 0 {
-			p.valid = errors.New("no earlier config")
+		if parseErr != nil {
+			p.valid = parseErr
 			return
 		}
-		var cfg types.Config
-		if cfg, p.valid = parseValidated(ign); p.valid != nil {
+		if b, err := marshalCompact(cfg); err != nil || !bytes.Equal(b, ign) {
+			p.valid = errors.New("the earlier config is not one marshalCompact wrote")
 			return
 		}
-		if b, err := marshalCompact(cfg); err == nil && bytes.Equal(b, ign) {
+		if p.valid = (&Built{Raw: ign, config: cfg}).Validate(); p.valid == nil {
 			p.config = &cfg
 		}
 	}()
-	p.sources = previousSources(ign)
+	if parseErr == nil {
+		p.sources = sourcesOf(cfg.Storage.Files)
+	}
 	p.decoded = make(map[string][]byte, len(p.sources))
 	e := &encoder{}
 	for path, r := range p.sources {
@@ -102,8 +110,8 @@ func (p *PreviousIgnition) same(cfg *types.Config) []byte {
 	return p.raw
 }
 
-// Validate is b.Validate(), except that a config identical to the earlier aio.ign that passed ValidateIgnition
-// (checked by ParseValidatePreviousIgnition) passes without a validation of its own: the same bytes get the same
+// Validate is b.Validate(), except that a config identical to the earlier aio.ign whose config passed it (checked
+// by ParseValidatePreviousIgnition) passes without a validation of its own: the same bytes get the same
 // verdict, from the same code in this same process. p may be nil.
 func (p *PreviousIgnition) Validate(b *Built) error {
 	if p != nil && p.checked != nil && len(b.Raw) == len(p.raw) {
@@ -270,21 +278,15 @@ func IgnitionUnvalidated(t *Tree, opts IgnitionOptions) (*Built, error) {
 // context; any report entry (error, warning or info) fails. A render validates what it built with Built.Validate;
 // this checks a config that was read (an earlier aio.ign) and, in the tests, that both agree.
 func ValidateIgnition(raw []byte) error {
-	_, err := parseValidated(raw)
-	return err
-}
-
-// parseValidated is ValidateIgnition returning the config it parsed.
-func parseValidated(raw []byte) (types.Config, error) {
-	cfg, rpt, err := v3_2.Parse(raw)
+	_, rpt, err := v3_2.Parse(raw)
 	if err != nil || len(rpt.Entries) > 0 {
 		msg := reportText(rpt)
 		if err != nil {
 			msg = err.Error() + "\n" + msg
 		}
-		return types.Config{}, fmt.Errorf("building ignition config: parsing the result back reported:\n%s", msg)
+		return fmt.Errorf("building ignition config: parsing the result back reported:\n%s", msg)
 	}
-	return cfg, nil
+	return nil
 }
 
 // marshalCompact marshals cfg to JSON without the empty objects encoding/json emits for unset struct
@@ -425,17 +427,19 @@ func previousSources(ign []byte) map[string]types.Resource {
 	}
 	var cfg struct {
 		Storage struct {
-			Files []struct {
-				Path     string         `json:"path"`
-				Contents types.Resource `json:"contents"`
-			} `json:"files"`
+			Files []types.File `json:"files"`
 		} `json:"storage"`
 	}
 	if json.Unmarshal(ign, &cfg) != nil {
 		return nil
 	}
-	out := make(map[string]types.Resource, len(cfg.Storage.Files))
-	for _, f := range cfg.Storage.Files {
+	return sourcesOf(cfg.Storage.Files)
+}
+
+// sourcesOf is previousSources of an earlier aio.ign's files.
+func sourcesOf(files []types.File) map[string]types.Resource {
+	out := make(map[string]types.Resource, len(files))
+	for _, f := range files {
 		r := f.Contents
 		if r.Source == nil || (r.Compression != nil && *r.Compression != "gzip") || r.Verification.Hash != nil ||
 			r.HTTPHeaders != nil {

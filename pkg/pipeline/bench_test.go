@@ -44,17 +44,26 @@ import (
 // which counts in cpu-ms/op and non-keygen-cpu-ms/op. Under go test -cpuprofile the profiler is taken: the
 // benchmark logs so and leaves the three profile-based metrics out.
 
-// benchDir is a new directory for a benchmark's output, kept until the test binary exits (TestMain): deleting a
-// render's ~600 inodes just before the next render is timed would time ext4 rather than the render where the file
-// system has no journal, as on the development machine, because ext4 then skips every inode freed in the last
-// minutes when it allocates one (fs/ext4/ialloc.c, recently_deleted: a buffer-cache lookup each). A user renders into a
-// new or re-rendered directory, not right after deleting hundreds of files.
+// benchDir is a new directory for a benchmark's output under the benchmark's location (benchLocation), kept until
+// the test binary exits (TestMain): deleting a render's ~600 inodes just before the next render is timed would time
+// ext4 rather than the render where the file system has no journal, as on the development machine, because ext4
+// then skips every inode freed in the last minutes when it allocates one (fs/ext4/ialloc.c, recently_deleted: a
+// buffer-cache lookup each). A user renders into a new or re-rendered directory, not right after deleting hundreds
+// of files.
 func benchDir(b *testing.B) string {
-	benchRootOnce.Do(func() { benchRoot, benchRootErr = os.MkdirTemp("", "render-static-bench-") })
-	if benchRootErr != nil {
-		b.Fatal(benchRootErr)
+	loc := benchLocationOf(b)
+	benchRootsMu.Lock()
+	root, ok := benchRoots[loc]
+	if !ok {
+		var err error
+		if root, err = os.MkdirTemp(loc, "render-static-bench-"); err != nil {
+			benchRootsMu.Unlock()
+			b.Fatal(err)
+		}
+		benchRoots[loc] = root
 	}
-	d, err := os.MkdirTemp(benchRoot, "out-")
+	benchRootsMu.Unlock()
+	d, err := os.MkdirTemp(root, "out-")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -62,16 +71,52 @@ func benchDir(b *testing.B) string {
 }
 
 var (
-	benchRootOnce sync.Once
-	benchRoot     string
-	benchRootErr  error
+	benchRootsMu sync.Mutex
+	benchRoots   = map[string]string{} // by location: the directory made there for the outputs
+	// benchLocations is where each running benchmark writes (benchInLocations), by name; "" is os.TempDir().
+	benchLocations sync.Map
 )
+
+func benchLocationOf(b *testing.B) string {
+	if loc, ok := benchLocations.Load(b.Name()); ok {
+		return loc.(string)
+	}
+	return ""
+}
+
+// benchInLocations runs f as two sub-benchmarks, one per place the output is written: "disk", the temporary
+// directory (TMPDIR, on the development machine ext4 without a journal, where creating a file costs 0.2-1 ms of
+// kernel CPU for a few minutes after a build freed thousands of inodes, see benchDir), and "tmpfs", a memory file
+// system (RENDER_STATIC_BENCH_TMPFS, else /dev/shm when it is one; skipped when there is none), where creating a
+// file costs what it costs on a journaled file system: the render's own CPU, whatever the machine did before.
+func benchInLocations(b *testing.B, f func(b *testing.B)) {
+	tmpfs := os.Getenv("RENDER_STATIC_BENCH_TMPFS")
+	if tmpfs == "" {
+		tmpfs = "/dev/shm"
+	}
+	for _, l := range []struct{ name, dir string }{{"disk", ""}, {"tmpfs", tmpfs}} {
+		b.Run(l.name, func(b *testing.B) {
+			if l.dir != "" {
+				var st syscall.Statfs_t
+				if err := syscall.Statfs(l.dir, &st); err != nil || st.Type != tmpfsMagic {
+					b.Skipf("%s is not a tmpfs (RENDER_STATIC_BENCH_TMPFS names one)", l.dir)
+				}
+			}
+			benchLocations.Store(b.Name(), l.dir)
+			defer benchLocations.Delete(b.Name())
+			f(b)
+		})
+	}
+}
+
+// tmpfsMagic is statfs's f_type of a tmpfs (linux/magic.h TMPFS_MAGIC).
+const tmpfsMagic = 0x01021994
 
 // TestMain removes the benchmarks' outputs (benchDir) once every test and benchmark ran.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if benchRoot != "" {
-		_ = os.RemoveAll(benchRoot)
+	for _, root := range benchRoots {
+		_ = os.RemoveAll(root)
 	}
 	os.Exit(code)
 }
@@ -81,8 +126,10 @@ func benchOptions(dir string) Options {
 		CertValidity: certs.DefaultLeafValidity, InfraID: "sno-x7k2p", Dir: dir}
 }
 
-// BenchmarkRender renders the bundled example afresh (new keys).
-func BenchmarkRender(b *testing.B) {
+// BenchmarkRender renders the bundled example afresh (new keys), on disk and on tmpfs (benchInLocations).
+func BenchmarkRender(b *testing.B) { benchInLocations(b, benchmarkRender) }
+
+func benchmarkRender(b *testing.B) {
 	defer SingleRenderGC()()
 	resetPeakRSS(b)
 	var p phases
@@ -115,7 +162,9 @@ func wallBound(keygen time.Duration, n int) time.Duration {
 // BenchmarkRerender renders the bundled example again from the state a first render left in --dir (no new keys:
 // the loops find every certificate valid), which is everything a render does besides key generation; its
 // keygen-cpu-ms/op is ~0.
-func BenchmarkRerender(b *testing.B) {
+func BenchmarkRerender(b *testing.B) { benchInLocations(b, benchmarkRerender) }
+
+func benchmarkRerender(b *testing.B) {
 	defer SingleRenderGC()()
 	o := benchOptions(filepath.Join(benchDir(b), "out"))
 	if _, err := Render(context.Background(), o); err != nil {
