@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/coreos/ignition/v2/config/v3_2"
 	"github.com/coreos/ignition/v2/config/v3_2/types"
 	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/klauspost/compress/gzip"
@@ -271,22 +270,6 @@ func IgnitionUnvalidated(t *Tree, opts IgnitionOptions) (*Built, error) {
 		return nil, fmt.Errorf("building ignition config: marshalling: %w", err)
 	}
 	return &Built{Raw: raw, config: cfg}, nil
-}
-
-// ValidateIgnition checks an Ignition config as Ignition does with aio.ign on the node: v3_2.Parse parses the JSON
-// and runs the library's whole validation (validate.ValidateWithContext) on what it parsed, with the JSON as
-// context; any report entry (error, warning or info) fails. A render validates what it built with Built.Validate;
-// this checks a config that was read (an earlier aio.ign) and, in the tests, that both agree.
-func ValidateIgnition(raw []byte) error {
-	_, rpt, err := v3_2.Parse(raw)
-	if err != nil || len(rpt.Entries) > 0 {
-		msg := reportText(rpt)
-		if err != nil {
-			msg = err.Error() + "\n" + msg
-		}
-		return fmt.Errorf("building ignition config: parsing the result back reported:\n%s", msg)
-	}
-	return nil
 }
 
 // marshalCompact marshals cfg to JSON without the empty objects encoding/json emits for unset struct

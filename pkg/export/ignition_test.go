@@ -467,9 +467,9 @@ func TestIgnitionReusesPreviousEncodings(t *testing.T) {
 	}
 }
 
-// TestPreviousIgnitionValidate: Validate gives ValidateIgnition's verdict on every config: a config identical to
+// TestPreviousIgnitionValidate: Validate gives parseBackValidate's verdict on every config: a config identical to
 // a valid earlier aio.ign passes (its validation ran in ParseValidatePreviousIgnition), one identical to an invalid
-// earlier config fails as ValidateIgnition fails it, and any other config is validated itself.
+// earlier config fails as parseBackValidate fails it, and any other config is validated itself.
 func TestPreviousIgnitionValidate(t *testing.T) {
 	valid, err := IgnitionUnvalidated(buildTestTree(t), IgnitionOptions{SSHAuthorizedKeys: []string{testKey1}})
 	if err != nil {
@@ -481,8 +481,8 @@ func TestPreviousIgnitionValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ValidateIgnition(invalid.Raw) == nil {
-		t.Fatal("the broken unit's config passes ValidateIgnition")
+	if parseBackValidate(invalid.Raw) == nil {
+		t.Fatal("the broken unit's config passes parseBackValidate")
 	}
 	otherValid, err := IgnitionUnvalidated(NewTree(), IgnitionOptions{})
 	if err != nil {
@@ -491,9 +491,9 @@ func TestPreviousIgnitionValidate(t *testing.T) {
 	for _, prev := range [][]byte{valid.Raw, invalid.Raw, nil, []byte("{not json")} {
 		for _, p := range []*PreviousIgnition{ParseValidatePreviousIgnition(prev), ParsePreviousIgnition(prev), nil} {
 			for _, b := range []*Built{valid, invalid, otherValid} {
-				got, want := p.Validate(b), ValidateIgnition(b.Raw)
+				got, want := p.Validate(b), parseBackValidate(b.Raw)
 				if (got == nil) != (want == nil) {
-					t.Errorf("previous of %d bytes: Validate of %d bytes gives %v, ValidateIgnition %v", len(prev), len(b.Raw), got, want)
+					t.Errorf("previous of %d bytes: Validate of %d bytes gives %v, parseBackValidate %v", len(prev), len(b.Raw), got, want)
 				}
 			}
 		}
@@ -501,7 +501,7 @@ func TestPreviousIgnitionValidate(t *testing.T) {
 }
 
 // TestBuiltValidateAgreesWithParse: Built.Validate, which validates the config that was marshalled, gives the
-// verdict of ValidateIgnition, which parses the JSON back as Ignition does on the node; and the JSON parses back
+// verdict of parseBackValidate, which parses the JSON back as Ignition does on the node; and the JSON parses back
 // to the very config that was validated, so that what Ignition validates on the node is what was validated here.
 func TestBuiltValidateAgreesWithParse(t *testing.T) {
 	trees := map[string]func() *Tree{
@@ -533,9 +533,9 @@ func TestBuiltValidateAgreesWithParse(t *testing.T) {
 				t.Logf("%s: not built: %v", name, err)
 				continue
 			}
-			got, want := b.Validate(), ValidateIgnition(b.Raw)
+			got, want := b.Validate(), parseBackValidate(b.Raw)
 			if (got == nil) != (want == nil) {
-				t.Errorf("%s: Built.Validate gives %v, ValidateIgnition %v", name, got, want)
+				t.Errorf("%s: Built.Validate gives %v, parseBackValidate %v", name, got, want)
 			}
 			parsed, _, err := v3_2.Parse(b.Raw)
 			if err != nil {
@@ -633,4 +633,20 @@ func TestEncodeMatchesReference(t *testing.T) {
 	if len(seen) != 3 {
 		t.Errorf("the contents exercised %v, want all three encodings", seen)
 	}
+}
+
+// parseBackValidate checks an Ignition config as Ignition does with aio.ign on the node: v3_2.Parse parses the
+// JSON and runs the library's whole validation (validate.ValidateWithContext) on what it parsed, with the JSON as
+// context; any report entry (error, warning or info) fails. A render validates what it built (Built.Validate); the
+// tests check that both agree.
+func parseBackValidate(raw []byte) error {
+	_, rpt, err := v3_2.Parse(raw)
+	if err != nil || len(rpt.Entries) > 0 {
+		msg := reportText(rpt)
+		if err != nil {
+			msg = err.Error() + "\n" + msg
+		}
+		return fmt.Errorf("building ignition config: parsing the result back reported:\n%s", msg)
+	}
+	return nil
 }
