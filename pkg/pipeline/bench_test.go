@@ -251,8 +251,11 @@ func cpuTime() time.Duration {
 // RSS over the runs as the command prints it ("peak RSS:", its VmHWM): what issue 13's peak RSS bound is about,
 // measured on the process a user runs rather than on this test binary, which holds the benchmarks before it and
 // its own code. (The kernel's maxrss of a child cannot serve: a Go program starts a child sharing its memory
-// until exec, and exec records that memory's peak, the parent's, as the child's.)
-func BenchmarkCommand(b *testing.B) {
+// until exec, and exec records that memory's peak, the parent's, as the child's.) It runs on disk and on tmpfs
+// (benchInLocations).
+func BenchmarkCommand(b *testing.B) { benchInLocations(b, benchmarkCommand) }
+
+func benchmarkCommand(b *testing.B) {
 	bin := os.Getenv("RENDER_STATIC_BIN")
 	if bin == "" {
 		b.Skip("RENDER_STATIC_BIN is not set: `make bench` builds the command and sets it")
