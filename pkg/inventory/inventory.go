@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 )
 
@@ -165,9 +166,26 @@ func FromFilesWith(files map[string][]byte, manifests map[string]Manifest, now t
 }
 
 // reader reads the certificates of one set of files: the same PEM data (a CA bundle in many files, a manifest
-// and its copy on the node) is parsed once.
+// and its copy on the node) and the same kubeconfig (one per revision of a static pod) are parsed once.
 type reader struct {
-	parsed map[string][]*x509.Certificate // by PEM data
+	parsed      map[string][]*x509.Certificate  // by PEM data
+	kubeconfigs map[string]*clientcmdapi.Config // by kubeconfig data; read only
+}
+
+// loadKubeconfig is clientcmd.Load(data), once per distinct data.
+func (r *reader) loadKubeconfig(data []byte) (*clientcmdapi.Config, error) {
+	if cfg, ok := r.kubeconfigs[string(data)]; ok {
+		return cfg, nil
+	}
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		return nil, err
+	}
+	if r.kubeconfigs == nil {
+		r.kubeconfigs = map[string]*clientcmdapi.Config{}
+	}
+	r.kubeconfigs[string(data)] = cfg
+	return cfg, nil
 }
 
 // fromManifest reads a Secret or ConfigMap manifest; other kinds hold no certificates we track.
@@ -227,7 +245,7 @@ func (r *reader) fromData(loc Location, name string, data []byte) []blob {
 	if !bytes.Contains(data, []byte("certificate-authority-data")) && !bytes.Contains(data, []byte("client-certificate-data")) {
 		return nil
 	}
-	cfg, err := clientcmd.Load(data)
+	cfg, err := r.loadKubeconfig(data)
 	if err != nil {
 		return nil
 	}
