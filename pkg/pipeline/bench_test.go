@@ -44,14 +44,13 @@ import (
 // which counts in cpu-ms/op and non-keygen-cpu-ms/op. Under go test -cpuprofile the profiler is taken: the
 // benchmark logs so and leaves the three profile-based metrics out.
 
-// benchDir is a new directory for a benchmark's output under the benchmark's location (benchLocation), kept until
+// benchDir is a new directory for a benchmark's output under loc (benchInLocations; "" is TMPDIR), kept until
 // the test binary exits (TestMain): deleting a render's ~600 inodes just before the next render is timed would time
 // ext4 rather than the render where the file system has no journal, as on the development machine, because ext4
 // then skips every inode freed in the last minutes when it allocates one (fs/ext4/ialloc.c, recently_deleted: a
 // buffer-cache lookup each). A user renders into a new or re-rendered directory, not right after deleting hundreds
 // of files.
-func benchDir(b *testing.B) string {
-	loc := benchLocationOf(b)
+func benchDir(b *testing.B, loc string) string {
 	benchRootsMu.Lock()
 	root, ok := benchRoots[loc]
 	if !ok {
@@ -72,24 +71,15 @@ func benchDir(b *testing.B) string {
 
 var (
 	benchRootsMu sync.Mutex
-	benchRoots   = map[string]string{} // by location: the directory made there for the outputs
-	// benchLocations is where each running benchmark writes (benchInLocations), by name; "" is os.TempDir().
-	benchLocations sync.Map
+	benchRoots   = map[string]string{} // by location ("" is os.TempDir()): the directory made there for the outputs
 )
-
-func benchLocationOf(b *testing.B) string {
-	if loc, ok := benchLocations.Load(b.Name()); ok {
-		return loc.(string)
-	}
-	return ""
-}
 
 // benchInLocations runs f as two sub-benchmarks, one per place the output is written: "disk", the temporary
 // directory (TMPDIR, on the development machine ext4 without a journal, where creating a file costs 0.2-1 ms of
 // kernel CPU for a few minutes after a build freed thousands of inodes, see benchDir), and "tmpfs", a memory file
 // system (RENDER_STATIC_BENCH_TMPFS, else /dev/shm when it is one; skipped when there is none), where creating a
 // file costs what it costs on a journaled file system: the render's own CPU, whatever the machine did before.
-func benchInLocations(b *testing.B, f func(b *testing.B)) {
+func benchInLocations(b *testing.B, f func(b *testing.B, loc string)) {
 	tmpfs := os.Getenv("RENDER_STATIC_BENCH_TMPFS")
 	if tmpfs == "" {
 		tmpfs = "/dev/shm"
@@ -102,9 +92,7 @@ func benchInLocations(b *testing.B, f func(b *testing.B)) {
 					b.Skipf("%s is not a tmpfs (RENDER_STATIC_BENCH_TMPFS names one)", l.dir)
 				}
 			}
-			benchLocations.Store(b.Name(), l.dir)
-			defer benchLocations.Delete(b.Name())
-			f(b)
+			f(b, l.dir)
 		})
 	}
 }
@@ -129,13 +117,13 @@ func benchOptions(dir string) Options {
 // BenchmarkRender renders the bundled example afresh (new keys), on disk and on tmpfs (benchInLocations).
 func BenchmarkRender(b *testing.B) { benchInLocations(b, benchmarkRender) }
 
-func benchmarkRender(b *testing.B) {
+func benchmarkRender(b *testing.B, loc string) {
 	defer SingleRenderGC()()
 	resetPeakRSS(b)
 	var p phases
 	prof := startCPUProfile(b, "keygen-cpu-ms/op")
 	for i := 0; i < b.N; i++ {
-		o := benchOptions(filepath.Join(benchDir(b), "out"))
+		o := benchOptions(filepath.Join(benchDir(b, loc), "out"))
 		p.measure(b, o)
 		b.StopTimer()
 		p.fsCreate += fsCreateCost(b, o.Dir)
@@ -164,9 +152,9 @@ func wallBound(keygen time.Duration, n int) time.Duration {
 // keygen-cpu-ms/op is ~0.
 func BenchmarkRerender(b *testing.B) { benchInLocations(b, benchmarkRerender) }
 
-func benchmarkRerender(b *testing.B) {
+func benchmarkRerender(b *testing.B, loc string) {
 	defer SingleRenderGC()()
-	o := benchOptions(filepath.Join(benchDir(b), "out"))
+	o := benchOptions(filepath.Join(benchDir(b, loc), "out"))
 	if _, err := Render(context.Background(), o); err != nil {
 		b.Fatal(err)
 	}
@@ -255,7 +243,7 @@ func cpuTime() time.Duration {
 // (benchInLocations).
 func BenchmarkCommand(b *testing.B) { benchInLocations(b, benchmarkCommand) }
 
-func benchmarkCommand(b *testing.B) {
+func benchmarkCommand(b *testing.B, loc string) {
 	bin := os.Getenv("RENDER_STATIC_BIN")
 	if bin == "" {
 		b.Skip("RENDER_STATIC_BIN is not set: `make bench` builds the command and sets it")
@@ -280,7 +268,7 @@ func benchmarkCommand(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		dir := filepath.Join(benchDir(b), "out")
+		dir := filepath.Join(benchDir(b, loc), "out")
 		_, rss := run(dir)
 		renderRSS = max(renderRSS, rss)
 		b.StopTimer()
