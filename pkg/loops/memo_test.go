@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand"
 	"reflect"
 	"runtime/pprof"
 	"sync"
@@ -25,6 +26,13 @@ func roundTripEqual(o *OperatorClient, spec *operatorv1.StaticPodOperatorSpec, s
 	roundTrip(spec, &ns)
 	roundTrip(status, &nst)
 	return jsonEqual(&ns, &o.spec) && jsonEqual(&nst, &o.status)
+}
+
+// unchanged is what commit finds without a round trip: both sides are the stored ones (sameAsStored).
+func unchanged(o *OperatorClient, spec *operatorv1.StaticPodOperatorSpec, status *operatorv1.StaticPodOperatorStatus) bool {
+	_, specSame := sameAsStored(spec, &o.spec, o.specJSON)
+	_, statusSame := sameAsStored(status, &o.status, o.statusJSON)
+	return specSame && statusSame
 }
 
 // checkCache fails unless the cached JSON is the JSON of what is stored.
@@ -108,7 +116,7 @@ func TestOperatorClientUnchangedAgreesWithRoundTrip(t *testing.T) {
 		checkCache(t, oc, step, unstable)
 		for _, cand := range candidates() {
 			oc.mu.Lock()
-			fast, slow := oc.unchanged(cand.spec, cand.status), roundTripEqual(oc, cand.spec, cand.status)
+			fast, slow := unchanged(oc, cand.spec, cand.status), roundTripEqual(oc, cand.spec, cand.status)
 			oc.mu.Unlock()
 			if fast && !slow {
 				t.Errorf("%s, %s: unchanged says no change, the round trip finds one", step, cand.name)
@@ -384,4 +392,94 @@ func TestLoopsRunWithProfilerLabels(t *testing.T) {
 			t.Errorf("parallelism %d: labels %v, want %v", par, got, want)
 		}
 	}
+}
+
+// TestOperatorClientCommitStoresRoundTrip checks commit, which round-trips only the side a write passes anew,
+// against the rule it stands for (every write stores the JSON round trip of spec and status; a write whose round
+// trips have the JSON of what is stored changes nothing; the resourceVersion and the journal move with every
+// change, the generation with every change of the spec), over random sequences of updates, applies and patches
+// that change the spec, the status, both or neither.
+func TestOperatorClientCommitStoresRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	raws := [][]byte{nil, []byte(`{"a":1}`), []byte(`{"a": 1}`), []byte(`{"b":{"c":[1,2]},"a":"x"}`), []byte(`{"a":2.5}`)}
+	levels := []operatorv1.LogLevel{"", operatorv1.Normal, operatorv1.Debug}
+	conds := []operatorv1.ConditionStatus{operatorv1.ConditionTrue, operatorv1.ConditionFalse}
+	for seed := int64(0); seed < 40; seed++ {
+		rnd := rand.New(rand.NewSource(seed))
+		c := newTestCluster(t)
+		oc := c.NewOperatorClient("KubeAPIServer", "kubeapiservers",
+			operatorv1.StaticPodOperatorSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
+			operatorv1.StaticPodOperatorStatus{NodeStatuses: []operatorv1.NodeStatus{{NodeName: "n1"}}})
+		for step := 0; step < 30; step++ {
+			spec, status, rv, _ := oc.GetStaticPodOperatorState()
+			oc.mu.Lock()
+			beforeSpec, beforeStatus, gen := marshalOrNil(&oc.spec), marshalOrNil(&oc.status), oc.meta.Generation
+			oc.mu.Unlock()
+			journal := len(c.Journal())
+			var wantSpec, wantStatus []byte // the round trip of what an update passes; nil: not an update
+			op := rnd.Intn(6)
+			if rnd.Intn(2) == 0 {
+				spec.ObservedConfig = runtime.RawExtension{Raw: raws[rnd.Intn(len(raws))]}
+			}
+			if rnd.Intn(2) == 0 {
+				spec.LogLevel = levels[rnd.Intn(len(levels))]
+			}
+			if rnd.Intn(2) == 0 {
+				status.LatestAvailableRevision = int32(rnd.Intn(3))
+			}
+			if rnd.Intn(2) == 0 {
+				status.Conditions = []operatorv1.OperatorCondition{{Type: "FooDegraded", Status: conds[rnd.Intn(2)]}}
+			}
+			var err error
+			switch op {
+			case 0:
+				_, _, err = oc.UpdateStaticPodOperatorSpec(ctx, rv, spec)
+				wantSpec = roundTripJSON(spec, &operatorv1.StaticPodOperatorSpec{})
+			case 1:
+				_, err = oc.UpdateStaticPodOperatorStatus(ctx, rv, status)
+				wantStatus = roundTripJSON(status, &operatorv1.StaticPodOperatorStatus{})
+			case 2:
+				_, _, err = oc.UpdateOperatorSpec(ctx, rv, &spec.OperatorSpec)
+				wantSpec = roundTripJSON(spec, &operatorv1.StaticPodOperatorSpec{})
+			case 3:
+				_, err = oc.UpdateOperatorStatus(ctx, rv, &status.OperatorStatus)
+				wantStatus = roundTripJSON(status, &operatorv1.StaticPodOperatorStatus{})
+			case 4:
+				err = oc.ApplyOperatorStatus(ctx, "m", applyoperatorv1.OperatorStatus().WithConditions(
+					applyoperatorv1.OperatorCondition().WithType("BarAvailable").WithStatus(conds[rnd.Intn(2)])))
+			case 5:
+				err = oc.PatchStaticOperatorStatus(ctx, jsonpatch.New().WithTest("/status/nodeStatuses/0/nodeName", "n1"))
+			}
+			if err != nil {
+				t.Fatalf("seed %d step %d op %d: %v", seed, step, op, err)
+			}
+			oc.mu.Lock()
+			afterSpec, afterStatus, afterGen := marshalOrNil(&oc.spec), marshalOrNil(&oc.status), oc.meta.Generation
+			oc.mu.Unlock()
+			where := fmt.Sprintf("seed %d step %d op %d", seed, step, op)
+			if wantSpec != nil && !bytes.Equal(afterSpec, wantSpec) {
+				t.Fatalf("%s: stored spec %s, want the round trip %s", where, afterSpec, wantSpec)
+			}
+			if wantStatus != nil && !bytes.Equal(afterStatus, wantStatus) {
+				t.Fatalf("%s: stored status %s, want the round trip %s", where, afterStatus, wantStatus)
+			}
+			specChanged, statusChanged := !bytes.Equal(beforeSpec, afterSpec), !bytes.Equal(beforeStatus, afterStatus)
+			if (wantSpec == nil && op != 2 && op != 0 && specChanged) || (wantStatus == nil && (op == 0 || op == 2) && statusChanged) {
+				t.Fatalf("%s: a write of one side changed the other", where)
+			}
+			if wrote := len(c.Journal()) > journal; wrote != (specChanged || statusChanged) {
+				t.Fatalf("%s: journaled %v, changed spec %v status %v", where, wrote, specChanged, statusChanged)
+			}
+			if (afterGen != gen) != specChanged {
+				t.Fatalf("%s: generation %d -> %d, spec changed %v", where, gen, afterGen, specChanged)
+			}
+			checkCache(t, oc, where, true)
+		}
+	}
+}
+
+// roundTripJSON is the JSON of v's JSON round trip into out (a zero value).
+func roundTripJSON(v, out interface{}) []byte {
+	roundTrip(v, out)
+	return marshalOrNil(out)
 }

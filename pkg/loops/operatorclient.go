@@ -154,18 +154,14 @@ func (o *OperatorClient) conflict(rv string) error {
 
 // stored caches the JSON of the stored spec and status, once they changed; the caller holds the lock. A cached
 // JSON is kept only if it survives a round trip unchanged: then a spec (or status) whose JSON equals it would be
-// stored as an equal one (commit's comparison is JSON(round trip(new)) against JSON(current)), so unchanged finds
+// stored as an equal one (commit's comparison is JSON(round trip(new)) against JSON(current)), so sameAsStored finds
 // what commit would find without the round trips.
 //
 // The generic objects are kept only if storing one (what apply does: marshal it, unmarshal that into a zero
 // value, commit) gives the cached JSON again: then an apply whose merge gives the cached object changes nothing.
 func (o *OperatorClient) stored() {
-	o.storedAs(marshalOrNil(&o.spec), marshalOrNil(&o.status))
-}
-
-// storedAs is stored, given the JSON of the stored spec and status (nil: marshalling failed).
-func (o *OperatorClient) storedAs(specJSON, statusJSON []byte) {
-	o.specJSON, o.statusJSON = stableJSON(specJSON, &operatorv1.StaticPodOperatorSpec{}), stableJSON(statusJSON, &operatorv1.StaticPodOperatorStatus{})
+	o.specJSON = stableJSON(marshalOrNil(&o.spec), &operatorv1.StaticPodOperatorSpec{})
+	o.statusJSON = stableJSON(marshalOrNil(&o.status), &operatorv1.StaticPodOperatorStatus{})
 	o.specMap, o.statusMap, o.specMapKnown, o.statusMapKnown = nil, nil, false, false
 }
 
@@ -222,53 +218,75 @@ func stableJSON(b []byte, scratch interface{}) []byte {
 	return b
 }
 
-// unchanged says whether committing spec and status would leave the stored ones as they are: each is the stored
-// one itself or has the cached JSON of the stored one. False means not known (commit decides).
-func (o *OperatorClient) unchanged(spec *operatorv1.StaticPodOperatorSpec, status *operatorv1.StaticPodOperatorStatus) bool {
-	same := func(v interface{}, current interface{}, cached []byte) bool {
-		if v == current {
-			return true
-		}
-		if cached == nil {
-			return false
-		}
-		b, err := json.Marshal(v)
-		return err == nil && bytes.Equal(b, cached)
-	}
-	return same(spec, &o.spec, o.specJSON) && same(status, &o.status, o.statusJSON)
-}
-
-// commit stores new spec/status if they differ from the current ones; the caller holds the lock.
+// commit stores new spec/status if they differ from the current ones; the caller holds the lock. Each side is
+// stored as the API server stores it: its JSON round trip. A side passed as the stored value itself (an update
+// or apply of the other side) is left as it is, with its cached JSON and generic object: most commits change the
+// status alone, and the spec holds the observed config, the largest JSON of the resource.
 func (o *OperatorClient) commit(verb, sub string, spec *operatorv1.StaticPodOperatorSpec, status *operatorv1.StaticPodOperatorStatus) {
-	if o.unchanged(spec, status) {
-		return
-	}
 	var ns operatorv1.StaticPodOperatorSpec
 	var nst operatorv1.StaticPodOperatorStatus
-	roundTrip(spec, &ns)
-	roundTrip(status, &nst)
-	// The JSON of each side once: the new ones, and the current ones from the cache when it holds them (a cached
-	// JSON is the current value's marshalled bytes).
-	nsJSON, nstJSON := marshalOrNil(&ns), marshalOrNil(&nst)
-	curSpec, curStatus := o.specJSON, o.statusJSON
-	if curSpec == nil {
-		curSpec = marshalOrNil(&o.spec)
-	}
-	if curStatus == nil {
-		curStatus = marshalOrNil(&o.status)
-	}
-	specSame := bytes.Equal(nsJSON, curSpec)
-	if specSame && bytes.Equal(nstJSON, curStatus) {
+	specJSON, specSame := storedForm(spec, &ns, &o.spec, o.specJSON)
+	statusJSON, statusSame := storedForm(status, &nst, &o.status, o.statusJSON)
+	if specSame && statusSame {
 		return
 	}
 	if !specSame {
 		o.meta.Generation++
+		o.spec = ns
+		o.specJSON = specJSON
+		o.specMap, o.specMapKnown = nil, false
 	}
-	o.spec, o.status = ns, nst
-	o.storedAs(nsJSON, nstJSON)
+	if !statusSame {
+		o.status = nst
+		o.statusJSON = statusJSON
+		o.statusMap, o.statusMapKnown = nil, false
+	}
 	o.rv++
 	o.meta.ResourceVersion = strconv.Itoa(o.rv)
 	o.cluster.record(verb, schema.GroupVersionResource{Group: o.GVK.Group, Version: o.GVK.Version, Resource: o.Resource + "/" + sub}, "", o.meta.Name)
+}
+
+// sameAsStored says, without a round trip, whether storing v leaves the stored value cur as it is: v is cur
+// itself, or v's JSON is cur's cached JSON (cached; nil: not known, then false). The cache is stable
+// (stableJSON): the round trip of v would give the cached bytes again. b is v's JSON when it was marshalled.
+//
+// A v deeply equal to cur has cur's JSON, the cached one, without marshalling it (a status update that sets
+// conditions as they are: about one commit in six of a render).
+func sameAsStored(v, cur interface{}, cached []byte) (b []byte, same bool) {
+	if v == cur || (cached != nil && reflect.DeepEqual(v, cur)) {
+		return nil, true
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("operator client: marshal %T: %v", v, err))
+	}
+	return b, cached != nil && bytes.Equal(b, cached)
+}
+
+// storedForm says whether storing v leaves the stored value cur (whose cached JSON is cached) as it is; when it
+// does not, out (a zero value) is set to v's JSON round trip, what storing v stores, and out's JSON is returned
+// if it is stable (stableJSON: the cache to keep), else nil.
+func storedForm(v, out, cur interface{}, cached []byte) ([]byte, bool) {
+	b, same := sameAsStored(v, cur, cached)
+	if same {
+		return nil, true
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		panic(fmt.Sprintf("operator client: unmarshal %T: %v", out, err))
+	}
+	outJSON := marshalOrNil(out)
+	if cached == nil {
+		cached = marshalOrNil(cur)
+	}
+	if outJSON != nil && bytes.Equal(cached, outJSON) {
+		return nil, true
+	}
+	if !bytes.Equal(outJSON, b) {
+		// out's JSON is not v's: whether a round trip of it gives it again takes one more.
+		return stableJSON(outJSON, reflect.New(reflect.TypeOf(out).Elem()).Interface()), false
+	}
+	// out is b unmarshalled and outJSON is b: unmarshalling outJSON gives out again, marshalling that outJSON.
+	return outJSON, false
 }
 
 func jsonEqual(a, b interface{}) bool {
