@@ -137,7 +137,9 @@ type Rotation struct {
 // only by non-concurrent loops, declared as Inputs). Rows that share a signer or bundle overlap: a row starts
 // once the row ahead of it that shares them has settled them (it reads its target: library-go's controller
 // ensures the signer, then the bundle, then the target), reading the signer and bundle that row keeps for its
-// turn when it has not had it yet, so their targets' keys are made side by side.
+// turn when it has not had it yet, so their targets' keys are made side by side. In a later pass the runner skips
+// the row while nothing it watches changed since its last successful run (loops.Loop.Unchanged: the controller
+// writes only what is missing, expired past its refresh time or no longer matches its inputs).
 func (r Rotation) Loop(c *loops.Cluster, lt Lifetimes, operator v1helpers.StaticPodOperatorClient, recorder events.Recorder) loops.Loop {
 	kube := c.KubeInformers
 	name := "cert-rotation/" + r.Name
@@ -206,7 +208,7 @@ func (r Rotation) Loop(c *loops.Cluster, lt Lifetimes, operator v1helpers.Static
 		loops.Secret(r.Target.Namespace, r.Target.Name),
 	}
 	inner := loops.ControllerLoop(name, ctrl, recorder).
-		Concurrent(turn, footprint...).Reads(r.Inputs...).Settles(footprint[0], footprint[1])
+		Concurrent(turn, footprint...).Reads(r.Inputs...).Settles(footprint[0], footprint[1]).Unchanged()
 	if r.Kind != Serving {
 		return inner
 	}

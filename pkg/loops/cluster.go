@@ -72,8 +72,9 @@ type Cluster struct {
 	// published holds the writes of settled objects concurrent loops keep for their turn, by object (turn.go).
 	published map[Object]publishedWrite
 	// versions holds, by object (its resource as the journal names it), the number of writes the journal held
-	// after the object's last write (Version).
-	versions map[Object]int
+	// after the object's last write (Version); watchVersions the same by object as footprints and Reads name
+	// it (the resource without its group, as markStale does).
+	versions, watchVersions map[Object]int
 	// membership is the number of writes the journal held after the last write that made an object exist or
 	// stop existing (Membership).
 	membership int
@@ -435,9 +436,10 @@ func (c *Cluster) record(verb string, gvr schema.GroupVersionResource, ns, name 
 	defer c.mu.Unlock()
 	c.journal = append(c.journal, Write{Phase: c.phase, Pass: c.pass, Loop: c.current, Verb: verb, Resource: res, Namespace: ns, Name: name})
 	if c.versions == nil {
-		c.versions = map[Object]int{}
+		c.versions, c.watchVersions = map[Object]int{}, map[Object]int{}
 	}
 	c.versions[Object{Resource: res, Namespace: ns, Name: name}] = len(c.journal)
+	c.watchVersions[Object{Resource: gvr.Resource, Namespace: ns, Name: name}] = len(c.journal)
 }
 
 // Version is what a memo of a loop keys on to know an object did not change: it changes with every write of the

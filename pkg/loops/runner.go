@@ -25,6 +25,8 @@ type Loop struct {
 	footprint, watch, settles map[Object]bool
 	// unordered is set by Settling: the order of the loop's writes within one step carries no meaning.
 	unordered bool
+	// lastRun is set by Unchanged (unchanged.go): the runner skips the loop while nothing it watches changed.
+	lastRun *lastRun
 }
 
 // Syncer is what library-go controllers expose for running one sync synchronously.
@@ -100,7 +102,9 @@ type PassStat struct {
 	Pass   int
 	Writes int
 	Errors int
-	Took   time.Duration
+	// Skipped counts the loops skipped because nothing they watch changed since their last run (Loop.Unchanged).
+	Skipped int
+	Took    time.Duration
 }
 
 // Result is what a run did.
@@ -116,6 +120,8 @@ type Result struct {
 	Deferred int
 	// Unordered names the loops whose writes within one step the trace lists by object (Loop.Settling).
 	Unordered map[string]bool
+	// Skipped names a loop once for every pass that skipped it (Loop.Unchanged).
+	Skipped []string
 }
 
 // TotalPasses counts the passes of every phase.
@@ -145,7 +151,11 @@ func (r *Result) Trace() string {
 		if p.Writes == 0 && p.Errors == 0 {
 			verdict = " (fixpoint)"
 		}
-		fmt.Fprintf(&b, "# %s pass %d: %d writes, %d loop errors, %s%s\n", p.Phase, p.Pass, p.Writes, p.Errors, p.Took.Round(time.Millisecond), verdict)
+		skipped := ""
+		if p.Skipped > 0 {
+			skipped = fmt.Sprintf("%d skipped (unchanged), ", p.Skipped)
+		}
+		fmt.Fprintf(&b, "# %s pass %d: %d writes, %d loop errors, %s%s%s\n", p.Phase, p.Pass, p.Writes, p.Errors, skipped, p.Took.Round(time.Millisecond), verdict)
 	}
 	return b.String()
 }
@@ -185,7 +195,10 @@ type Runner struct {
 	// every loop after the one ahead of it; more lets loops marked Concurrent start before the loops ahead of them
 	// finish (turn.go). Either way the cluster sees the same writes in the same order.
 	Parallelism int
-	result      Result
+	// RunUnchanged runs the loops marked Unchanged even while nothing they watch changed: every loop in every
+	// pass, the definition the skipping stands for (the tests' reference).
+	RunUnchanged bool
+	result       Result
 }
 
 // NotConvergedError says a phase hit its pass bound, or stopped making progress while loops still failed.
@@ -232,6 +245,7 @@ func (r *Runner) Run(ctx context.Context, phase Phase) error {
 		r.result.LoopTime = map[string]time.Duration{}
 	}
 	for _, l := range phase.Loops {
+		l.lastRun.forget()
 		if l.unordered {
 			if r.result.Unordered == nil {
 				r.result.Unordered = map[string]bool{}
@@ -246,6 +260,7 @@ func (r *Runner) Run(ctx context.Context, phase Phase) error {
 		}
 		start := time.Now()
 		before := c.writeCount()
+		skippedBefore := len(r.result.Skipped)
 		var errs map[string]string
 		var writing []string
 		pprof.Do(ctx, pprof.Labels("phase", phase.Name, "pass", strconv.Itoa(pass)), func(ctx context.Context) {
@@ -254,7 +269,8 @@ func (r *Runner) Run(ctx context.Context, phase Phase) error {
 		c.setCurrent("", 0, "")
 		c.clearActions()
 		writes := c.writeCount() - before
-		r.result.Passes = append(r.result.Passes, PassStat{Phase: phase.Name, Pass: pass, Writes: writes, Errors: len(errs), Took: time.Since(start)})
+		r.result.Passes = append(r.result.Passes, PassStat{Phase: phase.Name, Pass: pass, Writes: writes, Errors: len(errs),
+			Skipped: len(r.result.Skipped) - skippedBefore, Took: time.Since(start)})
 		if writes == 0 && len(errs) == 0 {
 			return nil
 		}
@@ -273,6 +289,7 @@ type step struct {
 	settle    func()
 	err       error
 	wrote     bool
+	skipped   bool // nothing the loop watches changed since its last run (Loop.Unchanged): it did not run
 	abandoned bool // a run before its turn was abandoned (stale) and the loop ran again in its turn
 	deferred  int  // writes deferred to the turn
 	took      time.Duration
@@ -295,6 +312,10 @@ func (r *Runner) runPass(ctx context.Context, phase Phase, pass int) (map[string
 	if r.Parallelism <= 1 {
 		c := r.Cluster
 		for _, l := range phase.Loops {
+			if !r.RunUnchanged && l.lastRun.unchanged(c, l.watch) {
+				r.result.Skipped = append(r.result.Skipped, l.Name)
+				continue
+			}
 			l.turn.disarm()
 			c.setCurrent(phase.Name, pass, l.Name)
 			n := c.writeCount()
@@ -302,10 +323,15 @@ func (r *Runner) runPass(ctx context.Context, phase Phase, pass int) (map[string
 			var err error
 			withLoopLabel(ctx, l.Name, func(ctx context.Context) { err = safeSync(ctx, l) })
 			finish(l.Name, err, c.writeCount() > n, time.Since(t))
+			l.lastRun.ran(c, err)
 		}
 		return errs, writing
 	}
 	for _, s := range r.runOverlapped(ctx, phase, pass) {
+		if s.skipped {
+			r.result.Skipped = append(r.result.Skipped, s.loop.Name)
+			continue
+		}
 		finish(s.loop.Name, s.err, s.wrote, s.took)
 		if s.abandoned {
 			r.result.Abandoned = append(r.result.Abandoned, s.loop.Name)
@@ -445,6 +471,17 @@ func (r *Runner) runAhead(ctx context.Context, phase string, pass int, s *step, 
 	defer s.settle()
 	c := r.Cluster
 	l := s.loop
+	if !r.RunUnchanged && l.lastRun.candidate() {
+		// Whether the loop can be skipped is known only in its turn, once the loops ahead of it have written
+		// what they write: it waits for its turn instead of starting ahead (it makes no keys when it runs again).
+		if ready != nil {
+			<-ready
+		}
+		if l.lastRun.unchanged(c, l.watch) {
+			s.skipped = true
+			return
+		}
+	}
 	for _, a := range after {
 		<-a
 	}
@@ -473,6 +510,7 @@ func (r *Runner) runAhead(ctx context.Context, phase string, pass int, s *step, 
 	s.wrote = c.writeCount() > n0
 	c.leaveFlight(l.Name)
 	l.turn.disarm()
+	l.lastRun.ran(c, err)
 }
 
 // speculate runs a concurrent loop from before its turn to its turn and says whether the run was abandoned

@@ -26,6 +26,7 @@ var (
 	timestampRE  = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
 	unixSuffixRE = regexp.MustCompile(`@\d{10}\b`)
 	durationRE   = regexp.MustCompile(`, [0-9.]+(ns|µs|ms|s|m)\b`)
+	skippedRE    = regexp.MustCompile(`, \d+ skipped \(unchanged\)`)
 )
 
 func maskKeys(s string, depth int) string {
@@ -43,10 +44,11 @@ func maskKeys(s string, depth int) string {
 	return unixSuffixRE.ReplaceAllString(s, "@<unix>")
 }
 
-// renderObserved runs the engine with the given parallelism and returns, by name, everything a render leaves with
-// key material and times masked: the trace, every file of the node (the manifests included), every state file
-// (every object with its UID and resourceVersion, every operator resource with its conditions in order).
-func renderObserved(t *testing.T, config, nodeIP string, parallelism int) map[string]string {
+// renderObserved runs the engine with the given options and returns, by name, everything a render leaves with
+// key material and times masked: the trace (without the count of loops a pass skipped), every file of the node
+// (the manifests included), every state file (every object with its UID and resourceVersion, every operator
+// resource with its conditions in order); and how many loop runs the passes skipped (loops.Loop.Unchanged).
+func renderObserved(t *testing.T, config, nodeIP string, opts EngineOptions) (map[string]string, int) {
 	t.Helper()
 	o := Options{InstallConfig: repo(config), NodeIP: nodeIP, NodeName: "sno-0",
 		Dir: filepath.Join(t.TempDir(), "out"), CertValidity: certs.DefaultLeafValidity, InfraID: "sno-x7k2p"}
@@ -54,9 +56,9 @@ func renderObserved(t *testing.T, config, nodeIP string, parallelism int) map[st
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := RunEngineWith(context.Background(), in, nil, nil, EngineOptions{Parallelism: parallelism})
+	eng, err := RunEngineWith(context.Background(), in, nil, nil, opts)
 	if err != nil {
-		t.Fatalf("parallelism %d: %v", parallelism, err)
+		t.Fatalf("%+v: %v", opts, err)
 	}
 	out, err := Export(context.Background(), eng)
 	if err != nil {
@@ -65,7 +67,7 @@ func renderObserved(t *testing.T, config, nodeIP string, parallelism int) map[st
 	// The trace whole, with only its timings masked: a write lands in the same pass and place in every render
 	// (the resource sync, which visits its rules in map order, settles within its step and its writes are listed
 	// by object: loops.Loop.Settling).
-	got := map[string]string{"trace.txt": durationRE.ReplaceAllString(out.Trace, "")}
+	got := map[string]string{"trace.txt": durationRE.ReplaceAllString(skippedRE.ReplaceAllString(out.Trace, ""), "")}
 	for _, f := range out.Tree.Files() {
 		got["node:"+f.Path] = maskKeys(string(f.Contents), 0)
 	}
@@ -76,7 +78,7 @@ func renderObserved(t *testing.T, config, nodeIP string, parallelism int) map[st
 	for _, f := range files {
 		got["state:"+f.Path] = maskKeys(string(f.Contents), 0)
 	}
-	return got
+	return got, len(eng.Result.Skipped)
 }
 
 func diffObserved(want, got map[string]string) []string {
@@ -119,23 +121,35 @@ func firstDifference(a, b string) string {
 // TestConcurrentEngineMatchesSequential: the engine with loops in flight together (the default, and more than
 // the loops of a pass) leaves exactly what the engine running one loop at a time leaves, apart from key material
 // and the clock: the same trace, node files, manifests, objects (UIDs, resourceVersions) and operator resources.
-// Two sequential renders are compared first, so that the masking is shown to hide only what differs anyway.
+// The reference runs every loop in every pass (RunUnchanged); every other render skips the cert-rotation rows
+// nothing they read changed for (loops.Loop.Unchanged), and must skip some and leave the same. Two reference
+// renders are compared first, so that the masking is shown to hide only what differs anyway.
 func TestConcurrentEngineMatchesSequential(t *testing.T) {
 	config, ip := "examples/sno/install-config.yaml", "192.168.126.10"
-	want := renderObserved(t, config, ip, 1)
+	reference := EngineOptions{Parallelism: 1, RunUnchanged: true}
+	want, skipped := renderObserved(t, config, ip, reference)
 	if !strings.Contains(want["trace.txt"], "cert-rotation/ServiceNetworkServing") {
 		t.Fatalf("the trace has no cert-rotation loop:\n%s", want["trace.txt"])
 	}
-	if d := diffObserved(want, renderObserved(t, config, ip, 1)); len(d) > 0 {
-		t.Fatalf("two sequential renders differ beyond key material and times (%d):\n%s", len(d), strings.Join(d, "\n"))
+	if skipped != 0 {
+		t.Fatalf("the reference skipped %d loop runs", skipped)
 	}
-	runs := []int{DefaultParallelism(), 64, 3}
+	if d := diffObserved(want, first(renderObserved(t, config, ip, reference))); len(d) > 0 {
+		t.Fatalf("two reference renders differ beyond key material and times (%d):\n%s", len(d), strings.Join(d, "\n"))
+	}
+	runs := []int{1, DefaultParallelism(), 64, 3}
 	if testing.Short() {
-		runs = runs[:1]
+		runs = runs[:2]
 	}
 	for _, par := range runs {
-		if d := diffObserved(want, renderObserved(t, config, ip, par)); len(d) > 0 {
-			t.Errorf("parallelism %d differs from the sequential render (%d):\n%s", par, len(d), strings.Join(d, "\n"))
+		got, skipped := renderObserved(t, config, ip, EngineOptions{Parallelism: par})
+		if skipped == 0 {
+			t.Errorf("parallelism %d: no loop run was skipped", par)
+		}
+		if d := diffObserved(want, got); len(d) > 0 {
+			t.Errorf("parallelism %d differs from the sequential render of every loop (%d):\n%s", par, len(d), strings.Join(d, "\n"))
 		}
 	}
 }
+
+func first[T any](v T, _ int) T { return v }

@@ -83,6 +83,9 @@ type EngineOptions struct {
 	// runs every loop after the one ahead of it finished; more lets the cert-rotation loops make their keys while
 	// the loops ahead of them run, with the same writes in the same order. 0 means DefaultParallelism.
 	Parallelism int
+	// RunUnchanged runs every loop in every pass, also the cert-rotation rows nothing they read changed for
+	// (loops.Runner.RunUnchanged): the tests' reference for the skipping.
+	RunUnchanged bool
 }
 
 // DefaultParallelism is one loop computing ahead of its turn per core Go uses (a loop waiting for its turn gives
@@ -203,7 +206,7 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 		}
 	}()
 
-	r := &loops.Runner{Cluster: c, MaxPasses: 10, Parallelism: opts.Parallelism}
+	r := &loops.Runner{Cluster: c, MaxPasses: 10, Parallelism: opts.Parallelism, RunUnchanged: opts.RunUnchanged}
 	t = time.Now()
 	if hooks != nil && hooks.BeforeConverge != nil {
 		if err := hooks.BeforeConverge(ctx, c); err != nil {
