@@ -324,16 +324,18 @@ func (c *Cluster) reactor(tracker clienttesting.ObjectTracker, indexers indexerF
 			return true, nil, err
 		}
 
+		// The tracker's Get returns a copy, and the action is the fake's own copy of the caller's (Fake.Invokes):
+		// both are the reactor's to change.
 		var before runtime.Object
 		if name != "" {
 			if o, err := tracker.Get(gvr, ns, name); err == nil {
-				before = o.DeepCopyObject()
+				before = o
 			}
 		}
 		if verb == "create" {
 			ca, ok := action.(clienttesting.CreateActionImpl)
 			if ok {
-				obj := ca.Object.DeepCopyObject()
+				obj := ca.Object
 				c.mu.Lock()
 				c.uidSerial++
 				serial := c.uidSerial
@@ -370,9 +372,9 @@ func (c *Cluster) reactor(tracker clienttesting.ObjectTracker, indexers indexerF
 		if verb == "create" || before == nil {
 			c.memberChanged() // the object did not exist before this write
 		}
-		c.feed(indexers, after, false)
+		c.feed(indexers, after, false) // the indexers get copies: after is the caller's
 		c.markStale(Object{Resource: gvr.Resource, Namespace: ns, Name: name})
-		return true, after.DeepCopyObject(), nil
+		return true, after, nil
 	}
 }
 
@@ -394,16 +396,24 @@ func actionName(a clienttesting.Action) string {
 	return ""
 }
 
-// sameObject compares two stored versions, ignoring what the store itself changes.
-func sameObject(a, b runtime.Object) bool {
-	a, b = a.DeepCopyObject(), b.DeepCopyObject()
-	for _, o := range []runtime.Object{a, b} {
-		if m, err := meta.Accessor(o); err == nil {
-			m.SetResourceVersion("")
-			m.SetManagedFields(nil)
-		}
+// sameObject compares two stored versions, ignoring what the store itself changes (resourceVersion, managed
+// fields). Both are the caller's own copies: before may be changed, after is left as it was.
+func sameObject(before, after runtime.Object) bool {
+	if m, err := meta.Accessor(before); err == nil {
+		m.SetResourceVersion("")
+		m.SetManagedFields(nil)
 	}
-	return equality.Semantic.DeepEqual(a, b)
+	m, err := meta.Accessor(after)
+	if err != nil {
+		return equality.Semantic.DeepEqual(before, after)
+	}
+	rv, fields := m.GetResourceVersion(), m.GetManagedFields()
+	m.SetResourceVersion("")
+	m.SetManagedFields(nil)
+	same := equality.Semantic.DeepEqual(before, after)
+	m.SetResourceVersion(rv)
+	m.SetManagedFields(fields)
+	return same
 }
 
 // stampCreate sets what an API server sets on create and the fakes do not: a UID and a creation timestamp.

@@ -405,3 +405,51 @@ var serviceMonitorGVR = schema.GroupVersionResource{Group: "monitoring.coreos.co
 func labelsEverything() labels.Selector { return labels.Everything() }
 
 func clockReal() clock.PassiveClock { return clock.RealClock{} }
+
+// TestWritesShareNothingWithTheCaller: the object a caller passes to a write is left as it was (the stamps go
+// on the stored object), and the object a write returns is the caller's: changing it changes neither the store
+// nor what the listers hold. Comparing an update with the stored object ignores the resourceVersion without
+// losing it: the stored object keeps the one the update sent, and an update changing nothing else is no write.
+func TestWritesShareNothingWithTheCaller(t *testing.T) {
+	ctx := context.Background()
+	c := newTestCluster(t)
+	client := c.Kube.CoreV1().ConfigMaps("ns-a")
+	lister := c.KubeInformers.InformersFor("ns-a").Core().V1().ConfigMaps().Lister().ConfigMaps("ns-a")
+	all := c.KubeFactory().Core().V1().ConfigMaps().Lister().ConfigMaps("ns-a")
+	sent := cm("ns-a", "x", "1")
+	created, err := client.Create(ctx, sent, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent.UID != "" || !sent.CreationTimestamp.IsZero() || created.UID == "" {
+		t.Fatalf("create stamped the caller's object (%q) or not the stored one (%q)", sent.UID, created.UID)
+	}
+	created.Data["k"] = "changed by the caller"
+	upd := created.DeepCopy()
+	upd.Data["k"] = "2"
+	upd.ResourceVersion = "7"
+	updated, err := client.Update(ctx, upd, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if updated.ResourceVersion != "7" {
+		t.Errorf("the updated object has resourceVersion %q, want the one sent", updated.ResourceVersion)
+	}
+	updated.Data["k"] = "changed by the caller"
+	for name, get := range map[string]func(string) (*corev1.ConfigMap, error){"namespace lister": lister.Get, "all-namespaces lister": all.Get,
+		"client": func(n string) (*corev1.ConfigMap, error) { return client.Get(ctx, n, metav1.GetOptions{}) }} {
+		if got, err := get("x"); err != nil || got.Data["k"] != "2" {
+			t.Errorf("%s holds %v (%v), want the update's data", name, got, err)
+		}
+	}
+	stored, _ := client.Get(ctx, "x", metav1.GetOptions{})
+	noop := stored.DeepCopy()
+	noop.ResourceVersion = "8"
+	n := len(c.Journal())
+	if _, err := client.Update(ctx, noop, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Journal()) != n {
+		t.Errorf("an update changing only the resourceVersion was journaled")
+	}
+}
