@@ -10,6 +10,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	applyoperatorv1 "github.com/openshift/client-go/operator/applyconfigurations/operator/v1"
+	"github.com/openshift/library-go/pkg/controller/factory"
 	"github.com/openshift/library-go/pkg/operator/configobserver"
 	"github.com/openshift/library-go/pkg/operator/events"
 	"github.com/openshift/library-go/pkg/operator/resourcesynccontroller"
@@ -451,5 +452,47 @@ func TestWritesShareNothingWithTheCaller(t *testing.T) {
 	}
 	if len(c.Journal()) != n {
 		t.Errorf("an update changing only the resourceVersion was journaled")
+	}
+}
+
+// syncerFunc is a Syncer made of a function.
+type syncerFunc func(ctx context.Context, syncCtx factory.SyncContext) error
+
+func (f syncerFunc) Sync(ctx context.Context, syncCtx factory.SyncContext) error {
+	return f(ctx, syncCtx)
+}
+
+// TestControllerLoopSyncContext: the SyncContext a ControllerLoop hands its controller is the one pass after pass,
+// has factory.NewSyncContext's empty queue key, a working queue when asked for one, and closes whether or not the
+// queue was made.
+func TestControllerLoopSyncContext(t *testing.T) {
+	for _, useQueue := range []bool{false, true} {
+		var seen []factory.SyncContext
+		l := ControllerLoop("ctrl", syncerFunc(func(_ context.Context, sc factory.SyncContext) error {
+			seen = append(seen, sc)
+			if sc.QueueKey() != "" || sc.Recorder() == nil {
+				t.Errorf("queue key %q, recorder %v", sc.QueueKey(), sc.Recorder())
+			}
+			if useQueue {
+				sc.Queue().Add("key")
+				if sc.Queue().Len() != 1 {
+					t.Errorf("the queue holds %d keys after one add", sc.Queue().Len())
+				}
+				sc.Queue().Forget("key")
+			}
+			return nil
+		}), events.NewInMemoryRecorder("test", clockReal()))
+		for i := 0; i < 2; i++ {
+			if err := l.Sync(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(seen) != 2 || seen[0] != seen[1] {
+			t.Errorf("the sync context changed between passes")
+		}
+		l.Close()
+		if useQueue && !seen[0].Queue().ShuttingDown() {
+			t.Errorf("Close left the queue running")
+		}
 	}
 }

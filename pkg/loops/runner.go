@@ -12,6 +12,7 @@ import (
 
 	"github.com/openshift/library-go/pkg/controller/factory"
 	"github.com/openshift/library-go/pkg/operator/events"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // Loop is one control loop of a render: a name (as it appears in the trace) and a sync that reads through
@@ -37,10 +38,45 @@ type Syncer interface {
 // ControllerLoop wraps a library-go controller as a Loop. It owns one SyncContext, reused for every pass; Close
 // releases it (see Runner.Close).
 func ControllerLoop(name string, ctrl Syncer, recorder events.Recorder) Loop {
-	syncCtx := factory.NewSyncContext(name, recorder)
+	syncCtx := &syncContext{name: name, recorder: recorder.WithComponentSuffix(strings.ToLower(name))}
 	return Loop{Name: name, Sync: func(ctx context.Context) error {
 		return ctrl.Sync(ctx, syncCtx)
-	}, closer: func() { syncCtx.Queue().ShutDown() }}
+	}, closer: syncCtx.close}
+}
+
+// syncContext is factory.NewSyncContext's (controller/factory/controller_context.go: the recorder with the
+// controller's name as suffix, an empty queue key) with its queue made on first use: a queue starts a goroutine,
+// and no controller of a render asks for its queue (its sync is called directly, and requeues nothing it reads).
+type syncContext struct {
+	name     string
+	recorder events.Recorder
+	once     sync.Once
+	//lint:ignore SA1019 the type factory.SyncContext's Queue returns
+	queue workqueue.RateLimitingInterface
+}
+
+var _ factory.SyncContext = (*syncContext)(nil)
+
+//lint:ignore SA1019 factory.SyncContext's Queue returns the deprecated type
+func (s *syncContext) Queue() workqueue.RateLimitingInterface {
+	s.once.Do(func() {
+		//lint:ignore SA1019 what factory.NewSyncContext makes
+		s.queue = workqueue.NewNamedRateLimitingQueue(workqueue.DefaultControllerRateLimiter(), s.name)
+	})
+	return s.queue
+}
+
+func (s *syncContext) QueueKey() string { return "" }
+
+func (s *syncContext) Recorder() events.Recorder { return s.recorder }
+
+// close shuts the queue down, if it was made.
+func (s *syncContext) close() {
+	made := true
+	s.once.Do(func() { made = false })
+	if made {
+		s.queue.ShutDown()
+	}
 }
 
 // Before returns the loop with a check run before each sync: when check fails, the sync is skipped and the
