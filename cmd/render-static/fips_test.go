@@ -26,6 +26,7 @@ import (
 const runMainEnv = "RENDER_STATIC_TEST_RUN_MAIN"
 
 func TestMain(m *testing.M) {
+	gcCyclesAtMain = gcCycles()
 	if os.Getenv(runMainEnv) == "1" {
 		main()
 		return

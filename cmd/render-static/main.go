@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
+	"github.com/render-static/render-static/internal/startgc"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/components"
@@ -93,6 +94,10 @@ func quietKlog() {
 	klog.SetOutput(io.Discard)
 }
 
+// gcAnnotation marks the commands that make one render (the root command, renew): they keep collection off after
+// initialization until they set the heap floor (pipeline.SingleRenderGC).
+const gcAnnotation, gcSingleRender = "render-static/gc", "single-render"
+
 func newRootCommand(stdout io.Writer) *cobra.Command {
 	o := pipeline.Options{NodeName: pipeline.DefaultNodeName, Dir: "aio", CertValidity: certs.DefaultLeafValidity}
 	cmd := &cobra.Command{
@@ -111,6 +116,14 @@ Invalid input exits 1 with every problem listed, and --dir is left untouched.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Collection stays off from the packages' initialization (internal/startgc) until the command sets
+		// its own: one render and renew a heap floor (pipeline.SingleRenderGC), the others the runtime's default.
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			if cmd.Annotations[gcAnnotation] != gcSingleRender {
+				startgc.Release()
+			}
+		},
+		Annotations: map[string]string{gcAnnotation: gcSingleRender},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			pipeline.SingleRenderGC()
 			s, err := pipeline.Render(cmd.Context(), o)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/metrics"
 	"strings"
 	"testing"
 
@@ -142,5 +143,26 @@ func TestRenderExample(t *testing.T) {
 	renderExample(t, dir, "--fresh")
 	if b, _ := os.ReadFile(filepath.Join(dir, "rootfs/etc/hostname")); string(b) != "master-0\n" {
 		t.Errorf("re-render did not replace the output: hostname %q", b)
+	}
+}
+
+// gcCyclesAtMain is how many collections the runtime made before TestMain, that is while the packages this test
+// binary links (the command's) initialized.
+var gcCyclesAtMain uint64
+
+func gcCycles() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// TestNoCollectionBeforeMain: internal/startgc initializes before the packages that allocate (the API schemes,
+// library-go's manifests) and keeps collection off through their initialization.
+func TestNoCollectionBeforeMain(t *testing.T) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		t.Skip("GOGC or GOMEMLIMIT is set: the environment decides the collection")
+	}
+	if gcCyclesAtMain != 0 {
+		t.Errorf("the runtime collected %d times while the packages initialized", gcCyclesAtMain)
 	}
 }

@@ -32,6 +32,7 @@ no new update, and aio.ign stays byte-identical. Bad input exits 1 and leaves --
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Annotations:   map[string]string{gcAnnotation: gcSingleRender},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			pipeline.SingleRenderGC()
 			o.Within = within
