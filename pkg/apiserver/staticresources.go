@@ -27,5 +27,5 @@ func (k *Component) staticResourcesLoop() loops.Loop {
 	}
 	ctrl := operator.StaticResourceController(k.Cluster, "KubeAPIServerStaticResources", files, k.Op, k.Recorder).
 		AddKubeInformers(k.Cluster.KubeInformers)
-	return loops.ControllerLoop("static-resources", ctrl, k.Recorder)
+	return operator.UnchangedStaticResources(loops.ControllerLoop("static-resources", ctrl, k.Recorder), files, k.Op)
 }

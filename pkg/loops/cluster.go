@@ -69,6 +69,9 @@ type Cluster struct {
 	// exclusive: the loop that has the turn is not concurrent; it may write any object, and a write to what an
 	// in-flight loop watches makes that loop stale.
 	exclusive bool
+	// declared is what the loop that has the turn declared with Loop.Watches: it may write nothing else (nil:
+	// anything).
+	declared map[Object]bool
 	// published holds the writes of settled objects concurrent loops keep for their turn, by object (turn.go).
 	published map[Object]publishedWrite
 	// versions holds, by object (its resource as the journal names it), the number of writes the journal held
@@ -452,6 +455,17 @@ func (c *Cluster) record(verb string, gvr schema.GroupVersionResource, ns, name 
 	c.watchVersions[Object{Resource: gvr.Resource, Namespace: ns, Name: name}] = len(c.journal)
 }
 
+// touch marks o, a part of an object the journal does not name by itself (OperatorClient.ManagementState), as
+// written by the last write recorded.
+func (c *Cluster) touch(o Object) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.watchVersions == nil {
+		c.versions, c.watchVersions = map[Object]int{}, map[Object]int{}
+	}
+	c.watchVersions[o] = len(c.journal)
+}
+
 // Version is what a memo of a loop keys on to know an object did not change: it changes with every write of the
 // object (create, update, delete: every write the journal records) and with nothing else; 0 for an object not
 // written since the cluster was built (a seed, or absent). Like a resourceVersion, which the fakes do not keep.
@@ -494,7 +508,17 @@ func (c *Cluster) writeCount() int {
 func (c *Cluster) setCurrent(phase string, pass int, loop string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.phase, c.pass, c.current, c.exclusive = phase, pass, loop, false
+	c.phase, c.pass, c.current, c.exclusive, c.declared = phase, pass, loop, false, nil
+}
+
+// declare holds the loop that has the turn, when it is not concurrent, to the objects it declared with Watches.
+func (c *Cluster) declare(l Loop) {
+	if l.turn != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.declared = l.watch
 }
 
 // setExclusive gives the turn to a loop that is not concurrent (runner.go): it runs alone in its turn and may
@@ -502,7 +526,7 @@ func (c *Cluster) setCurrent(phase string, pass int, loop string) {
 func (c *Cluster) setExclusive(phase string, pass int, loop string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.phase, c.pass, c.current, c.exclusive = phase, pass, loop, true
+	c.phase, c.pass, c.current, c.exclusive, c.declared = phase, pass, loop, true, nil
 }
 
 // grant gives the turn to a concurrent loop in flight and says whether it is stale: whether a loop ahead of it
@@ -510,7 +534,7 @@ func (c *Cluster) setExclusive(phase string, pass int, loop string) {
 func (c *Cluster) grant(phase string, pass int, loop string) (stale bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.phase, c.pass, c.current, c.exclusive = phase, pass, loop, false
+	c.phase, c.pass, c.current, c.exclusive, c.declared = phase, pass, loop, false, nil
 	f := c.flight[loop]
 	if f == nil {
 		return false
@@ -546,6 +570,9 @@ func (c *Cluster) leaveFlight(loop string) {
 func (c *Cluster) checkTurn(o Object) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.declared != nil && !c.declared[o] {
+		return fmt.Errorf("engine: %s writes %s, which it does not declare it watches (loops.Loop.Watches)", c.current, o)
+	}
 	if len(c.flight) == 0 || c.exclusive {
 		return nil
 	}

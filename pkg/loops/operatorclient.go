@@ -230,8 +230,10 @@ func (o *OperatorClient) commit(verb, sub string, spec *operatorv1.StaticPodOper
 	if specSame && statusSame {
 		return
 	}
+	managementChanged := false
 	if !specSame {
 		o.meta.Generation++
+		managementChanged = ns.ManagementState != o.spec.ManagementState
 		o.spec = ns
 		o.specJSON = specJSON
 		o.specMap, o.specMapKnown = nil, false
@@ -244,6 +246,16 @@ func (o *OperatorClient) commit(verb, sub string, spec *operatorv1.StaticPodOper
 	o.rv++
 	o.meta.ResourceVersion = strconv.Itoa(o.rv)
 	o.cluster.record(verb, schema.GroupVersionResource{Group: o.GVK.Group, Version: o.GVK.Version, Resource: o.Resource + "/" + sub}, "", o.meta.Name)
+	if managementChanged {
+		o.cluster.touch(o.ManagementState())
+	}
+}
+
+// ManagementState names the operator's spec.managementState as an object a loop may watch (Loop.Watches): it
+// changes with every write that changes that field and with nothing else, where the spec's other fields (the
+// observed config) change often.
+func (o *OperatorClient) ManagementState() Object {
+	return Object{Resource: o.Resource + "/spec", Name: o.meta.Name + "#managementState"}
 }
 
 // sameAsStored says, without a round trip, whether storing v leaves the stored value cur as it is: v is cur

@@ -354,6 +354,7 @@ func (r *Runner) runPass(ctx context.Context, phase Phase, pass int) (map[string
 			}
 			l.turn.disarm()
 			c.setCurrent(phase.Name, pass, l.Name)
+			c.declare(l)
 			n := c.writeCount()
 			t := time.Now()
 			var err error
@@ -491,12 +492,18 @@ func (r *Runner) runAlone(ctx context.Context, phase string, pass int, s *step, 
 	if ready != nil {
 		<-ready
 	}
+	if !r.RunUnchanged && s.loop.lastRun.unchanged(c, s.loop.watch) {
+		s.skipped = true
+		return
+	}
 	c.setExclusive(phase, pass, s.loop.Name)
+	c.declare(s.loop)
 	n := c.writeCount()
 	t := time.Now()
 	withLoopLabel(ctx, s.loop.Name, func(ctx context.Context) { s.err = safeSync(ctx, s.loop) })
 	s.took = time.Since(t)
 	s.wrote = c.writeCount() > n
+	s.loop.lastRun.ran(c, s.err)
 	c.setCurrent(phase, pass, "") // between turns: nobody may write
 }
 

@@ -18,14 +18,30 @@ import (
 // was written since its last run that succeeded ended: that run's outcome stands, and a run now would write
 // nothing. The pass's trace line counts the loops skipped.
 
-// Unchanged marks a concurrent loop that depends on nothing but what it watches and the clock and writes nothing
-// when it runs again right after a run that succeeded (above): the runner skips it while nothing it watches
-// changed since.
+// Unchanged marks a loop that depends on nothing but what it watches (a concurrent loop's footprint and Reads,
+// another loop's Watches) and the clock, and writes nothing when it runs again right after a run that succeeded
+// (above): the runner skips it while nothing it watches changed since.
 func (l Loop) Unchanged() Loop {
-	if l.turn == nil {
-		panic(fmt.Sprintf("loops: %s: Unchanged applies to a concurrent loop", l.Name))
+	if l.watch == nil {
+		panic(fmt.Sprintf("loops: %s: Unchanged applies to a loop that declares what it watches", l.Name))
 	}
 	l.lastRun = &lastRun{}
+	return l
+}
+
+// Watches declares every object a loop that is not concurrent reads and writes, besides its operator resource's
+// status, in which it only sets conditions of its own (library-go's static resource controller: the objects of
+// its manifests, and the operator's spec for the management state). A write of any other object fails, so that
+// a declaration that misses (or misnames) an object the loop writes shows at once; what it only reads, the
+// declaration must name right.
+func (l Loop) Watches(objs ...Object) Loop {
+	if l.turn != nil {
+		panic(fmt.Sprintf("loops: %s: a concurrent loop watches its footprint and Reads", l.Name))
+	}
+	l.watch = map[Object]bool{}
+	for _, o := range objs {
+		l.watch[o] = true
+	}
 	return l
 }
 

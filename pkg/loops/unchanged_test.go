@@ -10,6 +10,8 @@ import (
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // unchangedRun runs census "middle", reader r0 of it (Unchanged), two rotation-like loops, reader r1 (Unchanged)
@@ -122,5 +124,111 @@ func TestUnchangedLoopThatFailedRunsAgain(t *testing.T) {
 		if len(r.Result().Skipped) != 0 || runs != int32(len(r.Result().Passes)) {
 			t.Errorf("parallelism %d: skipped %v, %d runs in %d passes", par, r.Result().Skipped, runs, len(r.Result().Passes))
 		}
+	}
+}
+
+// copying is a loop that is not concurrent: it copies configmap from (made by a census) into configmap to, and
+// counts its runs; it declares both (Watches) and, when extra is set, also writes configmap extra, which it does
+// not declare.
+func copying(c *Cluster, from, to, extra string, runs *int32) Loop {
+	cms := c.KubeInformers.InformersFor("ns-a").Core().V1().ConfigMaps().Lister().ConfigMaps("ns-a")
+	return Loop{Name: "copy/" + to, Sync: func(ctx context.Context) error {
+		*runs++
+		src, err := cms.Get(from)
+		if err != nil {
+			return fmt.Errorf("%s not there yet", from)
+		}
+		for _, name := range []string{to, extra} {
+			if name == "" {
+				continue
+			}
+			cur, err := cms.Get(name)
+			if apierrors.IsNotFound(err) {
+				_, err = c.Kube.CoreV1().ConfigMaps("ns-a").Create(ctx, cm("ns-a", name, src.Data["k"]), metav1.CreateOptions{})
+			} else if err == nil && cur.Data["k"] != src.Data["k"] {
+				next := cur.DeepCopy()
+				next.Data["k"] = src.Data["k"]
+				_, err = c.Kube.CoreV1().ConfigMaps("ns-a").Update(ctx, next, metav1.UpdateOptions{})
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}}.Watches(ConfigMap("ns-a", from), ConfigMap("ns-a", to))
+}
+
+// TestUnchangedDeclaredLoop: a loop that is not concurrent and declares what it watches (Watches) is skipped like
+// a concurrent one, sequential or with loops in flight, and leaves what running it in every pass leaves.
+func TestUnchangedDeclaredLoop(t *testing.T) {
+	run := func(par int, runUnchanged bool) (string, int32, []string) {
+		c := newTestCluster(t)
+		op := c.NewOperatorClient("KubeAPIServer", "kubeapiservers", operatorv1.StaticPodOperatorSpec{}, operatorv1.StaticPodOperatorStatus{})
+		var runs int32
+		rnd := func() time.Duration { return time.Millisecond }
+		ls := []Loop{census(c, "middle"), copying(c, "middle", "copy", "", &runs).Unchanged(),
+			rotationLike(c, op, "a0", rnd), rotationLike(c, op, "a1", rnd)}
+		r := &Runner{Cluster: c, MaxPasses: 8, Parallelism: par, RunUnchanged: runUnchanged}
+		if err := r.Run(context.Background(), Phase{Name: "converge", Loops: ls}); err != nil {
+			t.Fatalf("parallelism %d: %v", par, err)
+		}
+		return observed(t, c, r, op), runs, r.Result().Skipped
+	}
+	want, wantRuns, _ := run(1, true)
+	for _, par := range []int{1, 2} {
+		got, runs, skipped := run(par, false)
+		if got != want {
+			t.Errorf("parallelism %d leaves other objects than running every loop:\n%s\nwant:\n%s", par, got, want)
+		}
+		// Pass 1: middle 0, copy made, a0 and a1 made. Pass 2: middle 2 (copy runs). Pass 3: nothing changed
+		// (copy skipped).
+		if !reflect.DeepEqual(skipped, []string{"copy/copy"}) || runs != wantRuns-1 {
+			t.Errorf("parallelism %d: skipped %v, %d runs (every pass: %d)", par, skipped, runs, wantRuns)
+		}
+	}
+}
+
+// TestDeclaredLoopWritesOnlyWhatItDeclares: a write of an object a loop did not declare (Watches) fails, so that a
+// declaration that misnames what the loop writes cannot pass unnoticed.
+func TestDeclaredLoopWritesOnlyWhatItDeclares(t *testing.T) {
+	for _, par := range []int{1, 2} {
+		c := newTestCluster(t)
+		var runs int32
+		ls := []Loop{census(c, "middle"), copying(c, "middle", "copy", "undeclared", &runs)}
+		r := &Runner{Cluster: c, MaxPasses: 3, Parallelism: par}
+		err := r.Run(context.Background(), Phase{Name: "converge", Loops: ls})
+		if err == nil || !strings.Contains(err.Error(), "configmaps ns-a/undeclared, which it does not declare") {
+			t.Errorf("parallelism %d: %v, want the undeclared write refused", par, err)
+		}
+	}
+}
+
+// TestManagementStateVersion: the operator's management state, as an object a loop watches, changes with a write
+// that changes it and with no other write of the spec.
+func TestManagementStateVersion(t *testing.T) {
+	ctx := context.Background()
+	c := newTestCluster(t)
+	op := c.NewOperatorClient("KubeAPIServer", "kubeapiservers",
+		operatorv1.StaticPodOperatorSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}}, operatorv1.StaticPodOperatorStatus{})
+	version := func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.watchVersions[op.ManagementState()]
+	}
+	spec, _, rv, _ := op.GetOperatorState()
+	spec.LogLevel = operatorv1.Debug
+	if _, _, err := op.UpdateOperatorSpec(ctx, rv, spec); err != nil {
+		t.Fatal(err)
+	}
+	if v := version(); v != 0 {
+		t.Fatalf("a log level change moved the management state's version to %d", v)
+	}
+	spec, _, rv, _ = op.GetOperatorState()
+	spec.ManagementState = operatorv1.Unmanaged
+	if _, _, err := op.UpdateOperatorSpec(ctx, rv, spec); err != nil {
+		t.Fatal(err)
+	}
+	if v := version(); v != len(c.Journal()) {
+		t.Fatalf("the management state's version is %d after the write %d that changed it", v, len(c.Journal()))
 	}
 }

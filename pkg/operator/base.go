@@ -140,7 +140,8 @@ func (b *Base) ControllerLoop(ctrl loops.Syncer, kind string, what ...string) lo
 
 // StaticResourcesLoop is library-go's static resource controller over files, as "static-resources/<component>".
 func (b *Base) StaticResourcesLoop(instanceName string, files []string) loops.Loop {
-	return b.ControllerLoop(StaticResourceController(b.Cluster, instanceName, files, b.Op, b.Recorder), "static-resources")
+	l := b.ControllerLoop(StaticResourceController(b.Cluster, instanceName, files, b.Op, b.Recorder), "static-resources")
+	return UnchangedStaticResources(l, files, b.Op)
 }
 
 // NodeLoop is library-go's node controller, as "node/<component>".

@@ -24,6 +24,8 @@ import (
 	"github.com/openshift/library-go/pkg/operator/staticpod/controller/node"
 	"github.com/openshift/library-go/pkg/operator/staticresourcecontroller"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/manifests"
@@ -39,6 +41,41 @@ import (
 func StaticResourceController(c *loops.Cluster, instanceName string, files []string, op loops.StaticPodOperator, recorder events.Recorder) *staticresourcecontroller.StaticResourceController {
 	clients := resourceapply.NewKubeClientHolder(c.Kube).WithDynamicClient(c.Dynamic)
 	return staticresourcecontroller.NewStaticResourceController(instanceName, ReadAsJSON, files, clients, op, recorder)
+}
+
+// UnchangedStaticResources is l, library-go's static resource controller over files (StaticResourceController),
+// skipped in a later pass while nothing it reads changed since its last run that succeeded (loops.Loop.Unchanged):
+// it reads and writes the objects of its manifests, reads of the operator's spec only the management state, and in
+// the operator's status sets only its own <instanceName>Degraded condition (staticresourcecontroller Sync).
+// Applied again right after a run, every manifest finds its object as it left it and writes nothing
+// (resourceapply compares what it would write with what is stored).
+func UnchangedStaticResources(l loops.Loop, files []string, op *loops.OperatorClient) loops.Loop {
+	objs, err := StaticResourceObjects(files, op)
+	if err != nil {
+		return loops.Loop{Name: l.Name, Sync: func(context.Context) error { return err }}
+	}
+	return l.Watches(objs...).Unchanged()
+}
+
+// StaticResourceObjects names what library-go's static resource controller over files reads and writes besides
+// the operator's status (loops.Loop.Watches): each manifest's object, by the resource the clients name its kind
+// by (meta.UnsafeGuessKindToResource, the fakes' own mapping; a misnamed object shows as a write outside the
+// declaration when the controller creates it), and the operator's management state.
+func StaticResourceObjects(files []string, op *loops.OperatorClient) ([]loops.Object, error) {
+	var out []loops.Object
+	for _, f := range files {
+		raw, err := ReadAsJSON(f)
+		if err != nil {
+			return nil, err
+		}
+		var u unstructured.Unstructured
+		if err := u.UnmarshalJSON(raw); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		gvr, _ := meta.UnsafeGuessKindToResource(u.GroupVersionKind())
+		out = append(out, loops.Object{Resource: gvr.Resource, Namespace: u.GetNamespace(), Name: u.GetName()})
+	}
+	return append(out, op.ManagementState()), nil
 }
 
 // jsonAssets holds the embedded manifests ReadAsJSON converted, by name.
