@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// Skipping concurrent loops whose inputs did not change.
+// Skipping loops whose inputs did not change.
 //
 // A cert-rotation row (pkg/certs) reads nothing but what it watches (its footprint, its Reads, the turn's
 // contract) and the clock, and its controller is level-driven: run again right after a run that succeeded, it
@@ -14,9 +14,11 @@ import (
 // not match its inputs; the status reporter sets the row's own CertRotation_<name>_Degraded condition, which no
 // other controller sets). Each pass after the one that made its certificates still ran every row and parsed its
 // signer's key again (crypto.GetCAFromBytes: Go validates an RSA private key on every parse), about a third of a
-// render's key parsing. A loop marked Unchanged is skipped in a later pass of its phase while nothing it watches
-// was written since its last run that succeeded ended: that run's outcome stands, and a run now would write
-// nothing. The pass's trace line counts the loops skipped.
+// render's key parsing. library-go's static resource controller is alike: it reads and writes the objects of its
+// manifests, of which a loop that is not concurrent declares every one (Watches). A loop marked Unchanged is
+// skipped in a later pass of its phase while nothing it watches was written since its last run that succeeded
+// ended: that run's outcome stands, and a run now would write nothing. The pass's trace line counts the loops
+// skipped.
 
 // Unchanged marks a loop that depends on nothing but what it watches (a concurrent loop's footprint and Reads,
 // another loop's Watches) and the clock, and writes nothing when it runs again right after a run that succeeded
