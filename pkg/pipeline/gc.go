@@ -15,17 +15,17 @@ import (
 // with proportional collection (GOGC) the heap goal starts at 4 MB and the runtime collects ~10 times as it grows,
 // each time marking everything live: ~0.1 s of CPU. A heap floor instead (GOGC off and a soft memory limit,
 // runtime/debug.SetMemoryLimit) lets the heap grow to singleRenderHeapFloor before the first collection: one
-// collection during a render of the bundled example instead of ~6 with GOGC=150, for a peak RSS of ~134 MB instead
-// of ~110-120 MB (a 70 MiB floor: three collections and ~110 MB; 90 MiB: two, ~10 ms more CPU, and ~127 MB; issue
-// 13's bound is 150 MB). The limit also bounds the peak for larger inputs: the heap is collected once it reaches
-// the floor.
+// collection during a render of the bundled example instead of ~6 with GOGC=150, for a peak RSS of ~135 MB instead
+// of ~110-120 MB (a 70 MiB floor: three collections and ~110 MB; 90 MiB: two, ~10 ms more CPU, and ~128 MB;
+// 100 MiB: one and ~138 MB; issue 13's bound is 150 MB). The limit also bounds the peak for larger inputs: the
+// heap is collected once it reaches the floor.
 //
 // A memory limit with GOGC off collects more and more often as the live heap nears the limit. So that no input can
 // bring a render there, a check after every collection (a finalizer re-armed each cycle) goes back to proportional
 // collection (GOGC=150, no limit) as soon as a collection leaves more than singleRenderLiveHeapMax live: the floor
 // is kept only while the live heap is well under it.
 const (
-	singleRenderHeapFloor   = 100 << 20
+	singleRenderHeapFloor   = 96 << 20
 	singleRenderLiveHeapMax = singleRenderHeapFloor / 2
 	singleRenderGCPercent   = 150
 )
