@@ -135,6 +135,25 @@ type Manifest struct {
 // from (by node path; each must be what parsing that file gives): those are read from the object instead of being
 // parsed again (a render's manifests: parsing their YAML back was most of the cost).
 func FromFilesWith(files map[string][]byte, manifests map[string]Manifest, now time.Time) (*Inventory, error) {
+	blobs, err := readBlobs(files, manifests)
+	if err != nil {
+		return nil, err
+	}
+	return build(blobs, now, true), nil
+}
+
+// EarliestWith is FromFilesWith(files, manifests, now).Earliest() without what naming and ordering the
+// certificates does not need (signers, self-signature checks, SANs, bundles): a render's summary line.
+func EarliestWith(files map[string][]byte, manifests map[string]Manifest, now time.Time) (*Certificate, error) {
+	blobs, err := readBlobs(files, manifests)
+	if err != nil {
+		return nil, err
+	}
+	return build(blobs, now, false).Earliest(), nil
+}
+
+// readBlobs reads every certificate of files (manifests: see FromFilesWith), in the order of their paths.
+func readBlobs(files map[string][]byte, manifests map[string]Manifest) ([]blob, error) {
 	r := &reader{parsed: map[string][]*x509.Certificate{}}
 	var blobs []blob
 	paths := make([]string, 0, len(files))
@@ -162,7 +181,7 @@ func FromFilesWith(files map[string][]byte, manifests map[string]Manifest, now t
 		}
 		blobs = append(blobs, r.fromData(Location{Kind: "file", Path: p}, path.Base(p), data)...)
 	}
-	return build(blobs, now), nil
+	return blobs, nil
 }
 
 // reader reads the certificates of one set of files: the same PEM data (a CA bundle in many files, a manifest
@@ -409,7 +428,7 @@ func getOrAdd[K comparable, V any](m map[K]*V, list *[]*V, key K, mk func() *V) 
 	return v
 }
 
-func build(blobs []blob, now time.Time) *Inventory {
+func build(blobs []blob, now time.Time, full bool) *Inventory {
 	inv := &Inventory{Now: now}
 	byFP := map[string]*Certificate{}
 	bundles := map[string]*Bundle{}
@@ -425,7 +444,7 @@ func build(blobs []blob, now time.Time) *Inventory {
 			}
 			e.Locations = append(e.Locations, l)
 		}
-		if b.loc.Bundle {
+		if b.loc.Bundle && full {
 			key := strings.Join(members, ",")
 			bu := getOrAdd(bundles, &inv.Bundles, key, func() *Bundle { return &Bundle{key: key, Certificates: members} })
 			l := b.loc
@@ -438,11 +457,14 @@ func build(blobs []blob, now time.Time) *Inventory {
 		newRanker(e.Locations).sort(e.Locations)
 		e.Locations = dedupe(e.Locations)
 		e.Name = nameOf(e.Locations[0])
+		e.NotBefore, e.NotAfter = c.NotBefore.UTC(), c.NotAfter.UTC()
+		if !full {
+			continue
+		}
 		e.Subject = c.Subject.String()
 		e.Issuer = c.Issuer.String()
 		e.IsCA = c.IsCA
 		e.KeyType = keyType(c)
-		e.NotBefore, e.NotAfter = c.NotBefore.UTC(), c.NotAfter.UTC()
 		e.TimeLeft = FormatLeft(c.NotAfter.Sub(now))
 		e.SANs = append(e.SANs, c.DNSNames...)
 		for _, ip := range c.IPAddresses {
@@ -462,6 +484,9 @@ func build(blobs []blob, now time.Time) *Inventory {
 		if n := seen[e.Name]; n > 1 {
 			e.Name = fmt.Sprintf("%s #%d", e.Name, n)
 		}
+	}
+	if !full {
+		return inv
 	}
 	for _, e := range inv.Certificates {
 		if e.SelfSigned {

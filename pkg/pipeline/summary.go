@@ -62,11 +62,11 @@ func earliestExpiry(t *export.Tree, manifests []export.Manifest) (time.Time, str
 	for _, f := range t.Files() {
 		files[f.Path] = f.Contents
 	}
-	inv, err := inventory.FromFilesWith(files, inventoryManifests(files, manifests), time.Now())
+	c, err := inventory.EarliestWith(files, inventoryManifests(files, manifests), time.Now())
 	if err != nil {
 		return time.Time{}, "unknown: " + err.Error()
 	}
-	if c := inv.Earliest(); c != nil {
+	if c != nil {
 		return c.NotAfter, c.Name
 	}
 	return time.Time{}, "none"

@@ -8,8 +8,9 @@ import (
 	"github.com/render-static/render-static/pkg/inventory"
 )
 
-// checkInventoryFromObjects: the inventory earliestExpiry builds, reading the Secrets and ConfigMaps from their
-// objects, is the one parsing every manifest gives.
+// checkInventoryFromObjects: the inventory read with the Secrets and ConfigMaps taken from their objects is the
+// one parsing every manifest gives, and the summary's earliest expiry (inventory.EarliestWith, which names and
+// orders the certificates without the rest of the inventory) is that inventory's.
 func checkInventoryFromObjects(t *testing.T, r *rendered) {
 	t.Helper()
 	files := map[string][]byte{}
