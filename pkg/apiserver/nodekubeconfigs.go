@@ -7,9 +7,9 @@ import (
 	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/render-static/render-static/internal/kubeconfig"
 	"github.com/render-static/render-static/pkg/loops"
 )
 
@@ -99,7 +99,7 @@ func (k *Component) nodeKubeconfigs() (map[string][]byte, error) {
 		cfg.AuthInfos["system:admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cert.Data["tls.crt"], ClientKeyData: cert.Data["tls.key"]}
 		cfg.Contexts["system:admin"] = &clientcmdapi.Context{Cluster: t.cluster, AuthInfo: "system:admin"}
 		cfg.CurrentContext = "system:admin"
-		raw, err := clientcmd.Write(*cfg)
+		raw, err := kubeconfig.Write(*cfg)
 		if err != nil {
 			return nil, err
 		}

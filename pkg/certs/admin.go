@@ -11,8 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/render-static/render-static/internal/kubeconfig"
 )
 
 // Admin is the cluster-admin credential of a render. Like the installer's admin-kubeconfig-signer, its signer
@@ -90,7 +91,7 @@ func Kubeconfig(clusterName, server string, caPEM, certPEM, keyPEM []byte, userN
 	cfg.AuthInfos[userName] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
 	cfg.Contexts[userName] = &clientcmdapi.Context{Cluster: clusterName, AuthInfo: userName}
 	cfg.CurrentContext = userName
-	return clientcmd.Write(*cfg)
+	return kubeconfig.Write(*cfg)
 }
 
 // ParseCertificates returns every CERTIFICATE block of a PEM bundle.

@@ -28,9 +28,9 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
+
+	"github.com/render-static/render-static/internal/kubeconfig"
 )
 
 // ManifestsDir is where aio.ign puts the exported manifests on the node.
@@ -187,24 +187,24 @@ func readBlobs(files map[string][]byte, manifests map[string]Manifest) ([]blob, 
 // reader reads the certificates of one set of files: the same PEM data (a CA bundle in many files, a manifest
 // and its copy on the node) and the same kubeconfig (one per revision of a static pod) are parsed once.
 type reader struct {
-	parsed      map[string][]*x509.Certificate  // by PEM data
-	kubeconfigs map[string]*clientcmdapi.Config // by kubeconfig data; read only
+	parsed      map[string][]*x509.Certificate     // by PEM data
+	kubeconfigs map[string]kubeconfig.Certificates // by kubeconfig data; read only
 }
 
-// loadKubeconfig is clientcmd.Load(data), once per distinct data.
-func (r *reader) loadKubeconfig(data []byte) (*clientcmdapi.Config, error) {
-	if cfg, ok := r.kubeconfigs[string(data)]; ok {
-		return cfg, nil
+// loadKubeconfig is kubeconfig.Read(data) (the certificates clientcmd.Load(data) gives), once per distinct data.
+func (r *reader) loadKubeconfig(data []byte) (kubeconfig.Certificates, error) {
+	if c, ok := r.kubeconfigs[string(data)]; ok {
+		return c, nil
 	}
-	cfg, err := clientcmd.Load(data)
+	c, err := kubeconfig.Read(data)
 	if err != nil {
-		return nil, err
+		return kubeconfig.Certificates{}, err
 	}
 	if r.kubeconfigs == nil {
-		r.kubeconfigs = map[string]*clientcmdapi.Config{}
+		r.kubeconfigs = map[string]kubeconfig.Certificates{}
 	}
-	r.kubeconfigs[string(data)] = cfg
-	return cfg, nil
+	r.kubeconfigs[string(data)] = c
+	return c, nil
 }
 
 // fromManifest reads a Secret or ConfigMap manifest; other kinds hold no certificates we track.
@@ -274,14 +274,14 @@ func (r *reader) fromData(loc Location, name string, data []byte) []blob {
 		prefix += ":"
 	}
 	for _, n := range slices.Sorted(maps.Keys(cfg.Clusters)) {
-		if cs := r.parsePEM(cfg.Clusters[n].CertificateAuthorityData); len(cs) > 0 {
+		if cs := r.parsePEM(cfg.Clusters[n]); len(cs) > 0 {
 			l := loc
 			l.Key, l.Bundle, l.size = prefix+"cluster "+n+" ca", true, len(cs)
 			out = append(out, blob{loc: l, certs: cs})
 		}
 	}
-	for _, n := range slices.Sorted(maps.Keys(cfg.AuthInfos)) {
-		if cs := r.parsePEM(cfg.AuthInfos[n].ClientCertificateData); len(cs) > 0 {
+	for _, n := range slices.Sorted(maps.Keys(cfg.Users)) {
+		if cs := r.parsePEM(cfg.Users[n]); len(cs) > 0 {
 			l := loc
 			l.Key, l.size = prefix+"user "+n+" client", len(cs)
 			out = append(out, blob{loc: l, certs: cs})

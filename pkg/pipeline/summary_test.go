@@ -2,9 +2,11 @@ package pipeline
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/render-static/render-static/internal/kubeconfig"
 	"github.com/render-static/render-static/pkg/inventory"
 )
 
@@ -26,6 +28,23 @@ func checkInventoryFromObjects(t *testing.T, r *rendered) {
 	}
 	if len(objs) == 0 || len(objs) != secrets {
 		t.Errorf("%d Secret and ConfigMap manifests read from their objects, want all %d", len(objs), secrets)
+	}
+	// The kubeconfigs the render wrote are read back from what they were written from (internal/kubeconfig):
+	// that must be what parsing them gives.
+	kubeconfigs := 0
+	for p, data := range files {
+		if !bytes.Contains(data, []byte("certificate-authority-data")) {
+			continue
+		}
+		if read, err := kubeconfig.Read(data); err == nil {
+			kubeconfigs++
+			if parsed, err := kubeconfig.Parse(data); err != nil || !reflect.DeepEqual(read, parsed) {
+				t.Errorf("%s: certificates read %v, parsed %v (%v)", p, read, parsed, err)
+			}
+		}
+	}
+	if kubeconfigs == 0 {
+		t.Errorf("the render has no kubeconfig")
 	}
 	now := time.Now()
 	parsed, err := inventory.FromFiles(files, now)
