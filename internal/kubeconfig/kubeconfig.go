@@ -9,10 +9,18 @@
 package kubeconfig
 
 import (
+	"encoding/json"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/apimachinery/pkg/runtime/serializer/versioning"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/tools/clientcmd/api/latest"
+
+	"github.com/render-static/render-static/pkg/export"
 )
 
 // Certificates are the certificate data of a kubeconfig: each cluster's certificate-authority-data and each
@@ -31,9 +39,28 @@ var (
 	order   []string // keys of written, oldest first
 )
 
-// Write is clientcmd.Write(cfg); it remembers the certificates the bytes carry for Read.
+// jsonCodec is clientcmd's codec (clientcmd/api/latest: the v1 kubeconfig, defaulted) with JSON for YAML.
+var jsonCodec = versioning.NewDefaultingCodecForScheme(latest.Scheme,
+	jsonSerializer, jsonSerializer, schema.GroupVersion{Version: latest.Version}, runtime.InternalGroupVersioner)
+
+var jsonSerializer = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, latest.Scheme, latest.Scheme, kjson.SerializerOptions{})
+
+// Write returns clientcmd.Write(cfg), byte for byte, and remembers the certificates the bytes carry for Read.
+// clientcmd.Write marshals the v1 kubeconfig to JSON and that to YAML with sigs.k8s.io/yaml.JSONToYAML, which
+// parses the JSON with go-yaml's scanner (slow over the long base64 scalars) and marshals what it parsed; Write
+// marshals the same JSON, decoded, with export.MarshalYAML (sigs.k8s.io/yaml.Marshal byte for byte, without the
+// JSON round trip: a kubeconfig's JSON holds strings, booleans, objects and arrays, which decode and re-encode
+// as they were, keys sorted as go-yaml sorts them).
 func Write(cfg clientcmdapi.Config) ([]byte, error) {
-	b, err := clientcmd.Write(cfg)
+	j, err := runtime.Encode(jsonCodec, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	var obj map[string]interface{}
+	if err := json.Unmarshal(j, &obj); err != nil {
+		return nil, err
+	}
+	b, err := export.MarshalYAML(obj)
 	if err != nil {
 		return nil, err
 	}

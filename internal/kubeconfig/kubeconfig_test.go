@@ -2,6 +2,7 @@ package kubeconfig
 
 import (
 	"fmt"
+	"math/rand"
 	"reflect"
 	"testing"
 
@@ -76,5 +77,45 @@ func TestWriteRemembersBoundedly(t *testing.T) {
 	mu.Unlock()
 	if n > remembered || kept {
 		t.Errorf("%d kubeconfigs remembered (bound %d), the oldest kept: %v", n, remembered, kept)
+	}
+}
+
+// TestWriteIsClientcmdWrite: Write gives clientcmd.Write's bytes for kubeconfigs of every shape the v1 format
+// has (several clusters, users and contexts; TLS server names, proxies, insecure flags, tokens, exec providers,
+// namespaces, preferences) and names and values that YAML must quote or escape.
+func TestWriteIsClientcmdWrite(t *testing.T) {
+	words := []string{"a", "sno", "system:admin", "localhost-recovery", "https://api.sno.example.com:6443", "yes", "no",
+		"null", "~", "1.5", "0x1F", "2001:db8::1", "-dash", "key: value", "#hash", "it's", `"quoted"`, "tab\there",
+		"line\nbreak", "ünïcode", "emoji 🙂", " lead", "trail ", "", "@at", "*star", "&amp", "!bang", "%pct", "{x}", "[y]"}
+	rnd := rand.New(rand.NewSource(1))
+	w := func() string { return words[rnd.Intn(len(words))] }
+	for i := 0; i < 300; i++ {
+		cfg := clientcmdapi.NewConfig()
+		for j := rnd.Intn(3); j >= 0; j-- {
+			cfg.Clusters[w()+fmt.Sprint(j)] = &clientcmdapi.Cluster{Server: w(), TLSServerName: w(), InsecureSkipTLSVerify: rnd.Intn(2) == 0,
+				CertificateAuthorityData: []byte(w()), ProxyURL: w(), DisableCompression: rnd.Intn(2) == 0}
+		}
+		for j := rnd.Intn(3); j >= 0; j-- {
+			u := &clientcmdapi.AuthInfo{ClientCertificateData: []byte(w()), ClientKeyData: []byte(w()), Token: w(), Username: w()}
+			if rnd.Intn(3) == 0 {
+				u.Exec = &clientcmdapi.ExecConfig{Command: w(), Args: []string{w(), w()}, Env: []clientcmdapi.ExecEnvVar{{Name: w(), Value: w()}},
+					APIVersion: "client.authentication.k8s.io/v1", InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
+			}
+			cfg.AuthInfos[w()+fmt.Sprint(j)] = u
+		}
+		cfg.Contexts[w()] = &clientcmdapi.Context{Cluster: w(), AuthInfo: w(), Namespace: w()}
+		cfg.CurrentContext = w()
+		cfg.Preferences.Colors = rnd.Intn(2) == 0
+		want, err := clientcmd.Write(*cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Write(*cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("config %d: Write wrote\n%s\nclientcmd.Write\n%s", i, got, want)
+		}
 	}
 }
