@@ -147,9 +147,15 @@ func certDirSecrets() []staticpod.Resource {
 }
 
 // auditPolicyLoop is library-go's audit policy controller: the APIServer's audit profile as
-// openshift-kube-apiserver/kube-apiserver-audit-policies (key policy.yaml).
+// openshift-kube-apiserver/kube-apiserver-audit-policies (key policy.yaml). It reads the operator's management
+// state, the APIServer config and the configmap it writes, and sets only its own AuditPolicyDegraded condition
+// (apiserver/controller/auditpolicy: sync, syncAuditPolicy): the runner skips it while none of those changed
+// (loops.Loop.Unchanged).
 func (k *Component) auditPolicyLoop() loops.Loop {
-	ctrl := auditpolicy.NewAuditPolicyController(ComponentName, TargetNamespace, "kube-apiserver-audit-policies",
+	const name = "kube-apiserver-audit-policies"
+	ctrl := auditpolicy.NewAuditPolicyController(ComponentName, TargetNamespace, name,
 		k.Op, k.Cluster.Kube, k.Cluster.ConfigInformers, k.Cluster.KubeInformers.InformersFor(TargetNamespace), k.Recorder)
-	return loops.ControllerLoop("target-config/kube-apiserver-audit-policies", ctrl, k.Recorder)
+	return loops.ControllerLoop("target-config/"+name, ctrl, k.Recorder).
+		Watches(k.Op.ManagementState(), loops.Object{Resource: "apiservers", Name: "cluster"}, loops.ConfigMap(TargetNamespace, name)).
+		Unchanged()
 }
