@@ -99,11 +99,11 @@ func (k *Component) targetConfigLoop() loops.Loop {
 		if err != nil {
 			return err
 		}
-		base, err := manifests.Read("kube-apiserver/defaultconfig.yaml")
+		base, err := operator.ReadConfigLayer("kube-apiserver/defaultconfig.yaml")
 		if err != nil {
 			return err
 		}
-		over, err := manifests.Read("kube-apiserver/config-overrides.yaml")
+		over, err := operator.ReadConfigLayer("kube-apiserver/config-overrides.yaml")
 		if err != nil {
 			return err
 		}

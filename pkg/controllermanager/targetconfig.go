@@ -96,7 +96,7 @@ func (k *Component) applyConfig(ctx context.Context, schema runtime.Object, name
 	if err != nil {
 		return err
 	}
-	def, err := operator.ReadManifest(ComponentName + "/" + defaultConfig)
+	def, err := operator.ReadConfigLayer(ComponentName + "/" + defaultConfig)
 	if err != nil {
 		return err
 	}

@@ -231,6 +231,17 @@ func RL(l certs.Location) resourcesynccontroller.ResourceLocation {
 	return resourcesynccontroller.ResourceLocation{Namespace: l.Namespace, Name: l.Name}
 }
 
+// ReadConfigLayer is ReadManifest of a config layer merged with resourcemerge.MergeProcessConfig, as JSON
+// (ReadAsJSON): the merge converts a YAML layer to JSON (sigs.k8s.io/yaml.YAMLToJSON, the conversion ReadAsJSON
+// makes once) on every merge, and takes a JSON one as it is.
+func ReadConfigLayer(name string) ([]byte, error) {
+	b, err := ReadAsJSON(name)
+	if err != nil {
+		return nil, fmt.Errorf("embedded manifest %s: %w", name, err)
+	}
+	return b, nil
+}
+
 // ReadManifest reads an embedded manifest (a path below manifests/), naming it in the error.
 func ReadManifest(name string) ([]byte, error) {
 	b, err := manifests.Read(name)

@@ -51,7 +51,7 @@ func Config(spec configv1.SchedulerSpec) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("dynamicResourceAllocation customization %q not recognized", spec.ProfileCustomizations.DynamicResourceAllocation)
 	}
-	def, err := manifests.Read(ComponentName + "/defaultconfig.yaml")
+	def, err := operator.ReadConfigLayer(ComponentName + "/defaultconfig.yaml")
 	if err != nil {
 		return nil, err
 	}
