@@ -140,14 +140,16 @@ func NewCluster(namespaces []string, dynamicKinds map[schema.GroupVersionResourc
 		}
 	}
 	c := &Cluster{
-		Kube:      kubefake.NewSimpleClientset(kubeSeeds...),
-		Config:    configfake.NewSimpleClientset(configSeeds...),
-		Operator:  operatorfake.NewSimpleClientset(operatorSeeds...),
-		Clock:     clock.RealClock{},
-		operators: map[string]*OperatorClient{},
-		dynGVRs:   map[schema.GroupVersionResource]string{},
-		phase:     "seed",
-		current:   "seed",
+		Kube:          kubefake.NewSimpleClientset(kubeSeeds...),
+		Config:        configfake.NewSimpleClientset(configSeeds...),
+		Operator:      operatorfake.NewSimpleClientset(operatorSeeds...),
+		Clock:         clock.RealClock{},
+		operators:     map[string]*OperatorClient{},
+		dynGVRs:       map[schema.GroupVersionResource]string{},
+		versions:      map[Object]int{},
+		watchVersions: map[Object]int{},
+		phase:         "seed",
+		current:       "seed",
 	}
 	for gvr, k := range dynamicKinds {
 		c.dynGVRs[gvr] = k
@@ -448,9 +450,6 @@ func (c *Cluster) record(verb string, gvr schema.GroupVersionResource, ns, name 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.journal = append(c.journal, Write{Phase: c.phase, Pass: c.pass, Loop: c.current, Verb: verb, Resource: res, Namespace: ns, Name: name})
-	if c.versions == nil {
-		c.versions, c.watchVersions = map[Object]int{}, map[Object]int{}
-	}
 	c.versions[Object{Resource: res, Namespace: ns, Name: name}] = len(c.journal)
 	c.watchVersions[Object{Resource: gvr.Resource, Namespace: ns, Name: name}] = len(c.journal)
 }
@@ -460,9 +459,6 @@ func (c *Cluster) record(verb string, gvr schema.GroupVersionResource, ns, name 
 func (c *Cluster) touch(o Object) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.watchVersions == nil {
-		c.versions, c.watchVersions = map[Object]int{}, map[Object]int{}
-	}
 	c.watchVersions[o] = len(c.journal)
 }
 

@@ -52,7 +52,8 @@ func StaticResourceController(c *loops.Cluster, instanceName string, files []str
 func UnchangedStaticResources(l loops.Loop, files []string, op *loops.OperatorClient) loops.Loop {
 	objs, err := StaticResourceObjects(files, op)
 	if err != nil {
-		return loops.Loop{Name: l.Name, Sync: func(context.Context) error { return err }}
+		l.Sync = func(context.Context) error { return err }
+		return l
 	}
 	return l.Watches(objs...).Unchanged()
 }
