@@ -348,7 +348,7 @@ func (r *Runner) runPass(ctx context.Context, phase Phase, pass int) (map[string
 	if r.Parallelism <= 1 {
 		c := r.Cluster
 		for _, l := range phase.Loops {
-			if !r.RunUnchanged && l.lastRun.unchanged(c, l.watch) {
+			if r.skips(l) {
 				r.result.Skipped = append(r.result.Skipped, l.Name)
 				continue
 			}
@@ -484,6 +484,12 @@ func (s *slots) grant() {
 	}
 }
 
+// skips says whether the runner skips l now, in its turn: it is marked Unchanged and nothing it watches changed
+// since its last run that succeeded (unchanged.go), and the runner is not told to run every loop.
+func (r *Runner) skips(l Loop) bool {
+	return !r.RunUnchanged && l.lastRun.unchanged(r.Cluster, l.watch)
+}
+
 // runAlone runs a loop that is not concurrent in its turn.
 func (r *Runner) runAlone(ctx context.Context, phase string, pass int, s *step, ready <-chan struct{}) {
 	defer close(s.done)
@@ -492,7 +498,7 @@ func (r *Runner) runAlone(ctx context.Context, phase string, pass int, s *step, 
 	if ready != nil {
 		<-ready
 	}
-	if !r.RunUnchanged && s.loop.lastRun.unchanged(c, s.loop.watch) {
+	if r.skips(s.loop) {
 		s.skipped = true
 		return
 	}
@@ -520,7 +526,7 @@ func (r *Runner) runAhead(ctx context.Context, phase string, pass int, s *step, 
 		if ready != nil {
 			<-ready
 		}
-		if l.lastRun.unchanged(c, l.watch) {
+		if r.skips(l) {
 			s.skipped = true
 			return
 		}
