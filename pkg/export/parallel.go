@@ -45,3 +45,26 @@ func parallelEach[W any](n, workers int, newWorker func() W, f func(w W, i int) 
 	wg.Wait()
 	return errs
 }
+
+// parallelFirst is Parallel for work that fails as a whole: after the first failure no further call starts, and
+// only the first error (in index order) is returned. A full disk makes every file of an output fail alike: one
+// error says it.
+func parallelFirst(n int, f func(i int) error) error {
+	var failed atomic.Bool
+	errs := parallelEach(n, max(1, min(runtime.GOMAXPROCS(0), n)), func() struct{} { return struct{}{} }, func(_ struct{}, i int) error {
+		if failed.Load() {
+			return nil
+		}
+		err := f(i)
+		if err != nil {
+			failed.Store(true)
+		}
+		return err
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

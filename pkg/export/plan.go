@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/render-static/render-static/internal/faultpoint"
 	"github.com/render-static/render-static/internal/procstat"
 )
 
@@ -162,7 +163,7 @@ func (p *Plan) Write(root string) error {
 		levels[depth] = append(levels[depth], i)
 	}
 	for _, level := range levels {
-		if err := Parallel(len(level), func(n int) error { return mkdir(level[n]) }); err != nil {
+		if err := parallelFirst(len(level), func(n int) error { return mkdir(level[n]) }); err != nil {
 			return err
 		}
 	}
@@ -179,13 +180,13 @@ func (p *Plan) Write(root string) error {
 		}
 		distinct = append(distinct, i)
 	}
-	if err := Parallel(len(distinct), func(n int) error {
+	if err := parallelFirst(len(distinct), func(n int) error {
 		f := p.files[distinct[n]]
 		return writeFile(host(f.Path), f.Mode, f.Contents, exact(f.Mode))
 	}); err != nil {
 		return err
 	}
-	if err := Parallel(len(links), func(n int) error {
+	if err := parallelFirst(len(links), func(n int) error {
 		i := links[n]
 		return linkFile(host(p.files[linkTo[i]].Path), host(p.files[i].Path))
 	}); err != nil {
@@ -230,6 +231,7 @@ func (c *contentIndex) firstOf(i int, contents []byte, also func(j int) bool) (i
 
 // linkFile makes p a hard link to src, replacing a regular file at p.
 func linkFile(src, p string) error {
+	faultpoint.Counted("file")
 	err := os.Link(src, p)
 	if errors.Is(err, fs.ErrExist) {
 		if err := removeRegular(p); err != nil {
@@ -262,6 +264,7 @@ func removeRegular(p string) error {
 // inode) with mode and data; exactMode says that the umask leaves mode whole, so no chmod is needed. The parent
 // must exist. Inside a WriteDirAtomic replacing a previous output, an unchanged file is linked (reuse.go).
 func writeFile(p string, mode fs.FileMode, data []byte, exactMode bool) error {
+	faultpoint.Counted("file")
 	if old, ok := previousOf(p); ok && linkUnchanged(old, p, mode, data) {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -19,110 +20,21 @@ const MarkerFile = ".render-static"
 
 const markerContents = "This directory was written by render-static and is replaced as a whole on every run.\n"
 
-// WriteDirAtomic writes an output directory atomically: it builds the whole output in a fresh temporary
-// directory next to dest (same parent, named ".<base>.tmp-XXXX"), calls fill(tmpDir), adds the marker
-// file MarkerFile, makes every file and directory durable (beginSync), and only then renames the temporary
-// directory to dest.
+// WriteDirAtomic writes an output directory atomically, as one run that holds it (outdir.go): it takes the
+// directory's lock (refusing when another run holds it), repairs what killed runs left, fills a fresh temporary
+// directory beside dest with fill, adds the marker file MarkerFile, makes everything durable and exchanges the new
+// tree with the old one (Lock.Replace).
 //
-// If dest already exists it must be a directory written earlier by this function (it holds MarkerFile)
-// or an empty directory; otherwise WriteDirAtomic returns an error before doing anything. An existing
-// output is replaced by renaming it aside (".<base>.old-XXXX"), renaming the new one to dest, and then
-// removing the old one. An existing dest keeps its permission bits; a new one gets 0755.
-//
-// On any failure the temporary directory is removed and dest is left exactly as it was. The parent of
-// dest must exist: it is never created.
-func WriteDirAtomic(dest string, fill func(tmpDir string) error) (err error) {
-	if dest == "" {
-		return fmt.Errorf("writing output: empty destination path")
-	}
-	dest = filepath.Clean(dest)
-	parent, base := filepath.Dir(dest), filepath.Base(dest)
-	if base == "." || base == ".." || base == string(filepath.Separator) {
-		return fmt.Errorf("writing output: invalid destination %q", dest)
-	}
-	if st, err := os.Stat(parent); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("writing output %s: parent directory %s does not exist", dest, parent)
-		}
-		return fmt.Errorf("writing output %s: %w", dest, err)
-	} else if !st.IsDir() {
-		return fmt.Errorf("writing output %s: parent %s is not a directory", dest, parent)
-	}
-	exists, destMode, err := checkOutputDest(dest)
-	if err != nil {
-		return err
-	}
-
-	tmp, err := os.MkdirTemp(parent, "."+base+".tmp-")
-	if err != nil {
-		return fmt.Errorf("writing output %s: creating temporary directory: %w", dest, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = os.RemoveAll(tmp)
-		}
-	}()
-
-	if exists {
-		defer reuseDuring(tmp, dest)()
-	}
-	syncer, err := beginSync(tmp)
+// If dest already exists it must be a directory written earlier by this function (it holds MarkerFile) or an
+// empty directory; otherwise WriteDirAtomic returns an error before doing anything. On any failure the temporary
+// directory is removed and dest is left exactly as it was. The parent of dest must exist: it is never created.
+func WriteDirAtomic(dest string, fill func(tmpDir string) error) error {
+	l, err := LockDir(dest, "output")
 	if err != nil {
 		return fmt.Errorf("writing output %s: %w", dest, err)
 	}
-	defer syncer.close()
-	if err := fill(tmp); err != nil {
-		return fmt.Errorf("writing output %s: %w", dest, err)
-	}
-	if err := WriteFile(filepath.Join(tmp, MarkerFile), 0o644, []byte(markerContents)); err != nil {
-		return fmt.Errorf("writing output %s: %w", dest, err)
-	}
-	if !exists {
-		destMode = 0o755
-	}
-	if err := os.Chmod(tmp, destMode); err != nil {
-		return fmt.Errorf("writing output %s: %w", dest, err)
-	}
-	if err := syncer.sync(); err != nil {
-		return fmt.Errorf("writing output %s: syncing: %w", dest, err)
-	}
-
-	// Check again: dest may have changed while fill ran.
-	exists, _, err = checkOutputDest(dest)
-	if err != nil {
-		return err
-	}
-	if !exists || isEmptyDir(dest) {
-		// rename(2) atomically replaces an empty directory, and fails if it is not empty (any more).
-		if err := renameDir(tmp, dest); err != nil {
-			return fmt.Errorf("writing output %s: %w", dest, err)
-		}
-		return syncPath(parent)
-	}
-
-	// Replace a previous output: move it aside onto a fresh (empty, so replaceable) directory name.
-	old, err := os.MkdirTemp(parent, "."+base+".old-")
-	if err != nil {
-		return fmt.Errorf("writing output %s: reserving a name for the previous output: %w", dest, err)
-	}
-	if err := renameDir(dest, old); err != nil {
-		_ = os.Remove(old)
-		return fmt.Errorf("writing output %s: moving the previous output aside: %w", dest, err)
-	}
-	if err := renameDir(tmp, dest); err != nil {
-		if rerr := renameDir(old, dest); rerr != nil {
-			return fmt.Errorf("writing output %s: %w; restoring the previous output from %s also failed: %v", dest, err, old, rerr)
-		}
-		return fmt.Errorf("writing output %s: %w", dest, err)
-	}
-	if err := syncPath(parent); err != nil {
-		return fmt.Errorf("writing output %s: %w", dest, err)
-	}
-	if err := removeAll(old); err != nil {
-		// The new output is complete and in place; only the clean-up failed.
-		return fmt.Errorf("output %s written, but removing the previous output at %s failed: %w", dest, old, err)
-	}
-	return nil
+	defer l.Release()
+	return l.Replace(context.Background(), fill)
 }
 
 // removeAll is os.RemoveAll with the top-level entries removed in parallel (an output is ~2,000 files).
@@ -156,16 +68,16 @@ func checkOutputDest(dest string) (bool, fs.FileMode, error) {
 		return false, 0, nil
 	}
 	if err != nil {
-		return false, 0, fmt.Errorf("writing output %s: %w", dest, err)
+		return false, 0, err
 	}
 	if !st.IsDir() {
-		return false, 0, fmt.Errorf("writing output %s: it exists and is not a directory; refusing to replace it", dest)
+		return false, 0, fmt.Errorf("%s exists and is not a directory (%s); refusing to replace it", dest, fileKind(st.Mode()))
 	}
 	if mst, err := os.Lstat(filepath.Join(dest, MarkerFile)); err == nil && mst.Mode().IsRegular() {
 		return true, st.Mode().Perm(), nil
 	}
 	if !isEmptyDir(dest) {
-		return false, 0, fmt.Errorf("writing output %s: it is a non-empty directory without the %s marker, so it was not written by render-static; refusing to replace it", dest, MarkerFile)
+		return false, 0, fmt.Errorf("%s is a non-empty directory without the %s marker, so render-static did not write it; refusing to replace it", dest, MarkerFile)
 	}
 	return true, st.Mode().Perm(), nil
 }
@@ -278,4 +190,25 @@ func WriteRootfs(dir string, t *Tree) error {
 		return fmt.Errorf("writing rootfs: %w", err)
 	}
 	return nil
+}
+
+// fileKind names what a mode says a file is, for errors about paths that are not what they must be.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "a regular file"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "not a regular file"
 }
