@@ -6,6 +6,8 @@
 //
 //	README                   what this is, and that it is secret
 //	render.json              format version, infrastructure name, admin CA bundle, certificate and key
+//	SHA256SUMS               every other file with its sha256 (sha256sum's format): Load refuses a state with a
+//	                         file missing, added or changed
 //	objects/<group>_<kind>_<namespace>_<name>.yaml   every object, exactly as the fakes held it
 //	operators/<resource>.json                        every operator resource: metadata, spec, status
 //
@@ -14,8 +16,11 @@
 package state
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -39,8 +44,12 @@ import (
 // Dir is the state's directory inside a render's output directory.
 const Dir = "state"
 
-// Version is the state format's version; a state of another version is refused.
-const Version = 1
+// Version is the state format's version. Version 2 added SHA256SUMS; a version 1 state (without it) is still read,
+// and written back as version 2. Any other version is refused.
+const Version = 2
+
+// SumsFile is the state's manifest: every other file of the state with its sha256, as sha256sum writes them.
+const SumsFile = "SHA256SUMS"
 
 const readme = `SECRET. This directory holds every private key of the cluster rendered here (signers, serving and
 client certificates, the service-account signing key, the encryption keys, the admin credential).
@@ -67,6 +76,8 @@ type State struct {
 	IgnitionEncoder string `json:"ignitionEncoder,omitempty"`
 	// LoadedFrom is the output directory Load read the state from ("" for a captured state).
 	LoadedFrom string `json:"-"`
+	// Legacy says Load read a format 1 state, which has no SHA256SUMS to check its files against.
+	Legacy bool `json:"-"`
 
 	// Objects is every object of the fakes, typed where a scheme knows the kind, unstructured otherwise.
 	Objects []runtime.Object `json:"-"`
@@ -168,7 +179,20 @@ func (s *State) Files() ([]File, error) {
 		out = append(out, File{Path: "operators/" + name + ".json", Contents: append(append([]byte{}, b...), '\n')})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, nil
+	return append(out, File{Path: SumsFile, Contents: sums(out)}), nil
+}
+
+// sums is the manifest of files: "<sha256>  <path>" lines in path order, what `sha256sum -c` checks.
+func sums(files []File) []byte {
+	var b strings.Builder
+	for _, f := range files {
+		h := sha256.Sum256(f.Contents)
+		b.WriteString(hex.EncodeToString(h[:]))
+		b.WriteString("  ")
+		b.WriteString(f.Path)
+		b.WriteByte('\n')
+	}
+	return []byte(b.String())
 }
 
 // EncodeObjects makes the objects' files ahead of Files (and Write), which then only add render.json (its
@@ -281,45 +305,157 @@ func (s *State) Plan(p *export.Plan) error {
 	return nil
 }
 
-// Exists says whether dir holds a state.
+// Exists says whether dir holds a state, whole or not (Load checks it is whole).
 func Exists(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, Dir, "render.json"))
+	_, err := os.Lstat(filepath.Join(dir, Dir))
 	return err == nil
 }
 
-// Load reads the state of a render directory.
-func Load(dir string) (*State, error) {
-	root := filepath.Join(dir, Dir)
-	head, err := os.ReadFile(filepath.Join(root, "render.json"))
-	if err != nil {
-		return nil, fmt.Errorf("state: %w", err)
+// IntegrityError says that a state is not the one its render wrote: files missing, added or changed since. The
+// state is the only copy of the cluster's keys: a run never continues from such a state, and never starts a new
+// cluster over it unless told to (--fresh).
+type IntegrityError struct {
+	Dir      string   // the state directory
+	Problems []string // one per file: "objects/x.yaml: missing (listed in SHA256SUMS)"
+}
+
+func (e *IntegrityError) Error() string {
+	return fmt.Sprintf("the state in %s is not the one render-static wrote (%d %s: %s): restore it from a backup of the directory, or start a new cluster there with --fresh",
+		e.Dir, len(e.Problems), plural(len(e.Problems), "problem", "problems"), strings.Join(e.Problems, "; "))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
 	}
-	s := &State{Operators: map[string][]byte{}, LoadedFrom: dir}
-	if err := json.Unmarshal(head, s); err != nil {
-		return nil, fmt.Errorf("state %s: %w", filepath.Join(root, "render.json"), err)
-	}
-	if s.Version != Version {
-		return nil, fmt.Errorf("state %s: format version %d, this render-static reads %d (re-render with --fresh)", root, s.Version, Version)
-	}
+	return many
+}
+
+// maxStateFile bounds what Load reads of one state file (the largest, CRD-sized objects are a few hundred KiB).
+const maxStateFile = 64 << 20
+
+// readState reads every file under root (relative slash paths → contents) and checks them against SHA256SUMS:
+// a missing, added or changed file is an IntegrityError naming it. A state without SHA256SUMS passes only as
+// format version 1 (legacy reports it).
+func readState(root string) (files map[string][]byte, legacy bool, err error) {
 	var paths []string
-	err = filepath.WalkDir(filepath.Join(root, "objects"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+	var problems []string
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
 			return err
 		}
-		paths = append(paths, p)
+		rel, _ := filepath.Rel(root, p)
+		switch {
+		case d.IsDir():
+			return nil
+		case !d.Type().IsRegular():
+			problems = append(problems, filepath.ToSlash(rel)+": not a regular file")
+			return nil
+		}
+		paths = append(paths, filepath.ToSlash(rel))
 		return nil
 	})
 	if err != nil {
+		return nil, false, fmt.Errorf("reading the state in %s: %w", root, err)
+	}
+	contents := make([][]byte, len(paths))
+	if err := export.Parallel(len(paths), func(i int) (err error) {
+		contents[i], err = readBounded(filepath.Join(root, filepath.FromSlash(paths[i])))
+		return err
+	}); err != nil {
+		return nil, false, fmt.Errorf("reading the state in %s: %w", root, err)
+	}
+	files = make(map[string][]byte, len(paths))
+	for i, p := range paths {
+		files[p] = contents[i]
+	}
+	listed, ok := files[SumsFile]
+	if !ok {
+		var head struct {
+			Version int `json:"version"`
+		}
+		if b, ok := files["render.json"]; ok && json.Unmarshal(b, &head) == nil && head.Version == 1 && len(problems) == 0 {
+			return files, true, nil
+		}
+		problems = append(problems, SumsFile+": missing")
+		return nil, false, &IntegrityError{Dir: root, Problems: problems}
+	}
+	delete(files, SumsFile)
+	seen := map[string]bool{}
+	for i, line := range strings.Split(strings.TrimSuffix(string(listed), "\n"), "\n") {
+		sum, p, ok := strings.Cut(line, "  ")
+		if !ok || len(sum) != 64 || p == "" {
+			problems = append(problems, fmt.Sprintf("%s line %d: not \"<sha256>  <path>\"", SumsFile, i+1))
+			continue
+		}
+		seen[p] = true
+		b, ok := files[p]
+		if !ok {
+			problems = append(problems, p+": missing (listed in "+SumsFile+")")
+			continue
+		}
+		if h := sha256.Sum256(b); hex.EncodeToString(h[:]) != sum {
+			problems = append(problems, p+": changed since it was written (its sha256 is not the one in "+SumsFile+")")
+		}
+	}
+	for _, p := range paths {
+		if p != SumsFile && !seen[p] {
+			problems = append(problems, p+": not written by render-static (not in "+SumsFile+")")
+		}
+	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return nil, false, &IntegrityError{Dir: root, Problems: problems}
+	}
+	return files, false, nil
+}
+
+func readBounded(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
 		return nil, err
 	}
-	s.Objects = make([]runtime.Object, len(paths))
-	contents := make([][]byte, len(paths))
-	err = export.Parallel(len(paths), func(i int) (err error) {
-		if contents[i], err = os.ReadFile(paths[i]); err != nil {
-			return err
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxStateFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxStateFile {
+		return nil, fmt.Errorf("%s: larger than %d MiB", p, maxStateFile>>20)
+	}
+	return b, nil
+}
+
+// Load reads the state of a render directory, after checking every file against SHA256SUMS (IntegrityError).
+func Load(dir string) (*State, error) {
+	root := filepath.Join(dir, Dir)
+	files, legacy, err := readState(root)
+	if err != nil {
+		return nil, err
+	}
+	head, ok := files["render.json"]
+	if !ok {
+		return nil, &IntegrityError{Dir: root, Problems: []string{"render.json: missing"}}
+	}
+	s := &State{Operators: map[string][]byte{}, LoadedFrom: dir, Legacy: legacy}
+	if err := json.Unmarshal(head, s); err != nil {
+		return nil, fmt.Errorf("state %s: %w", filepath.Join(root, "render.json"), err)
+	}
+	if s.Version != Version && !(legacy && s.Version == 1) {
+		return nil, fmt.Errorf("state %s: format version %d, this render-static reads %d and 1", root, s.Version, Version)
+	}
+	s.Version = Version
+	var paths []string
+	for p := range files {
+		if strings.HasPrefix(p, "objects/") {
+			paths = append(paths, p)
 		}
-		if s.Objects[i], err = decode(contents[i]); err != nil {
-			return fmt.Errorf("state %s: %w", paths[i], err)
+	}
+	sort.Strings(paths)
+	s.Objects = make([]runtime.Object, len(paths))
+	err = export.Parallel(len(paths), func(i int) (err error) {
+		if s.Objects[i], err = decode(files[paths[i]]); err != nil {
+			return fmt.Errorf("state %s: %w", filepath.Join(root, paths[i]), err)
 		}
 		return nil
 	})
@@ -328,18 +464,12 @@ func Load(dir string) (*State, error) {
 	}
 	s.loaded = make(map[string]loadedObject, len(paths))
 	for i, p := range paths {
-		s.loaded["objects/"+filepath.Base(p)] = loadedObject{object: s.Objects[i], contents: contents[i], index: i}
+		s.loaded[p] = loadedObject{object: s.Objects[i], contents: files[p], index: i}
 	}
-	ops, err := filepath.Glob(filepath.Join(root, "operators", "*.json"))
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range ops {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil, err
+	for p, b := range files {
+		if name, ok := strings.CutPrefix(p, "operators/"); ok && strings.HasSuffix(name, ".json") {
+			s.Operators[strings.TrimSuffix(name, ".json")] = b
 		}
-		s.Operators[strings.TrimSuffix(filepath.Base(p), ".json")] = b
 	}
 	return s, nil
 }
