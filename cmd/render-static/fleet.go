@@ -2,21 +2,26 @@ package main
 
 import (
 	"crypto/fips140"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/render-static/render-static/internal/inputfile"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/components"
 	"github.com/render-static/render-static/pkg/fleet"
+	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/pipeline"
 )
 
 func newFleetCommand(stdout io.Writer) *cobra.Command {
-	o := fleet.Options{Common: pipeline.Options{CertValidity: certs.DefaultLeafValidity}}
+	var o fleet.Options
 	var sites, shard string
 	cmd := &cobra.Command{
 		Use:   "fleet --sites DIR|LIST --out DIR [--jobs N] [--shard i/n]",
@@ -40,30 +45,68 @@ A table (site, seconds, aio.ign size, earliest expiry) ends the run; exit 0 only
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// What applies to every site is checked once, before any site: every problem at once.
+			var errs installconfig.ErrorList
+			add := func(field string, err error) {
+				errs = append(errs, installconfig.FieldError{Field: field, Detail: strings.TrimPrefix(err.Error(), field+": ")})
+			}
 			if sites == "" {
-				return fmt.Errorf("--sites: required")
+				add("--sites", errors.New("required"))
+			}
+			if o.Out == "" {
+				add("--out", errors.New("required"))
 			}
 			sh, err := fleet.ParseShard(shard)
 			if err != nil {
-				return fmt.Errorf("--shard: %w", err)
+				add("--shard", err)
 			}
 			o.Shard = sh
-			list, err := fleet.Load(sites)
-			if err != nil {
-				return fmt.Errorf("--sites: %w", err)
+			if cmd.Flags().Changed("jobs") && o.Jobs < 1 {
+				add("--jobs", fmt.Errorf("%d: at least one site must render at a time (leave it out for one per core)", o.Jobs))
+			}
+			if o.Common.CertValidity != 0 {
+				if _, err := certs.NewLifetimes(o.Common.CertValidity); err != nil {
+					add("--cert-validity", err)
+				}
+			}
+			if o.Common.Images != "" {
+				if o.Common.ImagesData, err = inputfile.Read(o.Common.Images); err != nil {
+					add("--images", err)
+				} else if _, err := clusterconfig.ParseImages(o.Common.ImagesData, o.Common.Images, components.DefaultImages()); err != nil {
+					add("--images", err)
+				}
+			}
+			if o.Common.Flavor != "" {
+				if _, err := clusterconfig.ParseFlavor(o.Common.Flavor); err != nil {
+					add("--flavor", err)
+				}
+			}
+			var list []fleet.Site
+			if sites != "" {
+				if list, err = fleet.Load(sites); err != nil {
+					add("--sites", err)
+				}
+			}
+			if len(errs) > 0 {
+				return errs
 			}
 			if !fips140.Enabled() && fleet.AnyFIPS(list) {
 				return pipeline.FIPSModeError{} // run starts the command again in FIPS 140-3 mode
 			}
-			if err := fleet.EnsureOut(o.Out); err != nil {
+			created, err := fleet.EnsureOut(o.Out)
+			if err != nil {
 				return err
 			}
 			errw := cmd.ErrOrStderr()
 			o.Progress = fleet.NewProgress(errw, isTerminal(errw))
 			r := fleet.Run(cmd.Context(), list, o)
 			r.WriteTable(stdout)
+			r.WriteWarnings(errw)
+			if created {
+				_ = os.Remove(o.Out) // only when empty: no site rendered
+			}
 			if n := r.Failed(); n > 0 {
-				return fmt.Errorf("%d of %d sites failed", n, len(r.Results))
+				return fmt.Errorf("%d of %s failed", n, count(len(r.Results), "site", "sites"))
 			}
 			return nil
 		},
@@ -73,9 +116,9 @@ A table (site, seconds, aio.ign size, earliest expiry) ends the run; exit 0 only
 	f.StringVar(&o.Out, "out", "sites-out", "output directory: one folder per site, each replaced atomically")
 	f.IntVar(&o.Jobs, "jobs", 0, "sites rendered at once (default: the number of cores); memory grows with it, not with the number of sites")
 	f.StringVar(&shard, "shard", "", "render only shard i of n (i from 0), e.g. 2/8; the partition depends only on the site names")
-	f.DurationVar(&o.Common.CertValidity, "cert-validity", o.Common.CertValidity, "validity of leaf certificates, for every site")
-	f.StringVar(&o.Common.Images, "images", "", "YAML map of component to image pull spec, for every site (see render-static --help)")
-	f.StringVar(&o.Common.Flavor, "flavor", string(clusterconfig.FlavorOpenShift), "openshift or upstream, for every site")
+	f.DurationVar(&o.Common.CertValidity, "cert-validity", 0, "validity of leaf certificates, for every site (default "+certs.DefaultLeafValidity.String()+", or each site's saved one)")
+	f.StringVar(&o.Common.Images, "images", "", "YAML map of component to image pull spec, for every site (see render-static --help; default: each site's saved map)")
+	f.StringVar(&o.Common.Flavor, "flavor", "", "openshift or upstream, for every site (default "+string(clusterconfig.FlavorOpenShift)+", or each site's saved one)")
 	return cmd
 }
 

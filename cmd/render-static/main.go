@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
@@ -21,6 +23,7 @@ import (
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/components"
 	"github.com/render-static/render-static/pkg/conformance"
+	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/pipeline"
 )
@@ -30,16 +33,52 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run is main without the exit, for tests: 0 on success, 1 on bad input or a failed render.
+// run is main without the exit, for tests: 0 on success, 1 on bad input or a failed render, 130 or 143 when
+// SIGINT or SIGTERM ended it.
 func run(args []string, stdout, stderr io.Writer) int {
 	quietKlog()
 	cmd := newRootCommand(stdout)
 	cmd.SetArgs(args)
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := cmd.ExecuteContext(ctx); err != nil {
+	export.Logf = func(format string, a ...any) { fmt.Fprintf(stderr, "render-static: "+format+"\n", a...) }
+	if len(args) == 0 {
+		// Nothing asked: say how to ask.
+		cmd.SetOut(stdout)
+		_ = cmd.Usage()
+		return 0
+	}
+	if err := unknownCommand(cmd, args); err != nil {
+		printError(stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	var got atomic.Value // the signal that ended the command
+	go func() {
+		s, ok := <-sig
+		if !ok {
+			return
+		}
+		got.Store(s)
+		cancel()
+		// A command that does not stop promptly (it is waiting on something the context does not reach) is ended:
+		// an output directory is never left half-replaced (export.Lock.Replace), and the next run removes the
+		// temporary tree this one may leave.
+		time.AfterFunc(interruptGrace, func() {
+			fmt.Fprintf(stderr, "error: interrupted (%v); stopped without waiting for the command to finish\n", s)
+			os.Exit(signalExit(s))
+		})
+	}()
+	err := cmd.ExecuteContext(ctx)
+	if s, ok := got.Load().(os.Signal); ok {
+		fmt.Fprintf(stderr, "error: interrupted (%v); nothing was written\n", s)
+		return signalExit(s)
+	}
+	if err != nil {
 		if errors.As(err, new(pipeline.FIPSModeError)) && restartInFIPSMode != nil {
 			// A FIPS cluster's render (fips: true) in a process not in FIPS 140-3 mode: nothing is made or
 			// written yet (pipeline.CheckCryptoMode), so the command starts again, as it was started, in that mode.
@@ -51,6 +90,42 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// interruptGrace is how long a command may take to stop after SIGINT or SIGTERM.
+const interruptGrace = 10 * time.Second
+
+// signalExit is the shell's exit code of a command a signal ended: 128 + its number.
+func signalExit(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 1
+}
+
+// unknownCommand refuses a first word that is not a command: the root command takes no arguments, and cobra would
+// otherwise print the root's help for "render-static nosuch --help" and exit 0.
+func unknownCommand(root *cobra.Command, args []string) error {
+	c, rest, err := root.Find(args)
+	if err != nil || c != root {
+		return nil // a subcommand, or cobra's own error later
+	}
+	root.InitDefaultHelpFlag()
+	root.InitDefaultVersionFlag()
+	fs := root.Flags()
+	if err := fs.Parse(rest); err != nil {
+		return nil // cobra reports bad flags itself
+	}
+	if fs.NArg() > 0 {
+		var names []string
+		for _, sub := range root.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		return fmt.Errorf("unknown command %q: the commands are %s, and a render takes only flags (render-static --help)", fs.Arg(0), strings.Join(names, ", "))
+	}
+	return nil
 }
 
 // restartInFIPSMode, when set (by main, not by tests, which run the command in their own process), replaces the
@@ -75,13 +150,27 @@ func execInFIPSMode() error {
 func printError(w io.Writer, err error) {
 	var list installconfig.ErrorList
 	if errors.As(err, &list) {
-		fmt.Fprintf(w, "error: invalid input (%d problems):\n", len(list))
+		fmt.Fprintf(w, "error: invalid input (%s):\n", count(len(list), "problem", "problems"))
 		for _, e := range list {
 			fmt.Fprintf(w, "  %s\n", e.Error())
 		}
 		return
 	}
-	fmt.Fprintf(w, "error: %v\n", err)
+	msg := err.Error()
+	if strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") || strings.HasPrefix(msg, "unknown command") {
+		if !strings.Contains(msg, "--help") {
+			msg += " (render-static [command] --help lists them)"
+		}
+	}
+	fmt.Fprintf(w, "error: %s\n", msg)
+}
+
+// count is "1 problem", "2 problems".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // quietKlog keeps library-go's informational logging out of the CLI's output.
@@ -99,7 +188,7 @@ func quietKlog() {
 const gcAnnotation, gcSingleRender = "render-static/gc", "single-render"
 
 func newRootCommand(stdout io.Writer) *cobra.Command {
-	o := pipeline.Options{NodeName: pipeline.DefaultNodeName, Dir: "aio", CertValidity: certs.DefaultLeafValidity}
+	o := pipeline.Options{Dir: "aio"}
 	cmd := &cobra.Command{
 		Use:   "render-static --install-config FILE --node-ip IP [flags]",
 		Short: "Render an install-config into aio.ign, an all-in-one control plane of static pods",
@@ -110,9 +199,12 @@ Ignition config (spec 3.2.0).
 
 Output in --dir: aio.ign (0600), auth/kubeconfig (cluster-admin, 0600), manifests/ (every exported object),
 rootfs/ (exactly what aio.ign lays down on the node), trace.txt (which loop wrote which object in which pass),
-state/ (SECRET, 0600: every object and key of the cluster). Running again with the same --dir continues from
-state/ (same cluster, same keys; the same inputs give a byte-identical aio.ign); --fresh starts a new cluster.
-Invalid input exits 1 with every problem listed, and --dir is left untouched.`,
+state/ (SECRET, directories 0700, files 0600: every object and key of the cluster, with SHA256SUMS), update/ and
+updates/ (node updates made by renew, kept by every later run). Running again with the same --dir continues the
+cluster in state/ (same keys; the same inputs give a byte-identical aio.ign), and every input not given is the
+saved one; an install-config of another cluster is refused; --fresh starts a new cluster. One run writes --dir at
+a time (a lock beside it, .<dir>.lock), and it is replaced in one step. Invalid input exits 1 with every problem
+listed, and --dir is left untouched.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -131,18 +223,18 @@ Invalid input exits 1 with every problem listed, and --dir is left untouched.`,
 				return err
 			}
 			s.PeakRSSMB = peakRSSMB()
-			s.Print(stdout, o.Dir)
+			s.Print(stdout, cmd.ErrOrStderr(), o.Dir)
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.InstallConfig, "install-config", "", "install-config.yaml to render (required)")
-	f.StringVar(&o.NodeIP, "node-ip", "", "the node's IP; for dual stack two comma-separated IPs, primary first (required)")
-	f.StringVar(&o.NodeName, "node-name", o.NodeName, "the node's name; aio.ign sets /etc/hostname to it")
+	f.StringVar(&o.InstallConfig, "install-config", "", "install-config.yaml to render (required for a new cluster; default: the one saved in --dir)")
+	f.StringVar(&o.NodeIP, "node-ip", "", "the node's IP; for dual stack two comma-separated IPs, primary first (required for a new cluster; default: the saved one)")
+	f.StringVar(&o.NodeName, "node-name", "", "the node's name; aio.ign sets /etc/hostname to it (default "+pipeline.DefaultNodeName+", or the saved one)")
 	f.StringVar(&o.Dir, "dir", o.Dir, "output directory (replaced atomically)")
-	f.DurationVar(&o.CertValidity, "cert-validity", o.CertValidity, "validity of leaf certificates; signers live at least ten years")
-	f.StringVar(&o.Images, "images", "", "YAML map of component ("+strings.Join(components.ImageNames(), ", ")+") to image pull spec; unnamed components keep their defaults (the upstream flavor's images: "+strings.Join(components.UpstreamImages(), ", ")+")")
-	f.StringVar(&o.Flavor, "flavor", string(clusterconfig.FlavorOpenShift), "static pods to render: openshift (the operators' pods, OpenShift images) or upstream (flag-only pods for the upstream kube-apiserver, kube-controller-manager, kube-scheduler and etcd images); loops, certificates and layout are the same")
+	f.DurationVar(&o.CertValidity, "cert-validity", 0, "validity of leaf certificates; signers live at least ten years (default "+certs.DefaultLeafValidity.String()+", or the saved one)")
+	f.StringVar(&o.Images, "images", "", "YAML map of component ("+strings.Join(components.ImageNames(), ", ")+") to image pull spec; unnamed components keep their defaults (the upstream flavor's images: "+strings.Join(components.UpstreamImages(), ", ")+"; default: the saved map)")
+	f.StringVar(&o.Flavor, "flavor", "", "static pods to render: openshift (the operators' pods, OpenShift images) or upstream (flag-only pods for the upstream kube-apiserver, kube-controller-manager, kube-scheduler and etcd images); loops, certificates and layout are the same (default "+string(clusterconfig.FlavorOpenShift)+", or the saved one)")
 	f.BoolVar(&o.Fresh, "fresh", false, "start a new cluster (new keys) even when --dir holds a previous render's state/")
 	f.StringVar(&o.InfraID, "infra-id", "", "infrastructure name (default: the one in --dir's state, else <cluster name>-<5 random characters>, as the installer makes it)")
 	cmd.AddCommand(newConformanceCommand(stdout))

@@ -109,7 +109,12 @@ func TestExistingOutputUntouchedOnError(t *testing.T) {
 }
 
 func TestMissingFlags(t *testing.T) {
-	code, _, stderr := runCLI()
+	// Nothing at all: the usage.
+	code, stdout, _ := runCLI()
+	if code != 0 || !strings.Contains(stdout, "Usage:") || !strings.Contains(stdout, "--install-config") {
+		t.Errorf("no arguments: exit %d, stdout %s", code, stdout)
+	}
+	code, _, stderr := runCLI("--dir", filepath.Join(t.TempDir(), "new"))
 	if code != 1 || !strings.Contains(stderr, "--install-config: required") || !strings.Contains(stderr, "--node-ip: required") {
 		t.Errorf("exit %d stderr %s", code, stderr)
 	}
@@ -137,7 +142,7 @@ func TestRenderExample(t *testing.T) {
 		t.Errorf("only %d manifests", len(m))
 	}
 	// Another node name in the same directory is another cluster: refused, unless --fresh, which replaces it.
-	if code, _, stderr := runCLI("--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", "192.168.126.10", "--dir", dir); code != 1 || !strings.Contains(stderr, "--node-name") {
+	if code, _, stderr := runCLI("--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", "192.168.126.10", "--node-name", "master-0", "--dir", dir); code != 1 || !strings.Contains(stderr, "--node-name") {
 		t.Fatalf("re-render as another node without --fresh: exit %d: %s", code, stderr)
 	}
 	renderExample(t, dir, "--fresh")

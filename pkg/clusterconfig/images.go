@@ -2,11 +2,12 @@ package clusterconfig
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/render-static/render-static/internal/inputfile"
 )
 
 // Images maps a component name (as OpenShift's release payload names it) to an image pull spec.
@@ -47,23 +48,32 @@ func (i Images) Image(component string) string {
 	panic(fmt.Sprintf("no image for component %q", component))
 }
 
-// LoadImages reads a YAML map of component to pull spec and fills in the defaults (the registry's,
-// components.DefaultImages). Unknown components and empty or malformed pull specs are errors naming the key.
+// LoadImages reads a YAML map of component to pull spec from path (ParseImages); "" means the defaults.
 func LoadImages(path string, defaults Images) (Images, error) {
+	if path == "" {
+		return ParseImages(nil, path, defaults)
+	}
+	raw, err := inputfile.Read(path)
+	if err != nil {
+		return nil, fmt.Errorf("--images: %w", err)
+	}
+	return ParseImages(raw, path, defaults)
+}
+
+// ParseImages reads a YAML map of component to pull spec (raw, the file name) and fills in the defaults (the
+// registry's, components.DefaultImages); nil raw means the defaults. Unknown components and empty or malformed
+// pull specs are errors naming the key.
+func ParseImages(raw []byte, name string, defaults Images) (Images, error) {
 	out := Images{}
 	for k, v := range defaults {
 		out[k] = v
 	}
-	if path == "" {
+	if raw == nil {
 		return out, nil
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("--images: %w", err)
 	}
 	var m map[string]string
 	if err := yaml.UnmarshalStrict(raw, &m); err != nil {
-		return nil, fmt.Errorf("--images: %s: not a map of component to pull spec: %v", path, err)
+		return nil, fmt.Errorf("--images: %s: not a map of component to pull spec: %v", name, err)
 	}
 	var errs []string
 	for k, v := range m {

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/render-static/render-static/internal/inputfile"
 )
 
 // noFollow makes WriteFile refuse to write through a symlink.
@@ -192,23 +194,47 @@ func WriteRootfs(dir string, t *Tree) error {
 	return nil
 }
 
-// fileKind names what a mode says a file is, for errors about paths that are not what they must be.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsRegular():
-		return "a regular file"
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
+// fileKind names what a mode says a file is (inputfile.Kind).
+func fileKind(m fs.FileMode) string { return inputfile.Kind(m) }
+
+// CopyTree copies the tree at src to dst (files with their modes, directories 0700: what is copied this way, a
+// node update, carries keys). Only regular files and directories are copied; anything else is an error. Inside a
+// Lock.Replace, an unchanged file is a hard link to the previous output's (reuse.go).
+func CopyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			if err := os.MkdirAll(target, 0o700); err != nil {
+				return err
+			}
+			return os.Chmod(target, 0o700)
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s: not a regular file", p)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return WriteFile(target, info.Mode().Perm(), b)
+	})
+}
+
+// CopyTreeIfExists is CopyTree, doing nothing when src does not exist.
+func CopyTreeIfExists(src, dst string) error {
+	if _, err := os.Lstat(src); errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
-	return "not a regular file"
+	return CopyTree(src, dst)
 }

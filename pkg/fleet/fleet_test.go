@@ -178,7 +178,7 @@ func TestFleetRendersEachSiteLikeASingleRender(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "out")
-	if err := EnsureOut(out); err != nil {
+	if _, err := EnsureOut(out); err != nil {
 		t.Fatal(err)
 	}
 	var log strings.Builder

@@ -173,7 +173,7 @@ func (r *Report) WriteTable(w io.Writer) {
 			continue
 		}
 		lines := ErrorLines(x.Err)
-		status := fmt.Sprintf("FAILED (%d problems, listed above)", len(lines))
+		status := fmt.Sprintf("FAILED (%d %s, listed above)", len(lines), plural(len(lines), "problem", "problems"))
 		if len(lines) == 1 {
 			status = "FAILED: " + lines[0]
 		}
@@ -185,13 +185,40 @@ func (r *Report) WriteTable(w io.Writer) {
 	if r.Elapsed > 0 {
 		rate = float64(n) / r.Elapsed.Seconds()
 	}
-	fmt.Fprintf(w, "%d sites, %d failed, %s with %d jobs (%.2f sites/s)\n", n, r.Failed(), r.Elapsed.Round(time.Millisecond), r.Jobs, rate)
+	fmt.Fprintf(w, "%d %s, %d failed, %s with %d %s (%.2f sites/s)\n", n, plural(n, "site", "sites"), r.Failed(),
+		r.Elapsed.Round(time.Millisecond), r.Jobs, plural(r.Jobs, "job", "jobs"), rate)
 }
 
-// EnsureOut creates the output directory.
-func EnsureOut(dir string) error {
-	if dir == "" {
-		return fmt.Errorf("--out: required")
+// plural is one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
 	}
-	return os.MkdirAll(dir, 0755)
+	return many
+}
+
+// EnsureOut creates the output directory; created says it did (a run that renders nothing removes it again).
+func EnsureOut(dir string) (created bool, err error) {
+	if dir == "" {
+		return false, fmt.Errorf("--out: required")
+	}
+	if st, err := os.Stat(dir); err == nil {
+		if !st.IsDir() {
+			return false, fmt.Errorf("--out: %s is not a directory", dir)
+		}
+		return false, nil
+	}
+	return true, os.MkdirAll(dir, 0755)
+}
+
+// WriteWarnings writes every site's warnings (inputs that render but need care), one line each.
+func (r *Report) WriteWarnings(w io.Writer) {
+	for _, x := range r.Results {
+		if x.Summary == nil {
+			continue
+		}
+		for _, warning := range x.Summary.Warnings {
+			fmt.Fprintf(w, "%s: warning: %s\n", x.Site, warning)
+		}
+	}
 }

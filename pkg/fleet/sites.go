@@ -8,14 +8,18 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/render-static/render-static/internal/inputfile"
 	"github.com/render-static/render-static/pkg/installconfig"
 )
 
@@ -28,14 +32,14 @@ const (
 // Site is one site to render.
 type Site struct {
 	// Name is the site's name: its folder in the input directory and in the output.
-	Name string `json:"name"`
+	Name string `json:"name" yaml:"name"`
 	// InstallConfig is the site's install-config.yaml (in a YAML list: relative to the list's directory).
-	InstallConfig string `json:"installConfig"`
+	InstallConfig string `json:"installConfig" yaml:"installConfig"`
 	// NodeName and NodeIP are --node-name and --node-ip of a single render.
-	NodeName string `json:"nodeName,omitempty"`
-	NodeIP   string `json:"nodeIP"`
+	NodeName string `json:"nodeName,omitempty" yaml:"nodeName"`
+	NodeIP   string `json:"nodeIP" yaml:"nodeIP"`
 	// InfraID is --infra-id; empty means generated like the installer does.
-	InfraID string `json:"infraID,omitempty"`
+	InfraID string `json:"infraID,omitempty" yaml:"infraID"`
 
 	// problems are what was wrong with the site's entry; such a site fails without rendering.
 	problems installconfig.ErrorList
@@ -43,9 +47,32 @@ type Site struct {
 
 // siteFields is what a site.yaml holds (the name is the folder's, the install-config is next to it).
 type siteFields struct {
-	NodeName string `json:"nodeName,omitempty"`
-	NodeIP   string `json:"nodeIP"`
-	InfraID  string `json:"infraID,omitempty"`
+	NodeName string `yaml:"nodeName"`
+	NodeIP   string `yaml:"nodeIP"`
+	InfraID  string `yaml:"infraID"`
+}
+
+// decodeStrict decodes one YAML document into v, refusing unknown fields; its error says what is wrong at which
+// line ("line 2: field nodeIp not found"), without the file.
+func decodeStrict(raw []byte, v any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	err := dec.Decode(v)
+	if err == nil || errors.Is(err, io.EOF) {
+		return nil
+	}
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		lines := make([]string, len(te.Errors))
+		for i, e := range te.Errors {
+			if j := strings.Index(e, " in type "); j > 0 {
+				e = e[:j] // the Go type says nothing to the reader of the file
+			}
+			lines[i] = e
+		}
+		return errors.New(strings.Join(lines, "; "))
+	}
+	return errors.New(strings.TrimPrefix(err.Error(), "yaml: "))
 }
 
 // Load reads the site list: a directory holding one folder per site (install-config.yaml + site.yaml), or a
@@ -56,6 +83,9 @@ func Load(path string) ([]Site, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
+	}
+	if !st.IsDir() && !st.Mode().IsRegular() {
+		return nil, &inputfile.NotRegularError{Path: path, Kind: inputfile.Kind(st.Mode())}
 	}
 	var sites []Site
 	if st.IsDir() {
@@ -83,7 +113,8 @@ func Load(path string) ([]Site, error) {
 	return sites, nil
 }
 
-// loadDir reads every sub-directory of dir as a site; other entries (a README, the list's own notes) are ignored.
+// loadDir reads every sub-directory of dir as a site, following symbolic links to directories (a link that leads
+// nowhere is a site that fails, with the reason); other entries (a README, the list's own notes) are ignored.
 func loadDir(dir string) ([]Site, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -91,12 +122,27 @@ func loadDir(dir string) ([]Site, error) {
 	}
 	var sites []Site
 	for _, e := range entries {
-		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+		if strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		s := Site{Name: e.Name(), InstallConfig: filepath.Join(dir, e.Name(), InstallConfigFile)}
-		sitePath := filepath.Join(dir, e.Name(), SiteFile)
-		raw, err := os.ReadFile(sitePath)
+		folder := filepath.Join(dir, e.Name())
+		s := Site{Name: e.Name(), InstallConfig: filepath.Join(folder, InstallConfigFile)}
+		if e.Type()&fs.ModeSymlink != 0 {
+			st, err := os.Stat(folder)
+			switch {
+			case err != nil:
+				target, _ := os.Readlink(folder)
+				s.problems = append(s.problems, installconfig.FieldError{Field: folder, Detail: fmt.Sprintf("a symbolic link to %s, which cannot be followed (%v)", target, errors.Unwrap(err))})
+				sites = append(sites, s)
+				continue
+			case !st.IsDir():
+				continue
+			}
+		} else if !e.IsDir() {
+			continue
+		}
+		sitePath := filepath.Join(folder, SiteFile)
+		raw, err := inputfile.Read(sitePath)
 		var f siteFields
 		switch {
 		case errors.Is(err, os.ErrNotExist):
@@ -104,7 +150,7 @@ func loadDir(dir string) ([]Site, error) {
 		case err != nil:
 			s.problems = append(s.problems, installconfig.FieldError{Field: sitePath, Detail: err.Error()})
 		default:
-			if err := yaml.UnmarshalStrict(raw, &f); err != nil {
+			if err := decodeStrict(raw, &f); err != nil {
 				s.problems = append(s.problems, installconfig.FieldError{Field: sitePath, Detail: err.Error()})
 			}
 		}
@@ -116,7 +162,7 @@ func loadDir(dir string) ([]Site, error) {
 
 // loadList reads a YAML list of sites; installConfig paths are relative to the list's directory.
 func loadList(file string) ([]Site, error) {
-	raw, err := os.ReadFile(file)
+	raw, err := inputfile.Read(file)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +170,7 @@ func loadList(file string) ([]Site, error) {
 		return nil, fmt.Errorf("%s: empty", file)
 	}
 	var sites []Site
-	if err := yaml.UnmarshalStrict(raw, &sites); err != nil {
+	if err := decodeStrict(raw, &sites); err != nil {
 		return nil, fmt.Errorf("%s: not a YAML list of sites (name, installConfig, nodeIP, nodeName, infraID): %w", file, err)
 	}
 	base := filepath.Dir(file)
@@ -151,7 +197,7 @@ func AnyFIPS(sites []Site) bool {
 		var peek struct {
 			FIPS bool `json:"fips"`
 		}
-		if yaml.Unmarshal(data, &peek) == nil && peek.FIPS {
+		if sigsyaml.Unmarshal(data, &peek) == nil && peek.FIPS {
 			return true
 		}
 	}

@@ -3,10 +3,10 @@ package installconfig
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
-	"os"
 	"reflect"
+
+	"github.com/render-static/render-static/internal/inputfile"
 )
 
 // maxFileSize bounds what Load reads; install-configs are a few kilobytes.
@@ -38,29 +38,29 @@ func Load(path string, nodeIPs []netip.Addr) (*InstallConfig, error) {
 	if err != nil {
 		return nil, err
 	}
+	return LoadData(data, path, nodeIPs)
+}
+
+// LoadData is Load of an install-config's contents; name names it in the errors that are not about a field.
+func LoadData(data []byte, name string, nodeIPs []netip.Addr) (*InstallConfig, error) {
+	if len(data) > maxFileSize {
+		return nil, fmt.Errorf("%s: larger than %d MiB; this is not an install-config", name, maxFileSize>>20)
+	}
 	ic, err := load(data, nodeIPs)
 	if err != nil {
 		var list ErrorList
 		if errors.As(err, &list) {
 			return nil, list
 		}
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return ic, nil
 }
 
 func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	data, err := inputfile.Read(path)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxFileSize {
-		return nil, fmt.Errorf("%s: larger than %d MiB; this is not an install-config", path, maxFileSize>>20)
 	}
 	return data, nil
 }

@@ -369,8 +369,13 @@ func (v *validator) nodeIPs(ips []netip.Addr, ni *netInfo) {
 	if len(ips) > 2 {
 		v.addf(nodeIPFlag, "at most two addresses (one IPv4 and one IPv6) are allowed, got %d", len(ips))
 	}
-	var good []netip.Addr
+	// placed: the addresses whose place in the networks is checked too: the good ones, and those in a documentation
+	// range, a usable address otherwise, which may well be outside the machine network as well (every problem at once).
+	var good, placed []netip.Addr
 	for _, ip := range ips {
+		if p := nodeIPProblem(ip); p == "" || documentation4.Contains(ip) || documentation6.Contains(ip) {
+			placed = append(placed, ip)
+		}
 		if p := nodeIPProblem(ip); p != "" {
 			if ip.IsValid() {
 				v.addf(nodeIPFlag, "%s %s", ip, p)
@@ -396,7 +401,7 @@ func (v *validator) nodeIPs(ips []netip.Addr, ni *netInfo) {
 				ips[0], family(ips[0].Is6()), family(s0.is6()), s0.path, s0.prefix)
 		}
 	}
-	for _, ip := range good {
+	for _, ip := range placed {
 		if len(ni.machine) > 0 && !slices.ContainsFunc(ni.machine, func(e cidrEntry) bool { return e.prefix.Contains(ip) }) {
 			nets := make([]string, len(ni.machine))
 			for i, e := range ni.machine {

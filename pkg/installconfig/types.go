@@ -46,6 +46,16 @@ func (l ErrorList) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// Has reports whether some entry is about field.
+func (l ErrorList) Has(field string) bool {
+	for _, e := range l {
+		if e.Field == field {
+			return true
+		}
+	}
+	return false
+}
+
 // Values with a meaning of their own.
 const (
 	// APIVersion is the only supported apiVersion.

@@ -311,7 +311,15 @@ func TestValidate(t *testing.T) {
 			want: []string{
 				"--node-ip: 192.0.2.10 is in a documentation range (192.0.2.0/24, 2001:db8::/32), which kube-apiserver refuses as an etcd address",
 				"--node-ip: 2001:db8::10 is in a documentation range (192.0.2.0/24, 2001:db8::/32), which kube-apiserver refuses as an etcd address",
+				// Every problem at once: where the address is, too (issue 28).
+				"--node-ip: 192.0.2.10 is not in any networking.machineNetwork (192.168.126.0/24, fd00::/64)",
+				"--node-ip: 2001:db8::10 is not in any networking.machineNetwork (192.168.126.0/24, fd00::/64)",
 			}},
+		{name: "node IP in a documentation range inside the machine network", mutate: func(ic *InstallConfig) {
+			ic.Networking.MachineNetwork = []MachineNetworkEntry{{CIDR: "192.0.2.0/24"}}
+		}, nodeIPs: []netip.Addr{netip.MustParseAddr("192.0.2.10")}, want: []string{
+			"--node-ip: 192.0.2.10 is in a documentation range (192.0.2.0/24, 2001:db8::/32), which kube-apiserver refuses as an etcd address",
+		}},
 		{name: "node IPs of one family", mutate: dualNet, nodeIPs: []netip.Addr{netip.MustParseAddr("192.168.126.10"), netip.MustParseAddr("192.168.126.11")},
 			want: []string{"--node-ip: 192.168.126.10 and 192.168.126.11 are the same family"}},
 		{name: "node IP in service network", mutate: func(ic *InstallConfig) {

@@ -29,10 +29,11 @@ type Engine struct {
 	Components []Component
 	// Node is the node side (kubelet, first-boot apply), built into the node's files by Export.
 	Node *node.Node
-	// Revisions is each component's latest revision after the revision phase (0: no revision yet).
-	Revisions map[string]int
-	Result    *loops.Result
-	Loops     int
+	// Revisions is each component's latest revision after the revision phase (0: no revision yet);
+	// PreviousRevisions before the converge phase (the saved state's; 0 for a new cluster).
+	Revisions, PreviousRevisions map[string]int
+	Result                       *loops.Result
+	Loops                        int
 	// KeygenTime is key generation outside the loops; LoopsTime is the loops (which generate most keys).
 	KeygenTime, LoopsTime time.Duration
 	// From is the saved state the engine continued (nil: a new cluster).
@@ -199,6 +200,14 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 			}
 		}
 	}
+	prevRevs := map[string]int{}
+	for _, comp := range comps {
+		rev, err := staticpod.LatestRevision(comp.Operator())
+		if err != nil {
+			return nil, err
+		}
+		prevRevs[comp.Name()] = rev
+	}
 	converge.Loops = append(converge.Loops, nodeSide.Loops()...)
 	defer func() {
 		for _, l := range append(converge.Loops, revision.Loops...) {
@@ -243,7 +252,7 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 	}
 	succeeded = true
 	return &Engine{
-		Inputs: in, Cluster: c, Admin: admin, Components: comps, Node: nodeSide, Revisions: revs,
+		Inputs: in, Cluster: c, Admin: admin, Components: comps, Node: nodeSide, Revisions: revs, PreviousRevisions: prevRevs,
 		Result: r.Result(), Loops: len(converge.Loops) + len(revision.Loops),
 		KeygenTime: keygen, LoopsTime: time.Since(t), From: st, previousIgn: previousIgn, ahead: ahead,
 	}, nil

@@ -9,14 +9,16 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/render-static/render-static/internal/faultpoint"
+	"github.com/render-static/render-static/internal/inputfile"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/components"
@@ -24,18 +26,24 @@ import (
 	"github.com/render-static/render-static/pkg/state"
 )
 
-// Options are the CLI's inputs.
+// Options are a render's inputs. A zero field is one not given: a render that continues the cluster saved in Dir
+// takes the saved input (the state keeps every input, state.Inputs), a new cluster the default.
 type Options struct {
-	InstallConfig string
-	NodeIP        string // one IP, or two comma-separated of different families
-	NodeName      string
-	Dir           string
-	CertValidity  time.Duration
-	// InfraID is the infrastructure name; empty means generated like the installer does.
+	// InstallConfig is the install-config's path; InstallConfigData, when not nil, its contents (then the path
+	// only names it in messages).
+	InstallConfig     string
+	InstallConfigData []byte
+	NodeIP            string // one IP, or two comma-separated of different families
+	NodeName          string // default DefaultNodeName
+	Dir               string
+	CertValidity      time.Duration // default certs.DefaultLeafValidity
+	// InfraID is the infrastructure name; not given, it is generated like the installer does.
 	InfraID string
-	// Images is a YAML file mapping components to pull specs; empty means the defaults.
-	Images string
-	// Flavor is "openshift" (default) or "upstream".
+	// Images is a YAML file mapping components to pull specs (ImagesData, when not nil, its contents); not
+	// given, the defaults.
+	Images     string
+	ImagesData []byte
+	// Flavor is "openshift" (the default) or "upstream".
 	Flavor string
 	// Fresh starts a new cluster even when Dir holds a previous render's state (pkg/state).
 	Fresh bool
@@ -43,17 +51,58 @@ type Options struct {
 	Parallelism int
 }
 
-// DefaultNodeName is --node-name's default.
+// DefaultNodeName is the node name when none is given.
 const DefaultNodeName = "master-0"
 
-// Validate checks the options and the install-config and returns the render's inputs, or every problem found
-// (an installconfig.ErrorList).
-func Validate(o Options) (*clusterconfig.Inputs, error) {
+// withDefaults fills in the defaults of the inputs not given.
+func (o Options) withDefaults() Options {
+	if o.NodeName == "" {
+		o.NodeName = DefaultNodeName
+	}
+	if o.CertValidity == 0 {
+		o.CertValidity = certs.DefaultLeafValidity
+	}
+	if o.Flavor == "" {
+		o.Flavor = string(clusterconfig.FlavorOpenShift)
+	}
+	return o
+}
+
+// readFiles reads the input files whose contents are not given yet (regular files only: inputfile.Read); a file
+// that cannot be read is a problem of its field, and its path is dropped so that it is reported once.
+func (o Options) readFiles() (Options, installconfig.ErrorList) {
 	var errs installconfig.ErrorList
+	read := func(field string, path *string, data *[]byte) {
+		if *data != nil || *path == "" {
+			return
+		}
+		b, err := inputfile.Read(*path)
+		if err != nil {
+			errs = append(errs, installconfig.FieldError{Field: field, Detail: err.Error()})
+			*path = ""
+			return
+		}
+		*data = b
+	}
+	read("--install-config", &o.InstallConfig, &o.InstallConfigData)
+	read("--images", &o.Images, &o.ImagesData)
+	return o, errs
+}
+
+// Validate checks the options and the install-config and returns the render's inputs, or every problem found
+// (an installconfig.ErrorList). Inputs not given take their defaults.
+func Validate(o Options) (*clusterconfig.Inputs, error) {
+	o, errs := o.readFiles()
+	return validate(o, errs)
+}
+
+// validate is Validate of options whose files were read (readFiles, with its problems in errs).
+func validate(o Options, errs installconfig.ErrorList) (*clusterconfig.Inputs, error) {
+	o = o.withDefaults()
 	add := func(field, format string, args ...interface{}) {
 		errs = append(errs, installconfig.FieldError{Field: field, Detail: fmt.Sprintf(format, args...)})
 	}
-	if o.InstallConfig == "" {
+	if o.InstallConfig == "" && o.InstallConfigData == nil && !errs.Has("--install-config") {
 		add("--install-config", "required")
 	}
 	if o.Dir == "" {
@@ -79,7 +128,7 @@ func Validate(o Options) (*clusterconfig.Inputs, error) {
 	if err != nil {
 		errs = append(errs, asFieldErrors("--cert-validity", err)...)
 	}
-	images, err := clusterconfig.LoadImages(o.Images, components.DefaultImages())
+	images, err := clusterconfig.ParseImages(o.ImagesData, o.Images, components.DefaultImages())
 	if err != nil {
 		errs = append(errs, asFieldErrors("--images", err)...)
 	}
@@ -88,12 +137,12 @@ func Validate(o Options) (*clusterconfig.Inputs, error) {
 		errs = append(errs, asFieldErrors("--flavor", err)...)
 	}
 	var ic *installconfig.InstallConfig
-	if o.InstallConfig != "" {
-		ic, err = installconfig.Load(o.InstallConfig, nodeIPs)
-		if err != nil {
-			// Field problems name their field; problems of the whole file (unreadable, empty, not YAML) the file.
-			errs = append(errs, asFieldErrors(o.InstallConfig, err)...)
-		}
+	if o.InstallConfigData != nil {
+		ic, err = installconfig.LoadData(o.InstallConfigData, o.InstallConfig, nodeIPs)
+	}
+	if err != nil {
+		// Field problems name their field; problems of the whole file (unreadable, empty, not YAML) the flag.
+		errs = append(errs, asFieldErrors("--install-config", err)...)
 	}
 	if len(errs) > 0 {
 		return nil, errs
@@ -120,29 +169,31 @@ func asFieldErrors(field string, err error) installconfig.ErrorList {
 	return installconfig.ErrorList{{Field: field, Detail: msg}}
 }
 
-// Render runs the three steps and writes the output directory.
+// Render runs the steps and writes the output directory. The directory is held (export.LockDir) from before its
+// state is read until it is replaced, so no other run writes it meanwhile; every problem with the inputs, the
+// directory and the saved cluster is reported at once, before any work.
 func Render(ctx context.Context, o Options) (*Summary, error) {
 	start := time.Now()
-	// A previous render's state in Dir is continued (same cluster, same keys) unless Fresh.
-	var st *state.State
-	if !o.Fresh && o.Dir != "" && state.Exists(o.Dir) {
-		var err error
-		if st, err = state.Load(o.Dir); err != nil {
-			return nil, fmt.Errorf("%w (--fresh starts a new cluster)", err)
-		}
-		if o.InfraID == "" {
-			o.InfraID = st.InfraID
-		}
-		// A renamed node is another node: its Node, certificates and revisions in the state are the old name's.
-		if n := st.Inputs.NodeName; n != "" && n != o.NodeName {
-			return nil, installconfig.ErrorList{{Field: "--node-name", Detail: fmt.Sprintf("%q, but the state in %s is of node %q: a renamed node is a new cluster (--fresh)", o.NodeName, o.Dir, n)}}
-		}
-	}
-	in, err := Validate(o)
+	d, err := OpenDir(o.Dir, "render", o.Fresh)
 	if err != nil {
 		return nil, err
 	}
-	eng, err := RunEngineWith(ctx, in, st, nil, EngineOptions{Parallelism: o.Parallelism})
+	defer d.Release()
+	o, story := d.withSaved(o)
+	o, readErrs := o.readFiles()
+	in, err := validate(o, readErrs)
+	if err != nil && !asList(err) {
+		return nil, err
+	}
+	errs := append(append(installconfig.ErrorList{}, d.Problems...), d.continuity(o.withDefaults())...)
+	if err != nil {
+		errs = append(asFieldErrors("", err), errs...)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	faultpoint.Hang(ctx, "engine")
+	eng, err := RunEngineWith(ctx, in, d.State, nil, EngineOptions{Parallelism: o.Parallelism})
 	if err != nil {
 		return nil, err
 	}
@@ -152,12 +203,9 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	if out.State.Inputs, err = savedInputs(o); err != nil {
-		_ = out.Validated()
-		return nil, err
-	}
+	out.State.Inputs = savedInputs(o)
 	written := time.Now()
-	if err := out.Write(o.Dir); err != nil {
+	if err := d.Replace(ctx, out); err != nil {
 		if verr := out.Validated(); verr != nil {
 			return nil, fmt.Errorf("ignition: %w", verr)
 		}
@@ -165,24 +213,23 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 	}
 	out.summarized()
 	s := out.Summary
+	story.tell(&s, o, eng)
 	s.Crypto = FIPSModeLine()
 	s.WriteTime = time.Since(written)
 	s.Elapsed = time.Since(start)
 	return &s, nil
 }
 
-// savedInputs are the options as the state keeps them, so that renew needs none of them again.
-func savedInputs(o Options) (state.Inputs, error) {
-	ic, err := os.ReadFile(o.InstallConfig)
-	if err != nil {
-		return state.Inputs{}, err
-	}
-	var images []byte
-	if o.Images != "" {
-		if images, err = os.ReadFile(o.Images); err != nil {
-			return state.Inputs{}, err
-		}
-	}
-	return state.Inputs{InstallConfig: string(ic), Images: string(images), NodeIP: o.NodeIP, NodeName: o.NodeName,
-		CertValidity: o.CertValidity.String(), Flavor: o.Flavor}, nil
+// asList says whether err is an installconfig.ErrorList (problems with the inputs, reported together).
+func asList(err error) bool {
+	var list installconfig.ErrorList
+	return errors.As(err, &list)
+}
+
+// savedInputs are the options as the state keeps them, so that a later run (renew, a re-render) needs none of them
+// again: the files' contents, and the flags with their defaults filled in.
+func savedInputs(o Options) state.Inputs {
+	o = o.withDefaults()
+	return state.Inputs{InstallConfig: string(o.InstallConfigData), Images: string(o.ImagesData), NodeIP: o.NodeIP, NodeName: o.NodeName,
+		CertValidity: o.CertValidity.String(), Flavor: o.Flavor}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/render-static/render-static/pkg/export"
@@ -32,10 +33,48 @@ type Summary struct {
 	PeakRSSMB float64
 	// Crypto, when not empty, says the keys were made in FIPS 140-3 mode (FIPSModeLine).
 	Crypto string
+
+	// What the render did (story.go): the cluster ("<name>.<baseDomain>, infra ID <id>"), whether it continued the
+	// one saved in the directory, the node ("<name>, <IPs>"), the flavor, the inputs taken from the state because
+	// they were not given, those that changed from the saved ones, each component's revision (and, for one that
+	// rolled, what changed), the signers made anew and the update the directory holds for the node.
+	Cluster       string
+	Continued     bool
+	Node, Flavor  string
+	FromState     []string
+	Changed       []string
+	Revisions     []string
+	NewSigners    []string
+	PendingUpdate string
 }
 
-func (s Summary) Print(w io.Writer, dir string) {
+// Print writes the summary to w and the warnings to warn.
+func (s Summary) Print(w, warn io.Writer, dir string) {
 	fmt.Fprintf(w, "rendered %s\n", filepath.Join(dir, "aio.ign"))
+	if s.Cluster != "" {
+		how := "a new cluster"
+		if s.Continued {
+			how = "continued from " + filepath.Join(dir, "state")
+		}
+		fmt.Fprintf(w, "  cluster:          %s (%s)\n", s.Cluster, how)
+		fmt.Fprintf(w, "  node:             %s\n", s.Node)
+		fmt.Fprintf(w, "  flavor:           %s\n", s.Flavor)
+	}
+	if len(s.FromState) > 0 {
+		fmt.Fprintf(w, "  saved inputs:     %s (not given, so the state's)\n", strings.Join(s.FromState, ", "))
+	}
+	if len(s.Changed) > 0 {
+		fmt.Fprintf(w, "  changed inputs:   %s\n", strings.Join(s.Changed, "; "))
+	}
+	if len(s.Revisions) > 0 {
+		fmt.Fprintf(w, "  revisions:        %s\n", strings.Join(s.Revisions, "; "))
+	}
+	if len(s.NewSigners) > 0 {
+		fmt.Fprintf(w, "  new signers:      %s (library-go's rotation: past 80%% of their validity)\n", strings.Join(s.NewSigners, ", "))
+	}
+	if s.PendingUpdate != "" {
+		fmt.Fprintf(w, "  node update:      %s\n", s.PendingUpdate)
+	}
 	fmt.Fprintf(w, "  loops:            %d, fixpoint after %d passes\n", s.Loops, s.Passes)
 	fmt.Fprintf(w, "  objects:          %d manifests\n", s.Objects)
 	fmt.Fprintf(w, "  files:            %d on the node\n", s.Files)
@@ -49,7 +88,7 @@ func (s Summary) Print(w io.Writer, dir string) {
 		fmt.Fprintf(w, "  crypto:           %s\n", s.Crypto)
 	}
 	for _, warning := range s.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", warning)
+		fmt.Fprintf(warn, "warning: %s\n", warning)
 	}
 }
 

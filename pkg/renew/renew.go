@@ -16,6 +16,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/render-static/render-static/internal/faultpoint"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/pipeline"
@@ -45,9 +46,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if errs := o.validate(); len(errs) > 0 {
 		return nil, errs
 	}
-	st, err := state.Load(o.Dir)
+	// The directory is held from before its state is read until it is replaced (pipeline.OpenDir).
+	d, err := pipeline.OpenDir(o.Dir, "renew", false)
 	if err != nil {
-		return nil, installconfig.ErrorList{{Field: "--dir", Detail: err.Error()}}
+		return nil, err
+	}
+	defer d.Release()
+	st := d.State
+	if st == nil {
+		return nil, installconfig.ErrorList{noState(o.Dir)}
 	}
 	in, err := savedInputs(st, o.Dir)
 	if err != nil {
@@ -74,7 +81,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := write(o.Dir, out, upd); err != nil {
+	faultpoint.Kill("renewed")
+	if err := write(ctx, d, out, upd); err != nil {
 		return nil, err
 	}
 	rep.Elapsed = time.Since(start)
@@ -85,9 +93,6 @@ func (o Options) validate() installconfig.ErrorList {
 	var errs installconfig.ErrorList
 	if o.Dir == "" {
 		errs = append(errs, installconfig.FieldError{Field: "--dir", Detail: "required"})
-	} else if !state.Exists(o.Dir) {
-		errs = append(errs, installconfig.FieldError{Field: "--dir", Detail: fmt.Sprintf(
-			"%s holds no render state (%s/%s/render.json): renew continues a cluster that render-static rendered into this directory", o.Dir, o.Dir, state.Dir)})
 	}
 	if o.Within < 0 {
 		errs = append(errs, installconfig.FieldError{Field: "--within", Detail: fmt.Sprintf("%s is negative", o.Within)})
@@ -96,6 +101,11 @@ func (o Options) validate() installconfig.ErrorList {
 		errs = append(errs, installconfig.FieldError{Field: "--within", Detail: "--force already makes every leaf due; give one of --force and --within"})
 	}
 	return errs
+}
+
+func noState(dir string) installconfig.FieldError {
+	return installconfig.FieldError{Field: "--dir", Detail: fmt.Sprintf(
+		"%s holds no render state (%s/%s/): renew continues a cluster that render-static rendered into this directory", dir, dir, state.Dir)}
 }
 
 // savedInputs validates the inputs the state keeps, exactly as the render validated them; a problem names the
@@ -114,27 +124,15 @@ func savedInputs(st *state.State, dir string) (*clusterconfig.Inputs, error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	tmp, err := os.MkdirTemp("", "render-static-renew-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	icPath := tmp + "/install-config.yaml"
-	if err := os.WriteFile(icPath, []byte(si.InstallConfig), 0o600); err != nil {
-		return nil, err
-	}
-	var imagesPath string
+	o := pipeline.Options{InstallConfig: field("installConfig"), InstallConfigData: []byte(si.InstallConfig), NodeIP: si.NodeIP,
+		NodeName: si.NodeName, Dir: dir, CertValidity: validity, InfraID: st.InfraID, Flavor: si.Flavor}
 	if si.Images != "" {
-		imagesPath = tmp + "/images.yaml"
-		if err := os.WriteFile(imagesPath, []byte(si.Images), 0o600); err != nil {
-			return nil, err
-		}
+		o.Images, o.ImagesData = field("images"), []byte(si.Images)
 	}
-	in, err := pipeline.Validate(pipeline.Options{InstallConfig: icPath, Images: imagesPath, NodeIP: si.NodeIP, NodeName: si.NodeName,
-		Dir: dir, CertValidity: validity, InfraID: st.InfraID, Flavor: si.Flavor})
+	in, err := pipeline.Validate(o)
 	if list, ok := err.(installconfig.ErrorList); ok {
-		// Name the saved input, not the temporary file it was validated from.
-		names := map[string]string{icPath: field("installConfig"), imagesPath: field("images"), "--node-ip": field("nodeIP"),
+		// Name the saved input, not the flag a render takes it from.
+		names := map[string]string{"--install-config": field("installConfig"), "--node-ip": field("nodeIP"),
 			"--node-name": field("nodeName"), "--cert-validity": field("certValidity"), "--flavor": field("flavor"),
 			"--images": field("images"), "--infra-id": state.Dir + "/render.json infraID"}
 		out := make(installconfig.ErrorList, 0, len(list))

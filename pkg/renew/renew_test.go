@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -494,6 +495,7 @@ func TestRenewDueSigner(t *testing.T) {
 	if err := os.WriteFile(p, re.ReplaceAll(b, []byte(`${1}"2020-01-01T00:00:00Z"`)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	reseal(t, dir) // the state refuses a file changed behind its back: this one is changed on purpose
 	oldSigners := signerSecrets(t, dir)
 	rep, err := Run(context.Background(), Options{Dir: dir})
 	if err != nil {
@@ -532,5 +534,34 @@ func TestRenewDueSigner(t *testing.T) {
 	}
 	if !slices.Contains(rep.Bundles, "configmap "+bundle) || rep.Update == nil {
 		t.Errorf("the report names bundles %v (update %v); want %s and an update", rep.Bundles, rep.Update != nil, bundle)
+	}
+}
+
+// reseal writes the state's SHA256SUMS anew, for a test that changed a state file on purpose (sha256sum's format).
+func reseal(t *testing.T, dir string) {
+	t.Helper()
+	root := filepath.Join(dir, state.Dir)
+	var lines []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if rel == state.SumsFile {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		h := sha256.Sum256(b)
+		lines = append(lines, hex.EncodeToString(h[:])+"  "+filepath.ToSlash(rel)+"\n")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, state.SumsFile), []byte(strings.Join(lines, "")), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,8 +1,8 @@
 package renew
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -27,10 +27,11 @@ same, for aio-update. Apply the updates of a render directory in order: update.j
 ("previous"); the earlier ones are kept in ../updates/<id>.
 `
 
-// write replaces dir atomically with the renewed render and, when there is one, the new update; earlier updates
-// are kept (DIR/updates/<id>).
-func write(dir string, out *pipeline.Output, upd *Update) error {
-	return export.WriteDirAtomic(dir, func(tmp string) error {
+// write replaces the held directory atomically with the renewed render and, when there is one, the new update;
+// earlier updates are kept (DIR/updates/<id>).
+func write(ctx context.Context, d *pipeline.Dir, out *pipeline.Output, upd *Update) error {
+	dir := d.Path
+	return d.ReplaceWith(ctx, func(tmp string) error {
 		if err := out.Fill(tmp); err != nil {
 			return err
 		}
@@ -107,43 +108,7 @@ func readUpdate(dir string) (*Update, error) {
 }
 
 // copyIfExists is CopyTree, doing nothing when src does not exist.
-func copyIfExists(src, dst string) error {
-	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return CopyTree(src, dst)
-}
+func copyIfExists(src, dst string) error { return export.CopyTreeIfExists(src, dst) }
 
-// CopyTree copies the tree at src to dst (files with their modes, directories 0700: an update carries keys). Only
-// regular files and directories are copied; anything else is an error. The e2e test copies an update into the
-// node with it.
-func CopyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			if err := os.MkdirAll(target, 0o700); err != nil {
-				return err
-			}
-			return os.Chmod(target, 0o700)
-		}
-		if !d.Type().IsRegular() {
-			return fmt.Errorf("%s: not a regular file", p)
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return export.WriteFile(target, info.Mode().Perm(), b)
-	})
-}
+// CopyTree copies the tree at src to dst (export.CopyTree). The e2e test copies an update into the node with it.
+func CopyTree(src, dst string) error { return export.CopyTree(src, dst) }

@@ -1,0 +1,525 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/render-static/render-static/internal/faultpoint"
+	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/state"
+)
+
+// The render directory is the only copy of a cluster's keys: these tests kill, race, interrupt and starve the
+// command the way a user's machine can, and check that the directory is always the old one or the new one, that
+// nothing it needs is lost, and that the next run carries on (README, Output: what is guaranteed).
+
+const exampleIP = "192.168.126.10"
+
+// proc is the command started as a child (this test binary as the command, runMainEnv), not waited for.
+type proc struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	done           chan struct{}
+	err            error
+}
+
+func start(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(os.Args[0], args...), done: make(chan struct{})}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GODEBUG=") && !strings.HasPrefix(kv, faultpoint.Env+"=") {
+			p.cmd.Env = append(p.cmd.Env, kv)
+		}
+	}
+	p.cmd.Env = append(append(p.cmd.Env, runMainEnv+"=1"), env...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() { // a test that failed early must not leave its child behind
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// wait waits (bounded) for the child and returns its exit code (-1 when a signal ended it) and the signal.
+func (p *proc) wait(t *testing.T, bound time.Duration) (int, syscall.Signal) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(bound):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		t.Fatalf("%v did not end within %s\nstdout: %s\nstderr: %s", p.cmd.Args[1:], bound, p.stdout.String(), p.stderr.String())
+	}
+	ws, _ := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		return -1, ws.Signal()
+	}
+	return p.cmd.ProcessState.ExitCode(), 0
+}
+
+// runOK runs the command and fails the test unless it exits 0.
+func runOK(t *testing.T, args ...string) string {
+	t.Helper()
+	code, stdout, stderr := command(t, nil, args...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d\n%s%s", args, code, stdout, stderr)
+	}
+	return stdout
+}
+
+// tree is every path under dir with its mode and the sha256 of its contents.
+func tree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		v := info.Mode().String()
+		if info.Mode().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			h := sha256.Sum256(b)
+			v += " " + hex.EncodeToString(h[:8])
+		}
+		out[rel] = v
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sameTree fails the test where got and want differ.
+func sameTree(t *testing.T, what string, got, want map[string]string) {
+	t.Helper()
+	var diff []string
+	for p, v := range want {
+		if got[p] != v {
+			diff = append(diff, p)
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			diff = append(diff, p+" (added)")
+		}
+	}
+	sort.Strings(diff)
+	if len(diff) > 0 {
+		t.Errorf("%s: %d paths differ: %v", what, len(diff), diff[:min(len(diff), 10)])
+	}
+}
+
+// copyDir copies a render directory (cp -a keeps modes and hard links).
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	_ = os.RemoveAll(dst)
+	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp -a %s %s: %v: %s", src, dst, err, out)
+	}
+}
+
+// leftovers are the entries beside dir other than dir and its lock file.
+func leftovers(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(filepath.Dir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		if n := e.Name(); n != filepath.Base(dir) && n != filepath.Base(export.LockPath(dir)) && strings.HasPrefix(n, "."+filepath.Base(dir)+".") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func savedFlavor(t *testing.T, dir string) string {
+	t.Helper()
+	st, err := state.Load(dir)
+	if err != nil {
+		t.Fatalf("the state of %s: %v", dir, err)
+	}
+	return st.Inputs.Flavor
+}
+
+// TestKilledRenderLeavesOldOrNew kills a re-render (openshift to upstream: every pod rolls) at each point of its
+// write, placed by faultpoint: before the exchange the directory must be exactly the old one, from it on the new
+// one, whole; either way the next run removes what the killed one left, and a re-render of the same inputs gives
+// a byte-identical aio.ign.
+func TestKilledRenderLeavesOldOrNew(t *testing.T) {
+	testtools.Long(t, "renders about twenty times")
+	base := t.TempDir()
+	dir, backup := filepath.Join(base, "aio"), filepath.Join(t.TempDir(), "backup")
+	runOK(t, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir)
+	copyDir(t, dir, backup)
+	old := tree(t, dir)
+	for _, tc := range []struct {
+		fault string
+		new   bool // the new output is in place after the kill
+	}{
+		{"kill:locked", false},
+		{"kill:file=1", false},
+		{"kill:file=300", false},
+		{"kill:filled", false},
+		{"kill:synced", false},
+		{"kill:exchanged", true},
+		{"kill:removed", true},
+		{"no-exchange,kill:aside", false}, // the fallback's window: no directory until the next run puts it back
+		{"no-exchange,kill:removed", true},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			copyDir(t, backup, dir)
+			p := start(t, []string{faultpoint.Env + "=" + tc.fault}, "--dir", dir, "--flavor", "upstream")
+			if code, sig := p.wait(t, 2*time.Minute); sig != syscall.SIGKILL {
+				t.Fatalf("the run was not killed at %s: exit %d\n%s", tc.fault, code, p.stderr.String())
+			}
+			left := leftovers(t, dir)
+			if strings.Contains(tc.fault, "aside") {
+				if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) || len(left) == 0 {
+					t.Fatalf("killed between the fallback's renames: %s exists (%v), leftovers %v", dir, err, left)
+				}
+			} else if tc.new {
+				if f := savedFlavor(t, dir); f != "upstream" {
+					t.Errorf("after a kill at %s the directory holds the %s render, want the new one", tc.fault, f)
+				}
+			} else {
+				sameTree(t, "after a kill at "+tc.fault+" the directory", tree(t, dir), old)
+			}
+			want := map[bool]string{false: "openshift", true: "upstream"}[tc.new]
+			code, stdout, stderr := command(t, nil, "--dir", dir)
+			if code != 0 {
+				t.Fatalf("the run after the kill: exit %d\n%s%s", code, stdout, stderr)
+			}
+			if len(left) > 0 && !strings.Contains(stderr, "left by earlier runs that were killed") && !strings.Contains(stderr, "put back the previous output") {
+				t.Errorf("the next run did not say it repaired %v:\n%s", left, stderr)
+			}
+			if l := leftovers(t, dir); len(l) > 0 {
+				t.Errorf("left after the next run: %v", l)
+			}
+			if f := savedFlavor(t, dir); f != want {
+				t.Errorf("the next run continued the %s render, want %s", f, want)
+			}
+			before, err := os.ReadFile(filepath.Join(dir, "aio.ign"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			runOK(t, "--dir", dir)
+			if after, _ := os.ReadFile(filepath.Join(dir, "aio.ign")); !bytes.Equal(before, after) {
+				t.Errorf("a re-render of the same inputs changed aio.ign")
+			}
+		})
+	}
+}
+
+// TestKilledRenewLeavesOldOrNew is the same for renew --force: the old directory without an update, or the renewed
+// one with it; the update is never lost by the runs that follow.
+func TestKilledRenewLeavesOldOrNew(t *testing.T) {
+	testtools.Long(t, "renders and renews about fifteen times")
+	base := t.TempDir()
+	dir, backup := filepath.Join(base, "aio"), filepath.Join(t.TempDir(), "backup")
+	runOK(t, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir)
+	copyDir(t, dir, backup)
+	old := tree(t, dir)
+	for _, tc := range []struct {
+		fault string
+		new   bool
+	}{
+		{"kill:locked", false},
+		{"kill:renewed", false},
+		{"kill:file=200", false},
+		{"kill:synced", false},
+		{"kill:exchanged", true},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			copyDir(t, backup, dir)
+			p := start(t, []string{faultpoint.Env + "=" + tc.fault}, "renew", "--dir", dir, "--force")
+			if code, sig := p.wait(t, 2*time.Minute); sig != syscall.SIGKILL {
+				t.Fatalf("renew was not killed at %s: exit %d\n%s", tc.fault, code, p.stderr.String())
+			}
+			_, err := os.Stat(filepath.Join(dir, "update", "update.json"))
+			if tc.new {
+				if err != nil {
+					t.Errorf("killed at %s: the renewed directory has no update: %v", tc.fault, err)
+				}
+			} else {
+				sameTree(t, "after a kill at "+tc.fault+" the directory", tree(t, dir), old)
+			}
+			stdout := runOK(t, "--dir", dir)
+			if l := leftovers(t, dir); len(l) > 0 {
+				t.Errorf("left after the next run: %v", l)
+			}
+			_, err = os.Stat(filepath.Join(dir, "update", "update.json"))
+			if tc.new != (err == nil) || tc.new != strings.Contains(stdout, "node update:") {
+				t.Errorf("after the re-render: update present %v, want %v; summary:\n%s", err == nil, tc.new, stdout)
+			}
+		})
+	}
+}
+
+// TestUpdatesSurviveLaterRuns: renew makes update 1, a re-render keeps it (and says it is there), a second renew
+// moves it to updates/<id> and names it as the previous one.
+func TestUpdatesSurviveLaterRuns(t *testing.T) {
+	testtools.Long(t, "renders and renews")
+	dir := filepath.Join(t.TempDir(), "aio")
+	runOK(t, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir)
+	runOK(t, "renew", "--dir", dir, "--force")
+	first := readUpdateID(t, dir)
+	stdout := runOK(t, "--dir", dir)
+	if got := readUpdateID(t, dir); got != first {
+		t.Fatalf("after a re-render the update is %q, want %q", got, first)
+	}
+	if !strings.Contains(stdout, "node update:") || !strings.Contains(stdout, first) {
+		t.Errorf("the summary does not say the update %s is pending:\n%s", first, stdout)
+	}
+	runOK(t, "renew", "--dir", dir, "--force")
+	b, err := os.ReadFile(filepath.Join(dir, "update", "update.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var u struct{ ID, Previous string }
+	if err := json.Unmarshal(b, &u); err != nil {
+		t.Fatal(err)
+	}
+	if u.Previous != first || u.ID == first {
+		t.Errorf("the second update is %s after %q, want one after %s", u.ID, u.Previous, first)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "updates", first, "update.json")); err != nil {
+		t.Errorf("the first update is not kept in updates/: %v", err)
+	}
+}
+
+func readUpdateID(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "update", "update.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var u struct{ ID string }
+	if err := json.Unmarshal(b, &u); err != nil || u.ID == "" {
+		t.Fatalf("update.json: %v %s", err, b)
+	}
+	return u.ID
+}
+
+// TestOneWriterAtATime: while a render holds the directory (held at its engine by faultpoint), a second render
+// (two --fresh renders: one cluster would be silently lost), a renew and a fleet site are refused naming the
+// holder's PID; a reader reads the old directory meanwhile; SIGTERM then ends the holder promptly, with exit 143
+// and the directory as it was.
+func TestOneWriterAtATime(t *testing.T) {
+	testtools.Long(t, "renders")
+	dir := filepath.Join(t.TempDir(), "aio")
+	runOK(t, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir)
+	old := tree(t, dir)
+	holder := start(t, []string{faultpoint.Env + "=hang:engine"}, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir, "--fresh")
+	deadline := time.Now().Add(time.Minute)
+	for export.LockPID(dir) != holder.cmd.Process.Pid {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first render never held %s:\n%s", dir, holder.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	held := fmt.Sprintf("is being written by another run (PID %d, render-static render", holder.cmd.Process.Pid)
+	for _, args := range [][]string{{"--dir", dir, "--fresh"}, {"--dir", dir}, {"renew", "--dir", dir, "--force"}} {
+		code, _, stderr := command(t, nil, args...)
+		if code != 1 || !strings.Contains(stderr, held) {
+			t.Errorf("%v while the directory is held: exit %d, want 1 naming the holder:\n%s", args, code, stderr)
+		}
+	}
+	if code, stdout, stderr := command(t, nil, "certs", "--dir", dir); code != 0 || !strings.Contains(stdout, "etcd-signer") {
+		t.Errorf("certs while a render holds the directory: exit %d\n%s", code, stderr)
+	}
+	sent := time.Now()
+	if err := holder.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code, _ := holder.wait(t, 30*time.Second)
+	if code != 143 || !strings.Contains(holder.stderr.String(), "interrupted") {
+		t.Errorf("SIGTERM: exit %d, want 143 saying interrupted:\n%s", code, holder.stderr.String())
+	}
+	if d := time.Since(sent); d > 5*time.Second {
+		t.Errorf("SIGTERM took %s to end the render", d)
+	}
+	sameTree(t, "after the interrupted render the directory", tree(t, dir), old)
+	if l := leftovers(t, dir); len(l) > 0 {
+		t.Errorf("the interrupted render left %v", l)
+	}
+
+	// SIGINT: exit 130.
+	holder = start(t, []string{faultpoint.Env + "=hang:engine"}, "--dir", dir, "--flavor", "upstream")
+	for export.LockPID(dir) != holder.cmd.Process.Pid {
+		if time.Now().After(deadline.Add(time.Minute)) {
+			t.Fatal("the second render never held the directory")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = holder.cmd.Process.Signal(syscall.SIGINT)
+	if code, _ := holder.wait(t, 30*time.Second); code != 130 {
+		t.Errorf("SIGINT: exit %d, want 130:\n%s", code, holder.stderr.String())
+	}
+	sameTree(t, "after the interrupted render the directory", tree(t, dir), old)
+}
+
+// TestStateFaults: a state with a file missing, changed or added, or no state at all beside a render, is refused
+// naming what is wrong and how to start over, and nothing is written; --fresh starts a new cluster.
+func TestStateFaults(t *testing.T) {
+	testtools.Long(t, "renders")
+	dir, backup := filepath.Join(t.TempDir(), "aio"), filepath.Join(t.TempDir(), "backup")
+	runOK(t, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir)
+	copyDir(t, dir, backup)
+	signer := "objects/core_secret_openshift-etcd_etcd-signer.yaml"
+	for _, tc := range []struct {
+		name   string
+		tamper func(st string) error
+		want   string
+	}{
+		{"render.json removed", func(st string) error { return os.Remove(filepath.Join(st, "render.json")) }, "render.json: missing"},
+		{"state removed", func(st string) error { return os.RemoveAll(st) }, "holds a render (.render-static) but no state/"},
+		{"signer removed", func(st string) error { return os.Remove(filepath.Join(st, signer)) }, signer + ": missing"},
+		{"signer changed", func(st string) error {
+			return os.WriteFile(filepath.Join(st, signer), []byte("kind: Secret\n"), 0o600)
+		}, signer + ": changed since it was written"},
+		{"file added", func(st string) error {
+			return os.WriteFile(filepath.Join(st, "objects", "extra.yaml"), nil, 0o600)
+		}, "objects/extra.yaml: not written by render-static"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			copyDir(t, backup, dir)
+			if err := tc.tamper(filepath.Join(dir, state.Dir)); err != nil {
+				t.Fatal(err)
+			}
+			before := tree(t, dir)
+			for _, args := range [][]string{{"--dir", dir}, {"--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir},
+				{"renew", "--dir", dir, "--force"}} {
+				code, _, stderr := command(t, nil, args...)
+				if code != 1 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "--fresh") {
+					t.Errorf("%v: exit %d, want 1 saying %q and naming --fresh:\n%s", args, code, tc.want, stderr)
+				}
+			}
+			sameTree(t, "the refused directory", tree(t, dir), before)
+		})
+	}
+	runOK(t, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir, "--fresh")
+	if _, err := state.Load(dir); err != nil {
+		t.Errorf("after --fresh: %v", err)
+	}
+}
+
+// TestClusterIdentity: an install-config of another cluster is refused in a directory holding one (each identity
+// row of pipeline.identity, and the node and infrastructure names), every problem at once; what continues a
+// cluster renders and keeps its infrastructure name.
+func TestClusterIdentity(t *testing.T) {
+	testtools.Long(t, "renders")
+	dir := filepath.Join(t.TempDir(), "aio")
+	example := repo("examples/sno/install-config.yaml")
+	runOK(t, "--install-config", example, "--node-ip", exampleIP, "--dir", dir)
+	st, err := state.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	variant := func(t *testing.T, old, new string) string {
+		t.Helper()
+		if !strings.Contains(string(raw), old) {
+			t.Fatalf("the example has no %q", old)
+		}
+		p := filepath.Join(t.TempDir(), "install-config.yaml")
+		if err := os.WriteFile(p, []byte(strings.Replace(string(raw), old, new, 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	before := tree(t, dir)
+	for _, tc := range []struct{ field, old, new string }{
+		{"metadata.name", "name: sno", "name: other"},
+		{"baseDomain", "baseDomain: example.com", "baseDomain: example.org"},
+		{"networking.serviceNetwork", "- 172.30.0.0/16", "- 172.31.0.0/16"},
+		{"networking.clusterNetwork", "cidr: 10.128.0.0/14", "cidr: 10.132.0.0/14"},
+		{"fips", "pullSecret:", "fips: true\npullSecret:"},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			code, _, stderr := command(t, nil, "--install-config", variant(t, tc.old, tc.new), "--dir", dir)
+			if code != 1 || !strings.Contains(stderr, "  "+tc.field+": ") || !strings.Contains(stderr, "another cluster") {
+				t.Errorf("exit %d, want 1 naming %s as another cluster's:\n%s", code, tc.field, stderr)
+			}
+		})
+	}
+	// Several at once, with the node name and the infrastructure name, and a problem of the install-config itself.
+	code, _, stderr := command(t, nil, "--install-config", variant(t, "name: sno", "name: other"), "--node-name", "other-0", "--infra-id", "other-abcde",
+		"--node-ip", "10.9.9.9", "--dir", dir)
+	for _, want := range []string{"metadata.name: ", "--node-name: ", "--infra-id: ", "--node-ip: ", "invalid input (4 problems)"} {
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, want 1 with %q:\n%s", code, want, stderr)
+		}
+	}
+	sameTree(t, "the refused directory", tree(t, dir), before)
+	// What continues the cluster: another install-config field (the installation disk), node IP, leaf validity, flavor.
+	for _, args := range [][]string{
+		{"--install-config", variant(t, "installationDisk: /dev/vda", "installationDisk: /dev/sda")},
+		{"--node-ip", "192.168.126.11"}, {"--cert-validity", "2h"}, {"--flavor", "upstream"},
+	} {
+		stdout := runOK(t, append([]string{"--dir", dir}, args...)...)
+		if !strings.Contains(stdout, "continued from") || !strings.Contains(stdout, st.InfraID) || !strings.Contains(stdout, "changed inputs:") {
+			t.Errorf("%v did not continue the cluster %s and say what changed:\n%s", args, st.InfraID, stdout)
+		}
+	}
+}
+
+// TestInputsThatAreNotFiles: a named pipe, a directory or a device as an input file is refused at once, naming
+// what it is; fleet follows a symlink to a site folder and fails a dangling one as a site.
+func TestInputsThatAreNotFiles(t *testing.T) {
+	d := t.TempDir()
+	fifo := filepath.Join(d, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for flag, p := range map[string]string{"--install-config": fifo, "--images": d} {
+		args := []string{"--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", filepath.Join(d, "out")}
+		args = append(args, flag, p)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		code, _, stderr := command(t, nil, args...)
+		cancel()
+		_ = ctx
+		if code != 1 || !strings.Contains(stderr, flag+": "+p+" is a") || !strings.Contains(stderr, "not a regular file") {
+			t.Errorf("%s %s: exit %d:\n%s", flag, p, code, stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(d, "out")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused render made its directory")
+	}
+}

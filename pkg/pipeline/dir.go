@@ -1,0 +1,273 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/installconfig"
+	"github.com/render-static/render-static/pkg/state"
+)
+
+// A render directory is the only copy of its cluster's keys (README, Output). A run that writes one holds it from
+// before it reads the state until it has replaced it (export.LockDir), continues the cluster the state holds
+// unless told to start a new one (--fresh), refuses a state that is not whole (state.Load), and refuses inputs of
+// another cluster (identity). What a run must keep of the directory it replaces, it carries over (Carried).
+
+// UpdateDir is the update for the running node inside a render directory (pkg/renew writes it); UpdatesDir keeps
+// the earlier ones, by their ID.
+const (
+	UpdateDir  = "update"
+	UpdatesDir = "updates"
+)
+
+// Carried are the entries of a render directory that every later run on it keeps as they are (a re-render does not
+// make them, renew adds to them): the node updates, which the node may not have applied yet.
+var Carried = []string{UpdateDir, UpdatesDir}
+
+// Dir is a render directory held for a run: its lock, and the state it holds.
+type Dir struct {
+	Path  string
+	Lock  *export.Lock
+	State *state.State // nil: a new cluster
+	// Problems are what is wrong with the directory as an input (reported with the inputs' problems).
+	Problems installconfig.ErrorList
+	fresh    bool
+}
+
+// OpenDir holds the render directory path for a run of command (export.LockDir: refused when another run holds it)
+// and loads the state it holds (refused when not whole, state.IntegrityError). A directory that holds a render but
+// no state is refused too: its cluster's keys are gone, and a render there would silently make a new cluster. With
+// fresh, the state is not read: the run starts a new cluster. A path that cannot be an output directory is not
+// held: its problem is in Problems.
+func OpenDir(path, command string, fresh bool) (*Dir, error) {
+	d := &Dir{Path: path, fresh: fresh}
+	if path == "" {
+		return d, nil // Validate says it is required
+	}
+	if err := export.CheckDest(path); err != nil {
+		d.Problems = installconfig.ErrorList{{Field: "--dir", Detail: err.Error()}}
+		return d, nil
+	}
+	l, err := export.LockDir(path, command)
+	if err != nil {
+		return nil, err
+	}
+	d.Lock = l
+	if fresh {
+		return d, nil
+	}
+	if state.Exists(path) {
+		if d.State, err = state.Load(path); err != nil {
+			l.Release()
+			return nil, err
+		}
+		if d.State.Legacy {
+			export.Logf("%s: the state has no %s (written by an earlier render-static): its files cannot be checked this time; this run adds it", path, state.SumsFile)
+		}
+		return d, nil
+	}
+	if _, err := os.Lstat(filepath.Join(path, export.MarkerFile)); err == nil {
+		l.Release()
+		return nil, fmt.Errorf("%s holds a render (%s) but no %s/: that cluster's keys are gone, and a render there now would start a new cluster over it; restore %s from a backup of the directory, or start a new cluster with --fresh",
+			path, export.MarkerFile, state.Dir, filepath.Join(path, state.Dir))
+	}
+	return d, nil
+}
+
+// Release gives the directory back.
+func (d *Dir) Release() {
+	if d != nil {
+		d.Lock.Release()
+	}
+}
+
+// Replace writes out into the directory in place of what it held, carrying over what every run keeps (Carried;
+// not for a new cluster: the old cluster's updates do not apply to it).
+func (d *Dir) Replace(ctx context.Context, out *Output) error {
+	return d.ReplaceWith(ctx, out.Fill)
+}
+
+// ReplaceWith is Replace with fill writing the new tree (renew adds its update).
+func (d *Dir) ReplaceWith(ctx context.Context, fill func(tmp string) error) error {
+	if d.Lock == nil {
+		return errors.New("writing output: the directory is not held")
+	}
+	return d.Lock.Replace(ctx, func(tmp string) error {
+		if err := fill(tmp); err != nil {
+			return err
+		}
+		if d.fresh {
+			return nil
+		}
+		for _, e := range Carried {
+			if _, err := os.Lstat(filepath.Join(tmp, e)); err == nil {
+				continue // the run made it (renew)
+			}
+			if err := export.CopyTreeIfExists(filepath.Join(d.Path, e), filepath.Join(tmp, e)); err != nil {
+				return fmt.Errorf("keeping %s: %w", e, err)
+			}
+		}
+		return nil
+	})
+}
+
+// withSaved gives the inputs not given the saved ones (a render continuing a cluster keeps what it was rendered
+// with unless told otherwise), and returns the story of the inputs: which came from the state, which changed.
+func (d *Dir) withSaved(o Options) (Options, *story) {
+	s := &story{dir: d}
+	if d.State == nil {
+		return o, s
+	}
+	si := d.State.Inputs
+	saved := func(name string) { s.fromState = append(s.fromState, name) }
+	if o.InstallConfig == "" && o.InstallConfigData == nil && si.InstallConfig != "" {
+		o.InstallConfig, o.InstallConfigData = savedInstallConfig(d.Path), []byte(si.InstallConfig)
+		saved("install-config")
+	}
+	if o.NodeIP == "" && si.NodeIP != "" {
+		o.NodeIP = si.NodeIP
+		saved("node IP")
+	}
+	if o.NodeName == "" && si.NodeName != "" {
+		o.NodeName = si.NodeName
+	}
+	if o.CertValidity == 0 {
+		if v, err := time.ParseDuration(si.CertValidity); err == nil {
+			o.CertValidity = v
+			saved("cert validity")
+		}
+	}
+	if o.Images == "" && o.ImagesData == nil && si.Images != "" {
+		o.Images, o.ImagesData = filepath.Join(d.Path, state.Dir, "render.json")+" inputs.images", []byte(si.Images)
+		saved("images")
+	}
+	if o.Flavor == "" && si.Flavor != "" {
+		o.Flavor = si.Flavor
+		saved("flavor")
+	}
+	if o.InfraID == "" {
+		o.InfraID = d.State.InfraID
+	}
+	return o, s
+}
+
+// savedInstallConfig names the saved install-config in messages.
+func savedInstallConfig(dir string) string {
+	return "the saved install-config (" + filepath.Join(dir, state.Dir, "render.json") + " inputs.installConfig)"
+}
+
+// identity is what a saved cluster fixes: an install-config that differs in one of these is another cluster's, and a
+// render continuing the saved one refuses it (--fresh starts a new cluster). Everything else continues the cluster
+// (README, "What continues a cluster"): the loops reissue and roll what the change touches.
+var identity = []struct {
+	field string
+	of    func(*installconfig.InstallConfig) string
+	why   string
+}{
+	{"metadata.name", func(ic *installconfig.InstallConfig) string { return ic.Metadata.Name },
+		"the API server's names (api and api-int.<name>.<baseDomain>) are in its serving certificates and in every kubeconfig"},
+	{"baseDomain", func(ic *installconfig.InstallConfig) string { return ic.BaseDomain },
+		"the API server's names (api and api-int.<name>.<baseDomain>) are in its serving certificates and in every kubeconfig"},
+	{"networking.serviceNetwork", func(ic *installconfig.InstallConfig) string { return strings.Join(ic.Networking.ServiceNetwork, ",") },
+		"the kubernetes Service's address (the first of the service network) is in kube-apiserver's serving certificate, and every Service's address is kept in etcd"},
+	{"networking.clusterNetwork", func(ic *installconfig.InstallConfig) string {
+		var out []string
+		for _, n := range ic.Networking.ClusterNetwork {
+			out = append(out, fmt.Sprintf("%s/%d", n.CIDR, n.HostPrefix))
+		}
+		return strings.Join(out, ",")
+	}, "every pod's address and the node's pod subnet come from it (kube-controller-manager's cluster CIDR, the Network object in etcd)"},
+	{"networking.networkType", func(ic *installconfig.InstallConfig) string { return ic.Networking.NetworkType },
+		"a cluster does not change its network plugin in place"},
+	{"fips", func(ic *installconfig.InstallConfig) string { return fmt.Sprint(ic.FIPS) },
+		"the cluster's keys were made in (or outside) FIPS 140-3 mode, and RHCOS enables FIPS only at first boot"},
+}
+
+// continuity is what is wrong with continuing the saved cluster with these inputs: another cluster's
+// install-config (identity), another node name or infrastructure name.
+func (d *Dir) continuity(o Options) installconfig.ErrorList {
+	if d.State == nil {
+		return nil
+	}
+	var errs installconfig.ErrorList
+	other := func(field, now, was, why string) {
+		errs = append(errs, installconfig.FieldError{Field: field, Detail: fmt.Sprintf(
+			"%q, but the cluster saved in %s has %q: %s, so this is another cluster (start one there with --fresh, or render into another --dir)", now, d.Path, was, why)})
+	}
+	if n := d.State.Inputs.NodeName; n != "" && o.NodeName != "" && n != o.NodeName {
+		other("--node-name", o.NodeName, n, "the node's name is in its certificates, its Node and the static pods' mirror pods")
+	}
+	if o.InfraID != "" && o.InfraID != d.State.InfraID {
+		other("--infra-id", o.InfraID, d.State.InfraID, "the infrastructure name is the cluster's")
+	}
+	if o.InstallConfigData == nil || d.State.Inputs.InstallConfig == "" {
+		return errs
+	}
+	now, err1 := installconfig.Parse(o.InstallConfigData)
+	was, err2 := installconfig.Parse([]byte(d.State.Inputs.InstallConfig))
+	if err1 != nil || err2 != nil {
+		return errs // the new one's problems are Validate's; a saved one that does not parse, renew's
+	}
+	for _, f := range identity {
+		if a, b := f.of(now), f.of(was); a != b {
+			other(f.field, a, b, f.why)
+		}
+	}
+	return errs
+}
+
+// changedInputs lists the inputs that differ from the saved ones, as the summary says them.
+func (d *Dir) changedInputs(o Options) []string {
+	if d.State == nil {
+		return nil
+	}
+	si, now := d.State.Inputs, savedInputs(o)
+	var out []string
+	if si.InstallConfig != now.InstallConfig {
+		out = append(out, "install-config")
+	}
+	for _, c := range []struct{ name, was, now string }{
+		{"node IP", si.NodeIP, now.NodeIP}, {"cert validity", si.CertValidity, now.CertValidity}, {"flavor", si.Flavor, now.Flavor},
+	} {
+		if c.was != c.now {
+			out = append(out, fmt.Sprintf("%s %s -> %s", c.name, c.was, c.now))
+		}
+	}
+	if si.Images != now.Images {
+		out = append(out, "images")
+	}
+	return out
+}
+
+// pendingUpdate says which update the directory holds for the node, if any: DIR has no way to know whether the node
+// applied it (aio-update status there says).
+func pendingUpdate(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, UpdateDir, "update.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	if err != nil {
+		return fmt.Sprintf("%s (unreadable: %v)", filepath.Join(dir, UpdateDir), err)
+	}
+	u, err := readUpdateHead(b)
+	if err != nil {
+		return fmt.Sprintf("%s (update.json: %v)", filepath.Join(dir, UpdateDir), err)
+	}
+	var rolled []string
+	for _, c := range u.Components {
+		if c.To != c.From {
+			rolled = append(rolled, fmt.Sprintf("%s %d->%d", c.Name, c.From, c.To))
+		}
+	}
+	slices.Sort(rolled)
+	return fmt.Sprintf("%s (id %s, made %s: %s); apply it on the node unless done (aio-update status there lists what it applied)",
+		filepath.Join(dir, UpdateDir), u.ID, u.Created.UTC().Format(time.RFC3339), strings.Join(rolled, ", "))
+}
