@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/inventory"
 )
 
@@ -30,6 +31,14 @@ bundles and the signer tree. With --expiring-within it exits 1 when any certific
 			}
 			if output != "table" && output != "json" {
 				return fmt.Errorf("-o: %q is not table or json", output)
+			}
+			if !cmd.Flags().Changed("ignition") && !cmd.Flags().Changed("root") {
+				// A render directory is read whole, never while a writer exchanges it (export.ReadLock).
+				release, err := export.ReadLock(src)
+				if err != nil {
+					return err
+				}
+				defer release()
 			}
 			inv, err := inventory.Read(src, time.Now())
 			if err != nil {

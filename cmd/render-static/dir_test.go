@@ -523,3 +523,99 @@ func TestInputsThatAreNotFiles(t *testing.T) {
 		t.Errorf("a refused render made its directory")
 	}
 }
+
+// TestFullDisk runs renders on a real full file system (a small tmpfs mounted in a private mount namespace, as
+// root): out of space, a render says so in one error line naming the path and what was left as it was, leaves no
+// temporary tree behind, and a previous render stays exactly as it was.
+func TestFullDisk(t *testing.T) {
+	testtools.Long(t, "renders on a tmpfs")
+	if os.Geteuid() != 0 {
+		testtools.Missing(t, "needs root to mount a tmpfs in a private mount namespace")
+	}
+	unshare := testtools.Tool(t, "unshare")
+	mnt := t.TempDir()
+	ic := repo("examples/sno/install-config.yaml")
+	abs, err := filepath.Abs(ic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One shell in a private mount namespace: a 64 MiB tmpfs, a first render that fits, a filler leaving too little
+	// for a second one, the second render (its output and exit code), then what is left beside the directory.
+	script := `set -u
+mount -t tmpfs -o size=64m tmpfs "$MNT"
+"$CLI" --install-config "$IC" --node-ip 192.168.126.10 --dir "$MNT/aio" >/dev/null 2>&1 || { echo "first render failed"; exit 3; }
+sha256sum "$MNT/aio/aio.ign" "$MNT/aio/state/SHA256SUMS" >"$MNT/before"
+free=$(df --output=avail -B1 "$MNT" | tail -1)
+fallocate -l $((free - 1500000)) "$MNT/filler"
+"$CLI" --dir "$MNT/aio" --flavor upstream >"$MNT/out" 2>"$MNT/err"; echo "exit=$?"
+echo "--- stderr"; cat "$MNT/err"
+echo "--- beside"; ls -A "$MNT"
+echo "--- check"; sha256sum -c --quiet "$MNT/before" && echo unchanged
+rm -f "$MNT/filler"
+"$CLI" --dir "$MNT/aio" >/dev/null 2>&1; echo "rerender=$?"
+`
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, unshare, "--mount", "--propagation", "private", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), runMainEnv+"=1", "MNT="+mnt, "CLI="+os.Args[0], "IC="+abs)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	o := string(out)
+	stderr := o[strings.Index(o, "--- stderr\n")+len("--- stderr\n") : strings.Index(o, "--- beside")]
+	beside := strings.Fields(o[strings.Index(o, "--- beside")+len("--- beside") : strings.Index(o, "--- check")])
+	if !strings.Contains(o, "exit=1\n") {
+		t.Errorf("the render on a full disk did not exit 1:\n%s", o)
+	}
+	if lines := strings.Split(strings.TrimSpace(stderr), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "no space left on device") ||
+		!strings.Contains(lines[0], mnt+"/aio was left as it was") {
+		t.Errorf("want one error line saying the disk is full and the directory was left as it was, got:\n%s", stderr)
+	}
+	if strings.Join(beside, " ") != "aio before err filler out" {
+		t.Errorf("beside the directory after the failed render: %v, want no temporary tree or lock", beside)
+	}
+	if !strings.Contains(o, "unchanged\n") {
+		t.Errorf("the previous render changed:\n%s", o)
+	}
+	if !strings.Contains(o, "rerender=0\n") {
+		t.Errorf("the render after space came back failed:\n%s", o)
+	}
+}
+
+// TestDirProblemsWithTheOthers: a --dir that cannot be an output directory is one more input problem, reported with
+// the others before any work; so is a saved cluster the inputs do not continue.
+func TestDirProblemsWithTheOthers(t *testing.T) {
+	d := t.TempDir()
+	file := filepath.Join(d, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	foreign := filepath.Join(d, "foreign")
+	if err := os.MkdirAll(filepath.Join(foreign, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for dir, want := range map[string]string{".": "cannot be an output directory", file: "is not a directory (a regular file)",
+		foreign: "without the .render-static marker"} {
+		code, _, stderr := command(t, nil, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", "192.0.2.5", "--dir", dir)
+		for _, w := range []string{"invalid input (3 problems)", "  --dir: ", want, "--node-ip: 192.0.2.5 is in a documentation range",
+			"--node-ip: 192.0.2.5 is not in any networking.machineNetwork"} {
+			if code != 1 || !strings.Contains(stderr, w) {
+				t.Errorf("--dir %s: exit %d, want 1 with %q:\n%s", dir, code, w, stderr)
+			}
+		}
+	}
+	if es, _ := os.ReadDir(d); len(es) != 2 {
+		t.Errorf("refused renders left %d entries in %s", len(es), d)
+	}
+	testtools.Long(t, "renders")
+	dir := filepath.Join(d, "aio")
+	runOK(t, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--node-name", "sno-0", "--dir", dir)
+	code, _, stderr := command(t, nil, "--install-config", repo("testdata/installconfig/bad/control-plane-replicas-3.yaml"), "--node-ip", exampleIP,
+		"--node-name", "master-0", "--dir", dir)
+	for _, w := range []string{"controlPlane.replicas: ", "--node-name: \"master-0\", but the cluster saved in"} {
+		if code != 1 || !strings.Contains(stderr, w) {
+			t.Errorf("exit %d, want 1 with %q:\n%s", code, w, stderr)
+		}
+	}
+}

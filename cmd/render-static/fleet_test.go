@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
+	"github.com/render-static/render-static/internal/testtools"
 	"github.com/render-static/render-static/pkg/fleet"
 )
 
@@ -159,5 +160,90 @@ func TestFleetJobExample(t *testing.T) {
 	}
 	if len(seen) != n {
 		t.Errorf("%d pods render %d distinct shards", n, len(seen))
+	}
+}
+
+// TestFleetChecksItsInputsFirst: the flags every site shares are checked once, before any site, all problems at
+// once, and nothing is made; site folders reached through a symbolic link are sites, a dangling link is a failed
+// site; a site.yaml with an unknown key names the file and the line; each site's warnings are printed; a run in
+// which no site rendered leaves no --out behind.
+func TestFleetChecksItsInputsFirst(t *testing.T) {
+	d := t.TempDir()
+	out := filepath.Join(d, "out")
+	badImages := filepath.Join(d, "images.yaml")
+	if err := os.WriteFile(badImages, []byte("nosuch: quay.io/x/y:1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI("fleet", "--sites", repo("examples/fleet/sites"), "--out", out, "--jobs", "0", "--cert-validity", "1m", "--images", badImages)
+	for _, want := range []string{"invalid input (3 problems)", "--jobs: 0: at least one", "--cert-validity: 1m0s is too short", "--images: images.nosuch: unknown component"} {
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("exit %d, want 1 saying %q:\n%s", code, want, stderr)
+		}
+	}
+	if code, _, stderr := runCLI("fleet", "--sites", repo("examples/fleet/sites"), "--out", out, "--jobs", "-1"); code != 1 || !strings.Contains(stderr, "--jobs: -1") {
+		t.Errorf("--jobs -1: exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("refused flags made --out (%v)", err)
+	}
+
+	// Sites: one through a symlink, one dangling, one with a misspelt key.
+	sites, elsewhere := filepath.Join(d, "sites"), filepath.Join(d, "elsewhere")
+	for _, dir := range []string{sites, filepath.Join(sites, "typo"), elsewhere} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile := func(src, dst string) {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(repo("examples/fleet/sites/edge-1/install-config.yaml"), filepath.Join(elsewhere, "install-config.yaml"))
+	copyFile(repo("examples/fleet/sites/edge-1/site.yaml"), filepath.Join(elsewhere, "site.yaml"))
+	copyFile(repo("examples/fleet/sites/edge-1/install-config.yaml"), filepath.Join(sites, "typo", "install-config.yaml"))
+	if err := os.WriteFile(filepath.Join(sites, "typo", "site.yaml"), []byte("nodeName: x\nnodeIp: 192.168.126.11\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(sites, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(d, "gone"), filepath.Join(sites, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	// Only the failing ones first: nothing renders, so no --out stays.
+	list := filepath.Join(d, "failing.yaml")
+	if err := os.WriteFile(list, []byte("- {name: a, installConfig: missing.yaml, nodeIP: 10.0.0.1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := runCLI("fleet", "--sites", list, "--out", out); code != 1 {
+		t.Errorf("a fleet whose only site fails: exit %d", code)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a fleet that rendered nothing left --out (%v)", err)
+	}
+	testtools.Long(t, "renders a site")
+	code, stdout, stderr := runCLI("fleet", "--sites", sites, "--out", out, "--cert-validity", "30m")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (two sites fail)\n%s%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		filepath.Join(sites, "typo", "site.yaml") + ": line 2: field nodeIp not found",
+		filepath.Join(sites, "dangling") + ": a symbolic link to " + filepath.Join(d, "gone") + ", which cannot be followed",
+		"linked: warning: --cert-validity 30m0s",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if !strings.Contains(stdout, "3 sites, 2 failed") {
+		t.Errorf("table:\n%s", stdout)
+	}
+	if _, err := os.Stat(filepath.Join(out, "linked", "aio.ign")); err != nil {
+		t.Errorf("the site behind the symlink was not rendered: %v", err)
 	}
 }

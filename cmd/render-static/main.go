@@ -270,6 +270,11 @@ with its path; documented adaptations are listed apart. Exit 0 only when nothing
 				return err
 			}
 			o.Images = img
+			release, err := export.ReadLock(o.RenderDir) // read whole, never while a writer exchanges it
+			if err != nil {
+				return err
+			}
+			defer release()
 			r, err := conformance.Compare(o)
 			if err != nil {
 				return err

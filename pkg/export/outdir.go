@@ -23,10 +23,13 @@ import (
 // written like a database:
 //
 //   - One writer at a time. A run that writes it (render, renew, a fleet's site) holds an exclusive lock for the
-//     whole run (Lock), taken before it reads the state the directory holds; a second writer is refused at once,
-//     naming the process that holds it. The lock is an open file description lock (fcntl F_OFD_SETLK: released by
-//     the kernel when the process ends, however it ends) on byte 0 of ".<base>.lock" beside the directory: a file
-//     inside the directory would not do, as the directory is replaced by another one.
+//     whole run (Lock), taken before it reads the state the directory holds; a second writer is refused (after a
+//     second or two), naming the process that holds it. The lock is an open file description lock (fcntl
+//     F_OFD_SETLK: released by the kernel when the process ends, however it ends) on byte 0 of ".<base>.lock"
+//     beside the directory: a file inside the directory would not do, as the directory is replaced by another one.
+//     The last process out removes the lock file (when it can take both bytes at once, nobody else holds it); a
+//     process that locked a file which was removed meanwhile finds it is no longer the one at the path, and locks
+//     the new one instead.
 //   - Never a moment without the directory. The new output is filled in ".<base>.tmp-*" beside it, made durable,
 //     then exchanged with the old one in one renameat2(RENAME_EXCHANGE); the old tree, now under the temporary
 //     name, is removed afterwards. Only where the kernel or file system cannot exchange (said in a log line) is
@@ -109,14 +112,10 @@ func LockDir(dest, command string) (*Lock, error) {
 		return nil, err
 	}
 	l := &Lock{dest: filepath.Clean(dest), parent: parent, base: base}
-	f, err := os.OpenFile(LockPath(dest), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	f, err := lockFile(LockPath(dest), unix.F_WRLCK, 0, writerWait)
 	if err != nil {
-		return nil, fmt.Errorf("locking %s: %w", dest, err)
-	}
-	if err := ofdLock(f, unix.F_WRLCK, 0, false, 0); err != nil {
-		holder, _ := io.ReadAll(io.LimitReader(f, 4096))
-		f.Close()
 		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EACCES) {
+			holder, _ := os.ReadFile(LockPath(dest))
 			return nil, &LockedError{Dir: dest, Holder: strings.TrimSpace(string(holder))}
 		}
 		return nil, fmt.Errorf("locking %s: %w", dest, err)
@@ -135,13 +134,57 @@ func LockDir(dest, command string) (*Lock, error) {
 	return l, nil
 }
 
+// writerWait is how long a writer waits for the directory before it is refused: long enough for a reader that is
+// removing the lock file as it leaves, far shorter than a render.
+var writerWait = 2 * time.Second
+
+// lockFile opens (creating it) the lock file at path and locks one byte at offset, waiting at most wait; it returns
+// the file once the lock is on the file that is at path (the last holder may have removed the one it opened).
+func lockFile(path string, typ int16, offset int64, wait time.Duration) (*os.File, error) {
+	for attempt := 0; ; attempt++ {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		if err := ofdLock(f, typ, offset, wait > 0, wait); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if atPath(f, path) {
+			return f, nil
+		}
+		f.Close()
+		if attempt == 100 {
+			return nil, fmt.Errorf("%s keeps being replaced", path)
+		}
+	}
+}
+
+// atPath says whether f is the file at path.
+func atPath(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Lstat(path)
+	return err == nil && os.SameFile(a, b)
+}
+
+// unlock gives a lock file back, removing it when nobody else holds it: both bytes taken exclusively, at once.
+func unlock(f *os.File, path string) {
+	if ofdLock(f, unix.F_WRLCK, 1, false, 0) == nil && ofdLock(f, unix.F_WRLCK, 0, false, 0) == nil && atPath(f, path) {
+		_ = os.Remove(path)
+	}
+	_ = f.Close() // closing the last descriptor of the description releases its locks
+}
+
 // Dir is the locked output directory.
 func (l *Lock) Dir() string { return l.dest }
 
-// Release gives the output directory back (the lock file stays: removing it would let two runs lock two files).
+// Release gives the output directory back.
 func (l *Lock) Release() {
 	if l != nil && l.f != nil {
-		_ = l.f.Close() // closing the last descriptor of the description releases its locks
+		unlock(l.f, LockPath(l.dest))
 		l.f = nil
 	}
 }
@@ -222,18 +265,18 @@ func plural(n int, one, many string) string {
 // (a writer waits at most two minutes for its readers). A directory whose lock file cannot be made (a read-only
 // place, where no writer can work either) is read without a lock.
 func ReadLock(dest string) (release func(), err error) {
-	f, err := os.OpenFile(LockPath(dest), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if _, err := os.Lstat(dest); errors.Is(err, fs.ErrNotExist) {
+		return func() {}, nil // nothing to read: the reader says so itself
+	}
+	path := LockPath(dest)
+	f, err := lockFile(path, unix.F_RDLCK, 1, lockWait)
 	if err != nil {
-		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
 			return func() {}, nil
 		}
 		return nil, fmt.Errorf("locking %s for reading: %w", dest, err)
 	}
-	if err := ofdLock(f, unix.F_RDLCK, 1, true, lockWait); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s for reading: %w", dest, err)
-	}
-	return func() { f.Close() }, nil
+	return func() { unlock(f, path) }, nil
 }
 
 // ofdLock takes an open file description lock of type typ on one byte at offset: at once, or, with wait, retrying

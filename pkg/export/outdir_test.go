@@ -114,7 +114,7 @@ func TestReplaceLeavesNoLeftovers(t *testing.T) {
 			t.Errorf("v = %q after write %d", got, i)
 		}
 		if got := entries(t, parent); !slices.Equal(got, []string{".out.lock", "out"}) {
-			t.Errorf("after write %d the parent holds %v", i, got)
+			t.Errorf("after write %d the parent holds %v, want out and its lock file (held)", i, got)
 		}
 	}
 	// A cancelled run leaves the directory as it was.
@@ -129,6 +129,69 @@ func TestReplaceLeavesNoLeftovers(t *testing.T) {
 	}
 	if got := entries(t, parent); !slices.Equal(got, []string{".out.lock", "out"}) {
 		t.Errorf("after a cancelled replace the parent holds %v", got)
+	}
+	l.Release()
+	if got := entries(t, parent); !slices.Equal(got, []string{"out"}) {
+		t.Errorf("after the release the parent holds %v: the last one out removes the lock file", got)
+	}
+}
+
+// The last one out removes the lock file; a process that opened it before then finds its lock is on a file no
+// longer at the path, and locks the new one (lockFile), so two runs never hold two files.
+func TestLockFileRemovedByTheLastOneOut(t *testing.T) {
+	dest := filepath.Join(t.TempDir(), "out")
+	l, err := LockDir(dest, "render")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := ReadLock(dest) // missing directory: no lock needed
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	early, err := os.OpenFile(LockPath(dest), os.O_RDWR, 0) // a second run that opened the file, not yet locked
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer early.Close()
+	l.Release()
+	if _, err := os.Lstat(LockPath(dest)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the lock file outlived its last holder: %v", err)
+	}
+	if err := ofdLock(early, unix.F_WRLCK, 0, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	if atPath(early, LockPath(dest)) {
+		t.Fatal("a lock on the removed file counts as the directory's")
+	}
+	l2, err := LockDir(dest, "renew") // takes the new file, whatever the early one holds
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Release()
+	if _, err := LockDir(dest, "render"); err == nil {
+		t.Fatal("a second writer locked the new file")
+	}
+	// A reader keeps the file while it reads; the writer leaving does not remove it, the reader does.
+	if err := WriteDirAtomic(filepath.Join(filepath.Dir(dest), "other"), func(string) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(filepath.Dir(dest), "other")
+	release, err = ReadLock(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := LockDir(other, "render")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Release()
+	if _, err := os.Lstat(LockPath(other)); err != nil {
+		t.Fatalf("the writer removed the lock file a reader holds: %v", err)
+	}
+	release()
+	if _, err := os.Lstat(LockPath(other)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the last reader left the lock file: %v", err)
 	}
 }
 
@@ -156,7 +219,7 @@ func TestLockDirRepairsWhatKilledRunsLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Release()
-	if got := entries(t, parent); !slices.Equal(got, []string{".other.tmp-1", ".out.lock", "out"}) {
+	if got := entries(t, parent); !slices.Equal(got, []string{".other.tmp-1", "out"}) {
 		t.Errorf("after the repair the parent holds %v", got)
 	}
 	if len(notices) != 1 || !strings.Contains(notices[0], "removed 2 temporary trees") {
@@ -179,7 +242,7 @@ func TestLockDirRepairsWhatKilledRunsLeft(t *testing.T) {
 	if got := readFile(t, filepath.Join(dest, "v")); got != "old" {
 		t.Errorf("v = %q after the repair, want the previous output's", got)
 	}
-	if got := entries(t, parent); !slices.Equal(got, []string{".other.tmp-1", ".out.lock", "out"}) {
+	if got := entries(t, parent); !slices.Equal(got, []string{".other.tmp-1", "out"}) {
 		t.Errorf("after the repair the parent holds %v", got)
 	}
 	if len(notices) != 2 || !strings.Contains(notices[0], "put back the previous output") {
@@ -203,7 +266,7 @@ func TestReplaceFallbackWithoutExchange(t *testing.T) {
 	if got := readFile(t, filepath.Join(dest, "v")); got != "2" {
 		t.Errorf("v = %q", got)
 	}
-	if got := entries(t, parent); !slices.Equal(got, []string{".out.lock", "out"}) {
+	if got := entries(t, parent); !slices.Equal(got, []string{"out"}) {
 		t.Errorf("the parent holds %v", got)
 	}
 	if len(notices) != 1 || !strings.Contains(notices[0], "cannot exchange") {
