@@ -619,3 +619,40 @@ func TestDirProblemsWithTheOthers(t *testing.T) {
 		}
 	}
 }
+
+// TestSavedInputsAreDefaults: an upstream render with its own images and leaves, rendered again with no flag but
+// --dir, stays what it was (no pod rolls, aio.ign byte-identical), and the summary says the inputs came from the
+// state; a changed node IP rolls etcd and kube-apiserver and says what changed.
+func TestSavedInputsAreDefaults(t *testing.T) {
+	testtools.Long(t, "renders")
+	d := t.TempDir()
+	dir, images := filepath.Join(d, "aio"), filepath.Join(d, "images.yaml")
+	if err := os.WriteFile(images, []byte("kube-apiserver: registry.example.com/kube-apiserver:v1.34.3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first := runOK(t, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir,
+		"--flavor", "upstream", "--images", images, "--cert-validity", "2h")
+	if !strings.Contains(first, "(a new cluster)") || !strings.Contains(first, "flavor:           upstream") {
+		t.Errorf("first summary:\n%s", first)
+	}
+	ign, _ := os.ReadFile(filepath.Join(dir, "aio.ign"))
+	again := runOK(t, "--dir", dir)
+	for _, want := range []string{"continued from " + filepath.Join(dir, "state"), "saved inputs:     install-config, node IP, cert validity, images, flavor",
+		"flavor:           upstream", "revisions:        etcd 1; kube-apiserver 1; kube-controller-manager 1; kube-scheduler 1"} {
+		if !strings.Contains(again, want) {
+			t.Errorf("the re-render's summary lacks %q:\n%s", want, again)
+		}
+	}
+	if strings.Contains(again, "changed inputs") {
+		t.Errorf("nothing changed, but the summary says so:\n%s", again)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "aio.ign")); !bytes.Equal(ign, after) {
+		t.Errorf("a re-render with the saved inputs changed aio.ign")
+	}
+	moved := runOK(t, "--dir", dir, "--node-ip", "192.168.126.11")
+	for _, want := range []string{"changed inputs:   node IP 192.168.126.10 -> 192.168.126.11", "etcd 1->2 (changed: ", "kube-apiserver 1->2 (changed: "} {
+		if !strings.Contains(moved, want) {
+			t.Errorf("the summary after a new node IP lacks %q:\n%s", want, moved)
+		}
+	}
+}

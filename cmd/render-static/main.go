@@ -75,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}()
 	err := cmd.ExecuteContext(ctx)
 	if s, ok := got.Load().(os.Signal); ok {
-		fmt.Fprintf(stderr, "error: interrupted (%v); nothing was written\n", s)
+		fmt.Fprintf(stderr, "error: interrupted (%v); a directory it was writing is as it was before\n", s)
 		return signalExit(s)
 	}
 	if err != nil {

@@ -292,3 +292,19 @@ func installErrs(kv ...string) installconfig.ErrorList {
 	}
 	return l
 }
+
+// TestTableWords: one site, one job, one problem in words a person writes.
+func TestTableWords(t *testing.T) {
+	r := &Report{Results: []Result{{Site: "a", Err: installconfig.ErrorList{{Field: "nodeIP", Detail: "required"}}}}, Elapsed: time.Second, Jobs: 1}
+	var b strings.Builder
+	r.WriteTable(&b)
+	if !strings.Contains(b.String(), "1 site, 1 failed, 1s with 1 job (") || !strings.Contains(b.String(), "FAILED: nodeIP: required") {
+		t.Errorf("table:\n%s", b.String())
+	}
+	r.Results = append(r.Results, Result{Site: "b", Err: installconfig.ErrorList{{Field: "nodeIP", Detail: "required"}, {Field: "infraID", Detail: "bad"}}})
+	b.Reset()
+	r.WriteTable(&b)
+	if !strings.Contains(b.String(), "FAILED (2 problems, listed above)") || !strings.Contains(b.String(), "2 sites, 2 failed") {
+		t.Errorf("table:\n%s", b.String())
+	}
+}
