@@ -175,17 +175,22 @@ func savedFlavor(t *testing.T, dir string) string {
 	return st.Inputs.Flavor
 }
 
+// renderedWithBackup renders the example into a directory and returns it, a copy of it and its tree.
+func renderedWithBackup(t *testing.T) (dir, backup string, old map[string]string) {
+	t.Helper()
+	dir, backup = filepath.Join(t.TempDir(), "aio"), filepath.Join(t.TempDir(), "backup")
+	runOK(t, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir)
+	copyDir(t, dir, backup)
+	return dir, backup, tree(t, dir)
+}
+
 // TestKilledRenderLeavesOldOrNew kills a re-render (openshift to upstream: every pod rolls) at each point of its
 // write, placed by faultpoint: before the exchange the directory must be exactly the old one, from it on the new
 // one, whole; either way the next run removes what the killed one left, and a re-render of the same inputs gives
 // a byte-identical aio.ign.
 func TestKilledRenderLeavesOldOrNew(t *testing.T) {
 	testtools.Long(t, "renders about twenty times")
-	base := t.TempDir()
-	dir, backup := filepath.Join(base, "aio"), filepath.Join(t.TempDir(), "backup")
-	runOK(t, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir)
-	copyDir(t, dir, backup)
-	old := tree(t, dir)
+	dir, backup, old := renderedWithBackup(t)
 	for _, tc := range []struct {
 		fault string
 		new   bool // the new output is in place after the kill
@@ -248,11 +253,7 @@ func TestKilledRenderLeavesOldOrNew(t *testing.T) {
 // one with it; the update is never lost by the runs that follow.
 func TestKilledRenewLeavesOldOrNew(t *testing.T) {
 	testtools.Long(t, "renders and renews about fifteen times")
-	base := t.TempDir()
-	dir, backup := filepath.Join(base, "aio"), filepath.Join(t.TempDir(), "backup")
-	runOK(t, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir)
-	copyDir(t, dir, backup)
-	old := tree(t, dir)
+	dir, backup, old := renderedWithBackup(t)
 	for _, tc := range []struct {
 		fault string
 		new   bool

@@ -22,6 +22,15 @@ func writeOut(t *testing.T, l *Lock, name, contents string) error {
 	})
 }
 
+// captureNotices collects Logf's notices for the test.
+func captureNotices(t *testing.T) *[]string {
+	var notices []string
+	old := Logf
+	t.Cleanup(func() { Logf = old })
+	Logf = func(f string, a ...any) { notices = append(notices, fmt.Sprintf(f, a...)) }
+	return &notices
+}
+
 func TestLockDirRefusesASecondWriter(t *testing.T) {
 	dest := filepath.Join(t.TempDir(), "out")
 	l, err := LockDir(dest, "render")
@@ -211,9 +220,7 @@ func TestLockDirRepairsWhatKilledRunsLeft(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(parent, ".other.tmp-1"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	var notices []string
-	defer func(f func(string, ...any)) { Logf = f }(Logf)
-	Logf = func(f string, a ...any) { notices = append(notices, fmt.Sprintf(f, a...)) }
+	notices := captureNotices(t)
 	l, err := LockDir(dest, "render")
 	if err != nil {
 		t.Fatal(err)
@@ -222,8 +229,8 @@ func TestLockDirRepairsWhatKilledRunsLeft(t *testing.T) {
 	if got := entries(t, parent); !slices.Equal(got, []string{".other.tmp-1", "out"}) {
 		t.Errorf("after the repair the parent holds %v", got)
 	}
-	if len(notices) != 1 || !strings.Contains(notices[0], "removed 2 temporary trees") {
-		t.Errorf("notices %q", notices)
+	if len(*notices) != 1 || !strings.Contains((*notices)[0], "removed 2 temporary trees") {
+		t.Errorf("notices %q", *notices)
 	}
 
 	// The fallback killed between its renames: no out, the previous output aside (and the new one complete).
@@ -233,7 +240,7 @@ func TestLockDirRepairsWhatKilledRunsLeft(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(parent, ".out.tmp-3"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	notices = nil
+	*notices = nil
 	l, err = LockDir(dest, "render")
 	if err != nil {
 		t.Fatal(err)
@@ -245,8 +252,8 @@ func TestLockDirRepairsWhatKilledRunsLeft(t *testing.T) {
 	if got := entries(t, parent); !slices.Equal(got, []string{".other.tmp-1", "out"}) {
 		t.Errorf("after the repair the parent holds %v", got)
 	}
-	if len(notices) != 2 || !strings.Contains(notices[0], "put back the previous output") {
-		t.Errorf("notices %q", notices)
+	if len(*notices) != 2 || !strings.Contains((*notices)[0], "put back the previous output") {
+		t.Errorf("notices %q", *notices)
 	}
 }
 
@@ -255,9 +262,7 @@ func TestReplaceFallbackWithoutExchange(t *testing.T) {
 	dest := filepath.Join(parent, "out")
 	defer func(f func(a, b string) error) { exchangeDirs = f }(exchangeDirs)
 	exchangeDirs = func(a, b string) error { return &os.LinkError{Op: "exchange", Old: a, New: b, Err: unix.EINVAL} }
-	var notices []string
-	defer func(f func(string, ...any)) { Logf = f }(Logf)
-	Logf = func(f string, a ...any) { notices = append(notices, fmt.Sprintf(f, a...)) }
+	notices := captureNotices(t)
 	for _, v := range []string{"1", "2"} {
 		if err := WriteDirAtomic(dest, func(tmp string) error { return WriteFile(filepath.Join(tmp, "v"), 0o600, []byte(v)) }); err != nil {
 			t.Fatal(err)
@@ -269,8 +274,8 @@ func TestReplaceFallbackWithoutExchange(t *testing.T) {
 	if got := entries(t, parent); !slices.Equal(got, []string{"out"}) {
 		t.Errorf("the parent holds %v", got)
 	}
-	if len(notices) != 1 || !strings.Contains(notices[0], "cannot exchange") {
-		t.Errorf("notices %q, want one saying the fallback is used", notices)
+	if len(*notices) != 1 || !strings.Contains((*notices)[0], "cannot exchange") {
+		t.Errorf("notices %q, want one saying the fallback is used", *notices)
 	}
 }
 

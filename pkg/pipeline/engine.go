@@ -200,13 +200,9 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 			}
 		}
 	}
-	prevRevs := map[string]int{}
-	for _, comp := range comps {
-		rev, err := staticpod.LatestRevision(comp.Operator())
-		if err != nil {
-			return nil, err
-		}
-		prevRevs[comp.Name()] = rev
+	prevRevs, err := latestRevisions(comps)
+	if err != nil {
+		return nil, err
 	}
 	converge.Loops = append(converge.Loops, nodeSide.Loops()...)
 	defer func() {
@@ -238,13 +234,9 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 	if err := r.CheckDegraded(); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	revs := map[string]int{}
-	for _, comp := range comps {
-		rev, err := staticpod.LatestRevision(comp.Operator())
-		if err != nil {
-			return nil, err
-		}
-		revs[comp.Name()] = rev
+	revs, err := latestRevisions(comps)
+	if err != nil {
+		return nil, err
 	}
 	<-issued
 	if adminErr != nil {
@@ -256,6 +248,19 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 		Result: r.Result(), Loops: len(converge.Loops) + len(revision.Loops),
 		KeygenTime: keygen, LoopsTime: time.Since(t), From: st, previousIgn: previousIgn, ahead: ahead,
 	}, nil
+}
+
+// latestRevisions is each component's latestAvailableRevision.
+func latestRevisions(comps []Component) (map[string]int, error) {
+	revs := map[string]int{}
+	for _, comp := range comps {
+		rev, err := staticpod.LatestRevision(comp.Operator())
+		if err != nil {
+			return nil, err
+		}
+		revs[comp.Name()] = rev
+	}
+	return revs, nil
 }
 
 // seedDynamic creates the saved objects of the dynamic client's kinds.

@@ -20,7 +20,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -36,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/render-static/render-static/internal/inputfile"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/loops"
@@ -331,9 +331,6 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// maxStateFile bounds what Load reads of one state file (the largest, CRD-sized objects are a few hundred KiB).
-const maxStateFile = 64 << 20
-
 // readState reads every file under root (relative slash paths → contents) and checks them against SHA256SUMS:
 // a missing, added or changed file is an IntegrityError naming it. A state without SHA256SUMS passes only as
 // format version 1 (legacy reports it).
@@ -360,7 +357,7 @@ func readState(root string) (files map[string][]byte, legacy bool, err error) {
 	}
 	contents := make([][]byte, len(paths))
 	if err := export.Parallel(len(paths), func(i int) (err error) {
-		contents[i], err = readBounded(filepath.Join(root, filepath.FromSlash(paths[i])))
+		contents[i], err = inputfile.Read(filepath.Join(root, filepath.FromSlash(paths[i])))
 		return err
 	}); err != nil {
 		return nil, false, fmt.Errorf("reading the state in %s: %w", root, err)
@@ -410,21 +407,6 @@ func readState(root string) (files map[string][]byte, legacy bool, err error) {
 	return files, false, nil
 }
 
-func readBounded(p string) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxStateFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxStateFile {
-		return nil, fmt.Errorf("%s: larger than %d MiB", p, maxStateFile>>20)
-	}
-	return b, nil
-}
 
 // Load reads the state of a render directory, after checking every file against SHA256SUMS (IntegrityError).
 func Load(dir string) (*State, error) {
