@@ -407,7 +407,6 @@ func readState(root string) (files map[string][]byte, legacy bool, err error) {
 	return files, false, nil
 }
 
-
 // Load reads the state of a render directory, after checking every file against SHA256SUMS (IntegrityError).
 func Load(dir string) (*State, error) {
 	root := filepath.Join(dir, Dir)
