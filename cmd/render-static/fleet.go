@@ -20,6 +20,15 @@ import (
 	"github.com/render-static/render-static/pkg/pipeline"
 )
 
+// fleetFlags are the fleet's own inputs as its flags; siteNames how a site's errors refer to the inputs it does
+// not have (its own fields keep their names: nodeIP, nodeName, infraID, installConfig).
+var (
+	fleetFlags = map[string]string{"out": "--out", "sites": "--sites", pipeline.InCertValidity: "--cert-validity",
+		pipeline.InImages: "--images", pipeline.InFlavor: "--flavor"}
+	siteNames = map[string]string{pipeline.InCertValidity: "--cert-validity", pipeline.InImages: "--images", pipeline.InFlavor: "--flavor",
+		pipeline.InDir: "the site's output folder", pipeline.InFresh: "render-static --fresh on the site's output folder"}
+)
+
 func newFleetCommand(stdout io.Writer) *cobra.Command {
 	var o fleet.Options
 	var sites, shard string
@@ -95,8 +104,9 @@ A table (site, seconds, aio.ign size, earliest expiry) ends the run; exit 0 only
 			}
 			created, err := fleet.EnsureOut(o.Out)
 			if err != nil {
-				return err
+				return asFlags(err, fleetFlags)
 			}
+			o.Names = siteNames
 			errw := cmd.ErrOrStderr()
 			o.Progress = fleet.NewProgress(errw, isTerminal(errw))
 			r := fleet.Run(cmd.Context(), list, o)

@@ -26,6 +26,7 @@ import (
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/pipeline"
+	"github.com/render-static/render-static/pkg/renew"
 )
 
 func main() {
@@ -165,6 +166,38 @@ func printError(w io.Writer, err error) {
 	fmt.Fprintf(w, "error: %s\n", msg)
 }
 
+// The inputs as this command's flags: the packages below name them by their input names (pkg/pipeline In*,
+// installconfig.Ref), and only cmd knows the flags.
+var (
+	renderFlags = map[string]string{pipeline.InInstallConfig: "--install-config", pipeline.InNodeIP: "--node-ip",
+		pipeline.InNodeName: "--node-name", pipeline.InDir: "--dir", pipeline.InCertValidity: "--cert-validity",
+		pipeline.InInfraID: "--infra-id", pipeline.InImages: "--images", pipeline.InFlavor: "--flavor", pipeline.InFresh: "--fresh"}
+	renewFlags = map[string]string{pipeline.InDir: "--dir", renew.InWithin: "--within", renew.InForce: "--force",
+		pipeline.InFresh: "render-static --fresh"}
+	conformanceFlags = map[string]string{"component": "--component", pipeline.InDir: "--dir"}
+)
+
+// asFlags is err as a command says it: the inputs it names, and refers to, as the command's flags (names).
+func asFlags(err error, names map[string]string) error {
+	if err == nil {
+		return nil
+	}
+	var list installconfig.ErrorList
+	if errors.As(err, &list) {
+		return list.Named(names)
+	}
+	return &saidError{err: err, msg: installconfig.Expand(err.Error(), names)}
+}
+
+// saidError is an error with its message said by a command (asFlags); it unwraps to the error.
+type saidError struct {
+	err error
+	msg string
+}
+
+func (e *saidError) Error() string { return e.msg }
+func (e *saidError) Unwrap() error { return e.err }
+
 // count is "1 problem", "2 problems".
 func count(n int, one, many string) string {
 	if n == 1 {
@@ -220,7 +253,10 @@ listed, and --dir is left untouched.`,
 			pipeline.SingleRenderGC()
 			s, err := pipeline.Render(cmd.Context(), o)
 			if err != nil {
-				return err
+				return asFlags(err, renderFlags)
+			}
+			for i, w := range s.Warnings {
+				s.Warnings[i] = installconfig.Expand(w, renderFlags)
 			}
 			s.PeakRSSMB = peakRSSMB()
 			s.Print(stdout, cmd.ErrOrStderr(), o.Dir)
@@ -277,7 +313,7 @@ with its path; documented adaptations are listed apart. Exit 0 only when nothing
 			defer release()
 			r, err := conformance.Compare(o)
 			if err != nil {
-				return err
+				return asFlags(err, conformanceFlags)
 			}
 			r.Write(stdout)
 			if !r.OK() {

@@ -38,7 +38,7 @@ no new update, and aio.ign stays byte-identical. Bad input exits 1 and leaves --
 			o.Within = within
 			rep, err := renew.Run(cmd.Context(), o)
 			if err != nil {
-				return err
+				return asFlags(err, renewFlags)
 			}
 			rep.Print(stdout)
 			return nil

@@ -53,3 +53,7 @@ func (k *Component) whenInputs(l loops.Loop, in ...operator.Input) loops.Loop {
 // (UpstreamImage: the upstream flavor's); the registry (pkg/components) collects them.
 var Images = clusterconfig.OKDImages("hyperkube", "cluster-kube-apiserver-operator").
 	With(UpstreamImage, clusterconfig.KubernetesImage(UpstreamImage))
+
+// ServingCA is the bundle of every kube-apiserver serving CA (target config, targetconfig.go): what a client of the
+// API trusts (the admin kubeconfig; pkg/components names it to the pipeline).
+var ServingCA = operator.Input{Namespace: TargetNamespace, Name: "kube-apiserver-server-ca", Key: "ca-bundle.crt", From: ComponentName}

@@ -61,10 +61,10 @@ const ShortLeafValidity = time.Hour
 // long as a leaf, so a leaf is never cut short by its signer.
 func NewLifetimes(leaf time.Duration) (Lifetimes, error) {
 	if leaf < MinLeafValidity {
-		return Lifetimes{}, fmt.Errorf("--cert-validity: %s is too short (at least %s; below %s only for tests and labs)", leaf, MinLeafValidity, ShortLeafValidity)
+		return Lifetimes{}, fmt.Errorf("%s is too short (at least %s; below %s only for tests and labs)", leaf, MinLeafValidity, ShortLeafValidity)
 	}
 	if leaf > 100*365*24*time.Hour {
-		return Lifetimes{}, fmt.Errorf("--cert-validity: %s is too long (at most 100 years)", leaf)
+		return Lifetimes{}, fmt.Errorf("%s is too long (at most 100 years)", leaf)
 	}
 	signer := MinSignerValidity
 	if 2*leaf > signer {
@@ -78,7 +78,7 @@ func (lt Lifetimes) Warning() string {
 	if lt.Leaf >= ShortLeafValidity {
 		return ""
 	}
-	return fmt.Sprintf("--cert-validity %s: every leaf certificate (serving and client certificates of the control plane, "+
+	return fmt.Sprintf("{certValidity} %s: every leaf certificate (serving and client certificates of the control plane, "+
 		"the kubelet's first client certificate, auth/kubeconfig) expires %s after this render; for tests and labs only: "+
 		"boot the node and apply `render-static renew` more than 5 minutes before then (components reload renewed "+
 		"client certificates every 5 minutes; auth/kubeconfig is not renewed)", lt.Leaf, lt.Leaf)

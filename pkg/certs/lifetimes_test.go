@@ -16,7 +16,7 @@ func TestNewLifetimes(t *testing.T) {
 		warn       bool
 		wantSigner time.Duration
 	}{
-		{time.Minute, "--cert-validity: 1m0s is too short (at least 5m0s", false, 0},
+		{time.Minute, "1m0s is too short (at least 5m0s", false, 0},
 		{MinLeafValidity - time.Second, "is too short (at least 5m0s", false, 0},
 		{MinLeafValidity, "", true, MinSignerValidity},
 		{7 * time.Minute, "", true, MinSignerValidity},
@@ -24,7 +24,7 @@ func TestNewLifetimes(t *testing.T) {
 		{ShortLeafValidity, "", false, MinSignerValidity},
 		{DefaultLeafValidity, "", false, MinSignerValidity},
 		{20 * 365 * 24 * time.Hour, "", false, 40 * 365 * 24 * time.Hour},
-		{101 * 365 * 24 * time.Hour, "--cert-validity: 884760h0m0s is too long (at most 100 years)", false, 0},
+		{101 * 365 * 24 * time.Hour, "884760h0m0s is too long (at most 100 years)", false, 0},
 	} {
 		lt, err := NewLifetimes(c.leaf)
 		if c.err != "" {
@@ -44,7 +44,7 @@ func TestNewLifetimes(t *testing.T) {
 		if c.warn != (w != "") {
 			t.Errorf("%s: warning %q, want one: %v", c.leaf, w, c.warn)
 		}
-		if c.warn && (!strings.Contains(w, "--cert-validity "+c.leaf.String()) || !strings.Contains(w, "render-static renew")) {
+		if c.warn && (!strings.Contains(w, "{certValidity} "+c.leaf.String()) || !strings.Contains(w, "render-static renew")) {
 			t.Errorf("%s: the warning %q names neither the lifetime nor what to do", c.leaf, w)
 		}
 		// library-go's refresh (4/5) of a leaf lies after any render's few seconds and before its end.

@@ -52,7 +52,7 @@ func ParseFlavor(s string) (Flavor, error) {
 	case FlavorUpstream:
 		return FlavorUpstream, nil
 	}
-	return "", fmt.Errorf("--flavor: %q is not a flavor (openshift or upstream)", s)
+	return "", fmt.Errorf("%q is not a flavor (openshift or upstream)", s)
 }
 
 // NodeIP is the node's primary IP.

@@ -1,6 +1,7 @@
 package clusterconfig
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -55,7 +56,7 @@ func LoadImages(path string, defaults Images) (Images, error) {
 	}
 	raw, err := inputfile.Read(path)
 	if err != nil {
-		return nil, fmt.Errorf("--images: %w", err)
+		return nil, err
 	}
 	return ParseImages(raw, path, defaults)
 }
@@ -73,7 +74,7 @@ func ParseImages(raw []byte, name string, defaults Images) (Images, error) {
 	}
 	var m map[string]string
 	if err := yaml.UnmarshalStrict(raw, &m); err != nil {
-		return nil, fmt.Errorf("--images: %s: not a map of component to pull spec: %v", name, err)
+		return nil, fmt.Errorf("%s: not a map of component to pull spec: %v", name, err)
 	}
 	var errs []string
 	for k, v := range m {
@@ -88,7 +89,7 @@ func ParseImages(raw []byte, name string, defaults Images) (Images, error) {
 	}
 	if len(errs) > 0 {
 		sort.Strings(errs)
-		return nil, fmt.Errorf("--images: %s", strings.Join(errs, "; "))
+		return nil, errors.New(strings.Join(errs, "; "))
 	}
 	return out, nil
 }

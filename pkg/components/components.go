@@ -30,6 +30,10 @@ var Registry = []operator.Registration{
 	operator.Register(scheduler.ComponentName, scheduler.Namespaces, scheduler.Images, scheduler.UpstreamImage, scheduler.Inputs, scheduler.New),
 }
 
+// ServingCA is the API server's serving CA bundle, which a client of the API trusts (the render's admin
+// kubeconfig): the pipeline reaches it through the registry, never by naming a component.
+var ServingCA = apiserver.ServingCA
+
 // Names are the components' names, in registry order.
 func Names() []string {
 	out := make([]string, 0, len(Registry))

@@ -94,7 +94,7 @@ func Compare(o Options) (*Report, error) {
 	}
 	for _, c := range comps {
 		if !contains(Components, c) {
-			return nil, fmt.Errorf("--component: unknown component %q (known: %s)", c, strings.Join(Components, ", "))
+			return nil, fmt.Errorf("{component}: unknown component %q (known: %s)", c, strings.Join(Components, ", "))
 		}
 	}
 	for _, d := range []string{filepath.Join(o.RenderDir, "rootfs"), filepath.Join(o.ExpectedDir, "pods")} {

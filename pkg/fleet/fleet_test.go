@@ -260,7 +260,7 @@ func minus(a, b []string) []string {
 func TestProgress(t *testing.T) {
 	clock := time.Unix(0, 0)
 	now := func() time.Time { return clock }
-	fail := Result{Site: "b", Err: fmt.Errorf("wrapped: %w", asSiteFields(installErrs("--node-ip", "required", "metadata.name", "bad")))}
+	fail := Result{Site: "b", Err: fmt.Errorf("wrapped: %w", named(installErrs("nodeIP", "required", "metadata.name", "bad"), nil))}
 	for _, terminal := range []bool{false, true} {
 		var w strings.Builder
 		p := &progress{w: &w, terminal: terminal, now: now}

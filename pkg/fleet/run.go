@@ -27,6 +27,9 @@ type Options struct {
 	Shard Shard
 	// Progress, when set, hears about every site as it finishes.
 	Progress Progress
+	// Names are how the front end says the inputs a site's errors and warnings refer to (installconfig.Expand);
+	// a site's own fields keep their names.
+	Names map[string]string
 }
 
 // Result is one site's outcome.
@@ -111,7 +114,7 @@ func renderSite(ctx context.Context, s Site, o Options) Result {
 	t := time.Now()
 	r := Result{Site: s.Name, Dir: filepath.Join(o.Out, s.Name)}
 	if len(s.problems) > 0 {
-		r.Err = s.problems
+		r.Err = named(s.problems, o.Names)
 		return r
 	}
 	if err := ctx.Err(); err != nil {
@@ -128,25 +131,26 @@ func renderSite(ctx context.Context, s Site, o Options) Result {
 	}
 	sum, err := pipeline.Render(ctx, po)
 	r.Elapsed = time.Since(t)
-	r.Summary, r.Err = sum, asSiteFields(err)
+	r.Summary, r.Err = sum, named(err, o.Names)
+	if sum != nil {
+		for i, w := range sum.Warnings {
+			sum.Warnings[i] = installconfig.Expand(w, o.Names)
+		}
+	}
 	return r
 }
 
-// asSiteFields names a site's own fields as its entry spells them instead of as the single render's flags.
-func asSiteFields(err error) error {
+// named is a site's error as the fleet's front end says it (Options.Names): a site's own fields are its entry's
+// (nodeIP, nodeName, infraID: the inputs' own names), the references to other inputs expanded.
+func named(err error, names map[string]string) error {
+	if err == nil {
+		return nil
+	}
 	var list installconfig.ErrorList
-	if !errors.As(err, &list) {
-		return err
+	if errors.As(err, &list) {
+		return list.Named(names)
 	}
-	names := map[string]string{"--node-ip": "nodeIP", "--node-name": "nodeName", "--infra-id": "infraID"}
-	out := make(installconfig.ErrorList, len(list))
-	for i, e := range list {
-		if n, ok := names[e.Field]; ok {
-			e.Field = n
-		}
-		out[i] = e
-	}
-	return out
+	return errors.New(installconfig.Expand(err.Error(), names))
 }
 
 // ErrorLines is a failed site's error as lines: one per field problem, or the error itself.
@@ -200,11 +204,11 @@ func plural(n int, one, many string) string {
 // EnsureOut creates the output directory; created says it did (a run that renders nothing removes it again).
 func EnsureOut(dir string) (created bool, err error) {
 	if dir == "" {
-		return false, fmt.Errorf("--out: required")
+		return false, fmt.Errorf("{out}: required")
 	}
 	if st, err := os.Stat(dir); err == nil {
 		if !st.IsDir() {
-			return false, fmt.Errorf("--out: %s is not a directory", dir)
+			return false, fmt.Errorf("{out}: %s is not a directory", dir)
 		}
 		return false, nil
 	}

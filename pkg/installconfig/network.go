@@ -360,7 +360,7 @@ var (
 	documentation6 = netip.MustParsePrefix("2001:db8::/32")
 )
 
-const nodeIPFlag = "--node-ip"
+const nodeIPFlag = NodeIPInput
 
 func (v *validator) nodeIPs(ips []netip.Addr, ni *netInfo) {
 	if len(ips) == 0 {
@@ -423,7 +423,7 @@ func (v *validator) nodeIPs(ips []netip.Addr, ni *netInfo) {
 
 // ParseNodeIPs parses the --node-ip flag: one IP address, or two
 // comma-separated addresses of different families (dual stack), the primary
-// first. Problems are returned as an ErrorList with the field "--node-ip".
+// first. Problems are returned as an ErrorList with the field NodeIPInput.
 func ParseNodeIPs(s string) ([]netip.Addr, error) {
 	var errs ErrorList
 	add := func(format string, args ...any) {

@@ -19,11 +19,12 @@
 package installconfig
 
 import (
+	"regexp"
 	"strings"
 )
 
 // FieldError is one problem with one field of the install-config (or with the
-// --node-ip flag, whose Field is "--node-ip").
+// node's addresses, whose Field is NodeIPInput).
 type FieldError struct {
 	// Field is the path of the field, e.g. "networking.clusterNetwork[0].cidr".
 	Field string
@@ -44,6 +45,44 @@ func (l ErrorList) Error() string {
 		lines[i] = e.Error()
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Inputs outside the install-config are named in errors by their input names ("nodeIP", "certValidity", ...: the
+// names the state keeps them under and a fleet's site files use), never by a command's flags: each front end names
+// them its own way (ErrorList.Named). A message that refers to another input says Ref(name).
+
+// NodeIPInput is the input name of the node's addresses, which Validate checks against the networks.
+const NodeIPInput = "nodeIP"
+
+// Ref refers to the input name in a message ("{fresh}"), for Expand.
+func Ref(name string) string { return "{" + name + "}" }
+
+// Expand replaces every input reference (Ref) in s by names[input], or by the input name where names has none.
+func Expand(s string, names map[string]string) string {
+	if !strings.Contains(s, "{") {
+		return s
+	}
+	return refRE.ReplaceAllStringFunc(s, func(m string) string {
+		if n, ok := names[m[1:len(m)-1]]; ok {
+			return n
+		}
+		return m[1 : len(m)-1]
+	})
+}
+
+var refRE = regexp.MustCompile(`\{[a-zA-Z]+\}`)
+
+// Named is the list as a front end says it: a field that is an input name renamed by names, references expanded.
+func (l ErrorList) Named(names map[string]string) ErrorList {
+	out := make(ErrorList, len(l))
+	for i, e := range l {
+		if n, ok := names[e.Field]; ok {
+			e.Field = n
+		}
+		e.Detail = Expand(e.Detail, names)
+		out[i] = e
+	}
+	return out
 }
 
 // Has reports whether some entry is about field.

@@ -433,7 +433,7 @@ func (v *validator) settings() {
 			// cluster-etcd-operator (pkg/operator/etcdcertsigner/etcdcertsignercontroller.go) and the other
 			// operators then issue certificates that live hours and count on rotating them themselves.
 			v.addf(f, "%s=true cannot be honoured: it makes certificates live hours and relies on the operators to "+
-				"rotate them, and no operator runs on this node (certificate lifetimes are set with --cert-validity)", name)
+				"rotate them, and no operator runs on this node (certificate lifetimes are the render's "+Ref("certValidity")+")", name)
 		}
 	}
 }

@@ -171,7 +171,7 @@ func TestValidate(t *testing.T) {
 		{name: "machineCIDR", mutate: func(ic *InstallConfig) {
 			ic.Networking.MachineNetwork = nil
 			ic.Networking.MachineCIDR = "10.0.0.0/16"
-		}, nodeIPs: v4node, want: []string{"--node-ip: 192.168.126.10 is not in networking.machineCIDR (10.0.0.0/16)"}},
+		}, nodeIPs: v4node, want: []string{"nodeIP: 192.168.126.10 is not in networking.machineCIDR (10.0.0.0/16)"}},
 		{name: "machineCIDR with machineNetwork", mutate: func(ic *InstallConfig) {
 			ic.Networking.MachineCIDR = "10.0.0.0/16"
 		}, want: []string{"networking.machineCIDR: deprecated; must not be set together with networking.machineNetwork"}},
@@ -225,7 +225,7 @@ func TestValidate(t *testing.T) {
 				"ShortCertRotation=false", "InPlacePodVerticalScaling=true", "Example=True", "Bad Name=true", "Other=1", "Third=maybe"}
 		}, want: []string{
 			`featureGates[1]: unknown feature gate "mutatingadmissionpolicy" (did you mean "MutatingAdmissionPolicy"?)`,
-			"featureGates[2]: ShortCertRotation=true cannot be honoured: it makes certificates live hours and relies on the operators to rotate them, and no operator runs on this node (certificate lifetimes are set with --cert-validity)",
+			"featureGates[2]: ShortCertRotation=true cannot be honoured: it makes certificates live hours and relies on the operators to rotate them, and no operator runs on this node (certificate lifetimes are the render's {certValidity})",
 			`featureGates[3]: duplicate feature gate "ShortCertRotation"`,
 			`featureGates[6]: "Bad Name=true" must be Name=true or Name=false`,
 			`featureGates[8]: "Third=maybe" must be Name=true or Name=false`,
@@ -300,34 +300,34 @@ func TestValidate(t *testing.T) {
 		{name: "node IPs", mutate: func(ic *InstallConfig) {}, nodeIPs: []netip.Addr{
 			netip.MustParseAddr("0.0.0.0"), netip.MustParseAddr("224.0.0.1"), {}, netip.MustParseAddr("::ffff:192.168.126.10"), netip.MustParseAddr("fe80::1%eth0"),
 		}, want: []string{
-			"--node-ip: at most two addresses (one IPv4 and one IPv6) are allowed, got 5",
-			"--node-ip: 0.0.0.0 is the unspecified address",
-			"--node-ip: 224.0.0.1 is a multicast address",
-			"--node-ip: an empty address was given",
-			"--node-ip: ::ffff:192.168.126.10 is an IPv4-mapped IPv6 address; use 192.168.126.10",
-			"--node-ip: fe80::1%eth0 has a zone; give the address without %zone",
+			"nodeIP: at most two addresses (one IPv4 and one IPv6) are allowed, got 5",
+			"nodeIP: 0.0.0.0 is the unspecified address",
+			"nodeIP: 224.0.0.1 is a multicast address",
+			"nodeIP: an empty address was given",
+			"nodeIP: ::ffff:192.168.126.10 is an IPv4-mapped IPv6 address; use 192.168.126.10",
+			"nodeIP: fe80::1%eth0 has a zone; give the address without %zone",
 		}},
 		{name: "node IPs in documentation ranges", mutate: dualNet, nodeIPs: []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10")},
 			want: []string{
-				"--node-ip: 192.0.2.10 is in a documentation range (192.0.2.0/24, 2001:db8::/32), which kube-apiserver refuses as an etcd address",
-				"--node-ip: 2001:db8::10 is in a documentation range (192.0.2.0/24, 2001:db8::/32), which kube-apiserver refuses as an etcd address",
+				"nodeIP: 192.0.2.10 is in a documentation range (192.0.2.0/24, 2001:db8::/32), which kube-apiserver refuses as an etcd address",
+				"nodeIP: 2001:db8::10 is in a documentation range (192.0.2.0/24, 2001:db8::/32), which kube-apiserver refuses as an etcd address",
 				// Every problem at once: where the address is, too (issue 28).
-				"--node-ip: 192.0.2.10 is not in any networking.machineNetwork (192.168.126.0/24, fd00::/64)",
-				"--node-ip: 2001:db8::10 is not in any networking.machineNetwork (192.168.126.0/24, fd00::/64)",
+				"nodeIP: 192.0.2.10 is not in any networking.machineNetwork (192.168.126.0/24, fd00::/64)",
+				"nodeIP: 2001:db8::10 is not in any networking.machineNetwork (192.168.126.0/24, fd00::/64)",
 			}},
 		{name: "node IP in a documentation range inside the machine network", mutate: func(ic *InstallConfig) {
 			ic.Networking.MachineNetwork = []MachineNetworkEntry{{CIDR: "192.0.2.0/24"}}
 		}, nodeIPs: []netip.Addr{netip.MustParseAddr("192.0.2.10")}, want: []string{
-			"--node-ip: 192.0.2.10 is in a documentation range (192.0.2.0/24, 2001:db8::/32), which kube-apiserver refuses as an etcd address",
+			"nodeIP: 192.0.2.10 is in a documentation range (192.0.2.0/24, 2001:db8::/32), which kube-apiserver refuses as an etcd address",
 		}},
 		{name: "node IPs of one family", mutate: dualNet, nodeIPs: []netip.Addr{netip.MustParseAddr("192.168.126.10"), netip.MustParseAddr("192.168.126.11")},
-			want: []string{"--node-ip: 192.168.126.10 and 192.168.126.11 are the same family"}},
+			want: []string{"nodeIP: 192.168.126.10 and 192.168.126.11 are the same family"}},
 		{name: "node IP in service network", mutate: func(ic *InstallConfig) {
 			ic.Networking.MachineNetwork = []MachineNetworkEntry{{CIDR: "172.16.0.0/12"}}
 			ic.Networking.ServiceNetwork = []string{"172.30.0.0/16"}
 		}, nodeIPs: []netip.Addr{netip.MustParseAddr("172.30.0.10")}, want: []string{
 			"networking.machineNetwork[0]: 172.16.0.0/12 overlaps networking.serviceNetwork[0] 172.30.0.0/16",
-			"--node-ip: 172.30.0.10 is inside networking.serviceNetwork[0] 172.30.0.0/16",
+			"nodeIP: 172.30.0.10 is inside networking.serviceNetwork[0] 172.30.0.0/16",
 		}},
 	}
 	for _, tt := range tests {
@@ -359,14 +359,14 @@ func TestParseNodeIPs(t *testing.T) {
 		{in: " fd00::1 ", want: []string{"fd00::1"}},
 		{in: "192.168.1.1,fd00::1", want: []string{"192.168.1.1", "fd00::1"}},
 		{in: "fd00::1, 192.168.1.1", want: []string{"fd00::1", "192.168.1.1"}},
-		{in: "", err: true, want: []string{"--node-ip: required"}},
-		{in: "x", err: true, want: []string{`--node-ip: "x" is not an IP address`}},
-		{in: "192.168.1.1,", err: true, want: []string{`--node-ip: "" is not an IP address`}},
-		{in: "192.168.1.1,192.168.1.2", err: true, want: []string{"--node-ip: 192.168.1.1 and 192.168.1.2 are the same family"}},
-		{in: "1.1.1.1,2.2.2.2,3.3.3.3", err: true, want: []string{"--node-ip: at most two addresses (one IPv4 and one IPv6) are allowed, got 3"}},
+		{in: "", err: true, want: []string{"nodeIP: required"}},
+		{in: "x", err: true, want: []string{`nodeIP: "x" is not an IP address`}},
+		{in: "192.168.1.1,", err: true, want: []string{`nodeIP: "" is not an IP address`}},
+		{in: "192.168.1.1,192.168.1.2", err: true, want: []string{"nodeIP: 192.168.1.1 and 192.168.1.2 are the same family"}},
+		{in: "1.1.1.1,2.2.2.2,3.3.3.3", err: true, want: []string{"nodeIP: at most two addresses (one IPv4 and one IPv6) are allowed, got 3"}},
 		{in: "fe80::1%eth0,::ffff:1.2.3.4", err: true, want: []string{
-			`--node-ip: "fe80::1%eth0" has a zone; give the address without %zone`,
-			`--node-ip: "::ffff:1.2.3.4" is an IPv4-mapped IPv6 address; use 1.2.3.4`,
+			`nodeIP: "fe80::1%eth0" has a zone; give the address without %zone`,
+			`nodeIP: "::ffff:1.2.3.4" is an IPv4-mapped IPv6 address; use 1.2.3.4`,
 		}},
 	}
 	for _, tt := range tests {

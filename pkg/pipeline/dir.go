@@ -53,7 +53,7 @@ func OpenDir(path, command string, fresh bool) (*Dir, error) {
 		return d, nil // Validate says it is required
 	}
 	if err := export.CheckDest(path); err != nil {
-		d.Problems = installconfig.ErrorList{{Field: "--dir", Detail: err.Error()}}
+		d.Problems = installconfig.ErrorList{{Field: InDir, Detail: err.Error()}}
 		return d, nil
 	}
 	l, err := export.LockDir(path, command)
@@ -76,7 +76,7 @@ func OpenDir(path, command string, fresh bool) (*Dir, error) {
 	}
 	if _, err := os.Lstat(filepath.Join(path, export.MarkerFile)); err == nil {
 		l.Release()
-		return nil, fmt.Errorf("%s holds a render (%s) but no %s/: that cluster's keys are gone, and a render there now would start a new cluster over it; restore %s from a backup of the directory, or start a new cluster with --fresh",
+		return nil, fmt.Errorf("%s holds a render (%s) but no %s/: that cluster's keys are gone, and a render there now would start a new cluster over it; restore %s from a backup of the directory, or start a new cluster with "+installconfig.Ref(InFresh),
 			path, export.MarkerFile, state.Dir, filepath.Join(path, state.Dir))
 	}
 	return d, nil
@@ -200,13 +200,14 @@ func (d *Dir) continuity(o Options) installconfig.ErrorList {
 	var errs installconfig.ErrorList
 	other := func(field, now, was, why string) {
 		errs = append(errs, installconfig.FieldError{Field: field, Detail: fmt.Sprintf(
-			"%q, but the cluster saved in %s has %q: %s, so this is another cluster (start one there with --fresh, or render into another --dir)", now, d.Path, was, why)})
+			"%q, but the cluster saved in %s has %q: %s, so this is another cluster (start one there with %s, or render into another %s)", now, d.Path, was, why,
+			installconfig.Ref(InFresh), installconfig.Ref(InDir))})
 	}
 	if n := d.State.Inputs.NodeName; n != "" && o.NodeName != "" && n != o.NodeName {
-		other("--node-name", o.NodeName, n, "the node's name is in its certificates, its Node and the static pods' mirror pods")
+		other(InNodeName, o.NodeName, n, "the node's name is in its certificates, its Node and the static pods' mirror pods")
 	}
 	if o.InfraID != "" && o.InfraID != d.State.InfraID {
-		other("--infra-id", o.InfraID, d.State.InfraID, "the infrastructure name is the cluster's")
+		other(InInfraID, o.InfraID, d.State.InfraID, "the infrastructure name is the cluster's")
 	}
 	if o.InstallConfigData == nil || d.State.Inputs.InstallConfig == "" {
 		return errs

@@ -38,8 +38,8 @@ type Engine struct {
 	KeygenTime, LoopsTime time.Duration
 	// From is the saved state the engine continued (nil: a new cluster).
 	From *state.State
-	// previousIgn waits for the aio.ign beside From, parsed while the loops ran (nil: parse it when needed).
-	previousIgn func() *export.PreviousIgnition
+	// previousIgn is the aio.ign beside From, parsed while the loops ran (nil: parse it when needed).
+	previousIgn *future[*export.PreviousIgnition]
 	// ahead are the manifests of From's objects, made while the loops ran (nil: none).
 	ahead *aheadManifests
 }
@@ -93,7 +93,9 @@ type EngineOptions struct {
 // its slot back, and the loop that has the turn computes too).
 func DefaultParallelism() int { return goruntime.GOMAXPROCS(0) }
 
-// RunEngineWith is RunEngineFrom with options.
+// RunEngineWith is RunEngineFrom with options. Its steps: seed the cluster (seed), build it with every component's
+// loops in registry order and the node side after them (assemble), converge to a fixpoint and make the revisions
+// (converge). Meanwhile, what the export needs that the loops do not change is prepared (futures, future.go).
 func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.State, hooks *EngineHooks, opts EngineOptions) (*Engine, error) {
 	if err := CheckCryptoMode(in.InstallConfig); err != nil {
 		return nil, err
@@ -101,21 +103,16 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 	if opts.Parallelism <= 0 {
 		opts.Parallelism = DefaultParallelism()
 	}
-	// What Export needs that the loops do not change is read and parsed while they run: the CRDs
-	// (export.PrefetchCRDs) and the aio.ign beside the state, whose encodings Ignition keeps, validated (an
-	// identical new aio.ign then needs no validation of its own, export.PreviousIgnition.Validate).
+	// While the loops run: the CRDs (export.PrefetchCRDs); the aio.ign beside the state, whose encodings Ignition
+	// keeps, validated (an identical new aio.ign then needs no validation of its own, PreviousIgnition.Validate);
+	// the manifests of the saved objects, which a re-render's loops leave nearly all as they are.
 	go export.PrefetchCRDs(in.InstallConfig.FeatureSet)
-	var previousIgn func() *export.PreviousIgnition
+	var previousIgn *future[*export.PreviousIgnition]
 	if st != nil {
-		var prev *export.PreviousIgnition
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			prev = export.ParseValidatePreviousIgnition(previousIgnition(st))
-		}()
-		previousIgn = func() *export.PreviousIgnition { <-done; return prev }
+		previousIgn = goFuture(func() (*export.PreviousIgnition, error) {
+			return export.ParseValidatePreviousIgnition(previousIgnition(st)), nil
+		})
 	}
-	// And the manifests of the saved objects, which a re-render's loops leave nearly all as they are.
 	ahead := manifestsAhead(st)
 	succeeded := false
 	defer func() {
@@ -123,74 +120,112 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 			ahead.halt() // Export stops it once it needs the cores
 		}
 	}()
+
 	t := time.Now()
+	sd, err := seed(in, st)
+	if err != nil {
+		return nil, err
+	}
+	defer sd.admin.Wait() // an engine that fails early still waits for what it started
+	keygen := time.Since(t)
+	a, err := assemble(ctx, in, st, sd)
+	if err != nil {
+		return nil, err
+	}
+	defer a.close()
+	t = time.Now()
+	result, err := a.converge(ctx, hooks, opts)
+	if err != nil {
+		return nil, err
+	}
+	revs, err := latestRevisions(a.comps)
+	if err != nil {
+		return nil, err
+	}
+	admin, err := sd.admin.Get()
+	if err != nil {
+		return nil, err
+	}
+	succeeded = true
+	return &Engine{
+		Inputs: in, Cluster: a.cluster, Admin: admin, Components: a.comps, Node: a.node, Revisions: revs, PreviousRevisions: a.savedRevs,
+		Result: result, Loops: len(a.converging.Loops) + len(a.revising.Loops),
+		KeygenTime: keygen, LoopsTime: time.Since(t), From: st, previousIgn: previousIgn, ahead: ahead,
+	}, nil
+}
+
+// seeds are what the cluster starts with.
+type seeds struct {
+	typed   []runtime.Object
+	dynamic []*unstructured.Unstructured
+	// admin is the cluster-admin credential: the saved one, or issued while the loops run (the cluster needs only
+	// its signer's bundle).
+	admin *future[*certs.Admin]
+}
+
+// seed is what the cluster starts with: the installer's objects derived from the inputs (clusterconfig.Objects);
+// with a saved state every saved object, those replaced by their fresh copies (state.Seeds); for a new cluster the
+// admin client CA and the service-account token key pair, made on two cores.
+func seed(in *clusterconfig.Inputs, st *state.State) (*seeds, error) {
 	fresh, err := clusterconfig.Objects(in)
 	if err != nil {
 		return nil, err
 	}
-	var admin *certs.Admin
-	// issued is closed once admin is there: with a saved state at once, otherwise once the admin client
-	// certificate is issued, which runs while the loops do (the cluster needs only the signer's bundle).
-	issued := make(chan struct{})
-	var adminErr error
-	var seeds []runtime.Object
-	var dynamic []*unstructured.Unstructured
 	if st != nil {
-		admin = st.Admin()
-		close(issued)
-		if seeds, dynamic, err = st.Seeds(fresh); err != nil {
-			return nil, err
-		}
-	} else {
-		// The installer's service-account token key pair, made on another core while the admin signer is.
-		var saKeys []runtime.Object
-		var saErr error
-		saDone := make(chan struct{})
-		go func() {
-			defer close(saDone)
-			saKeys, saErr = clusterconfig.ServiceAccountKeySeeds()
-		}()
-		signer, err := certs.NewAdminSigner(in.Lifetimes)
-		<-saDone
+		typed, dynamic, err := st.Seeds(fresh)
 		if err != nil {
 			return nil, err
 		}
-		if saErr != nil {
-			return nil, saErr
-		}
-		go func() {
-			defer close(issued)
-			admin, adminErr = signer.Issue()
-		}()
-		defer func() { <-issued }() // an engine that fails early still waits for it
-		seeds = append(fresh, runtime.Object(signer.ClientCAConfigMap()))
-		seeds = append(seeds, saKeys...)
+		return &seeds{typed: typed, dynamic: dynamic, admin: ready(st.Admin(), nil)}, nil
 	}
-	keygen := time.Since(t)
-	c, err := loops.NewCluster(components.Namespaces(), clusterconfig.DynamicKinds, seeds...)
+	saKeys := goFuture(clusterconfig.ServiceAccountKeySeeds)
+	signer, err := certs.NewAdminSigner(in.Lifetimes)
+	keys, saErr := saKeys.Get()
 	if err != nil {
 		return nil, err
 	}
-	if err := seedDynamic(ctx, c, dynamic); err != nil {
+	if saErr != nil {
+		return nil, saErr
+	}
+	typed := append(append(fresh, runtime.Object(signer.ClientCAConfigMap())), keys...)
+	return &seeds{typed: typed, admin: goFuture(signer.Issue)}, nil
+}
+
+// assembly is the cluster with its loops: every component's in registry order (pkg/components), the node side's
+// after them (node.go), in the phases they run in.
+type assembly struct {
+	cluster              *loops.Cluster
+	comps                []Component
+	node                 *node.Node
+	converging, revising loops.Phase
+	// savedRevs are the components' revisions before the loops run (the saved state's; 0 for a new cluster).
+	savedRevs map[string]int
+}
+
+// assemble builds the cluster from the seeds, the components and the node side, and restores the saved operator
+// resources.
+func assemble(ctx context.Context, in *clusterconfig.Inputs, st *state.State, sd *seeds) (*assembly, error) {
+	c, err := loops.NewCluster(components.Namespaces(), clusterconfig.DynamicKinds, sd.typed...)
+	if err != nil {
 		return nil, err
 	}
-	comps := components.Build(c, in)
-
-	converge := loops.Phase{Name: "converge", Loops: clusterconfig.Emulations(c, in)}
-	revision := loops.Phase{Name: "revision"}
-	for _, comp := range comps {
-		converge.Loops = append(converge.Loops, comp.Converge()...)
+	if err := seedDynamic(ctx, c, sd.dynamic); err != nil {
+		return nil, err
+	}
+	a := &assembly{cluster: c, comps: components.Build(c, in),
+		converging: loops.Phase{Name: "converge", Loops: clusterconfig.Emulations(c, in)}, revising: loops.Phase{Name: "revision"}}
+	for _, comp := range a.comps {
+		a.converging.Loops = append(a.converging.Loops, comp.Converge()...)
 		rev, err := comp.Revision()
 		if err != nil {
 			return nil, err
 		}
-		revision.Loops = append(revision.Loops, rev...)
+		a.revising.Loops = append(a.revising.Loops, rev...)
 	}
-	// The node side runs after every component (node.go).
-	nodeSide, err := newNodeSide(c, in, st)
-	if err != nil {
+	if a.node, err = newNodeSide(c, in, st); err != nil {
 		return nil, err
 	}
+	a.converging.Loops = append(a.converging.Loops, a.node.Loops()...)
 	if st != nil {
 		for name, oc := range c.OperatorClients() {
 			if saved, ok := st.Operators[name]; ok {
@@ -200,33 +235,37 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 			}
 		}
 	}
-	prevRevs, err := latestRevisions(comps)
-	if err != nil {
+	if a.savedRevs, err = latestRevisions(a.comps); err != nil {
 		return nil, err
 	}
-	converge.Loops = append(converge.Loops, nodeSide.Loops()...)
-	defer func() {
-		for _, l := range append(converge.Loops, revision.Loops...) {
-			l.Close()
-		}
-	}()
+	return a, nil
+}
 
-	r := &loops.Runner{Cluster: c, MaxPasses: 10, Parallelism: opts.Parallelism, RunUnchanged: opts.RunUnchanged}
-	t = time.Now()
+// close closes every loop.
+func (a *assembly) close() {
+	for _, l := range append(a.converging.Loops, a.revising.Loops...) {
+		l.Close()
+	}
+}
+
+// converge runs the converge phase to its fixpoint (with renew's hooks around it), then the revision phase, and
+// fails on a *Degraded=True condition left at the end.
+func (a *assembly) converge(ctx context.Context, hooks *EngineHooks, opts EngineOptions) (*loops.Result, error) {
+	r := &loops.Runner{Cluster: a.cluster, MaxPasses: 10, Parallelism: opts.Parallelism, RunUnchanged: opts.RunUnchanged}
 	if hooks != nil && hooks.BeforeConverge != nil {
-		if err := hooks.BeforeConverge(ctx, c); err != nil {
+		if err := hooks.BeforeConverge(ctx, a.cluster); err != nil {
 			return nil, err
 		}
 	}
-	for _, phase := range []loops.Phase{converge, revision} {
+	for _, phase := range []loops.Phase{a.converging, a.revising} {
 		if len(phase.Loops) == 0 {
 			continue
 		}
 		if err := r.Run(ctx, phase); err != nil {
 			return nil, fmt.Errorf("engine: %w", err)
 		}
-		if phase.Name == converge.Name && hooks != nil && hooks.AfterConverge != nil {
-			if err := hooks.AfterConverge(ctx, c); err != nil {
+		if phase.Name == a.converging.Name && hooks != nil && hooks.AfterConverge != nil {
+			if err := hooks.AfterConverge(ctx, a.cluster); err != nil {
 				return nil, err
 			}
 		}
@@ -234,20 +273,7 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 	if err := r.CheckDegraded(); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	revs, err := latestRevisions(comps)
-	if err != nil {
-		return nil, err
-	}
-	<-issued
-	if adminErr != nil {
-		return nil, adminErr
-	}
-	succeeded = true
-	return &Engine{
-		Inputs: in, Cluster: c, Admin: admin, Components: comps, Node: nodeSide, Revisions: revs, PreviousRevisions: prevRevs,
-		Result: r.Result(), Loops: len(converge.Loops) + len(revision.Loops),
-		KeygenTime: keygen, LoopsTime: time.Since(t), From: st, previousIgn: previousIgn, ahead: ahead,
-	}, nil
+	return r.Result(), nil
 }
 
 // latestRevisions is each component's latestAvailableRevision.

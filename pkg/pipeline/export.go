@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/render-static/render-static/pkg/apiserver"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/components"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/node"
 	"github.com/render-static/render-static/pkg/state"
@@ -32,18 +32,24 @@ type Output struct {
 	// State is what a later run needs to continue this cluster (DIR/state, secret; pkg/state).
 	State *state.State
 
-	// validated is closed when Ignition's validation (export.Built.Validate) finished, with its
-	// error in validationErr; nil when Ignition was validated before the Output was made.
-	validated     chan struct{}
-	validationErr error
-	// expiry waits for the earliest expiry, found while Render writes the output (nil: in Summary already).
-	expiry func() (time.Time, string)
+	// validation is Ignition's validation (export.Built.Validate), run while Render writes the output; nil when
+	// Ignition was validated before the Output was made.
+	validation *future[struct{}]
+	// expiry is the earliest expiry, found while Render writes the output (nil: in Summary already).
+	expiry *future[expiring]
+}
+
+// expiring is the certificate that expires first: when, and its name in `render-static certs`.
+type expiring struct {
+	notAfter time.Time
+	name     string
 }
 
 // summarized puts the earliest expiry into Summary once it is found.
 func (o *Output) summarized() {
 	if o.expiry != nil {
-		o.Summary.EarliestExpiry, o.Summary.EarliestExpirySubject = o.expiry()
+		e, _ := o.expiry.Get()
+		o.Summary.EarliestExpiry, o.Summary.EarliestExpirySubject = e.notAfter, e.name
 		o.expiry = nil
 	}
 }
@@ -52,11 +58,11 @@ func (o *Output) summarized() {
 // compared, served) only once it returned nil. Export returns an Output already validated; Render's own export
 // validates while the output directory is written, and Fill writes aio.ign only after it passed.
 func (o *Output) Validated() error {
-	if o.validated == nil {
+	if o.validation == nil {
 		return nil
 	}
-	<-o.validated
-	return o.validationErr
+	_, err := o.validation.Get()
+	return err
 }
 
 // Export builds the node's files, the manifests and the Ignition config from a settled engine; the Ignition config
@@ -75,100 +81,38 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 
 // exportValidating is Export returning while Ignition's validation still runs (Output.Validated) and
 // the earliest expiry is still being found (Output.summarized), so that the output directory is written meanwhile
-// (Render). The Ignition config is built, the state captured and the earliest expiry found on goroutines of their
-// own: none depends on another.
+// (Render). Its steps: the manifests (exportManifests), the node's files (nodeFiles: the installer layout of every
+// static pod, the admin kubeconfig, the node side), then Ignition built, the state captured and the earliest expiry
+// found at once (none depends on another).
 func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	t := time.Now()
 	in := e.Inputs
-	// The settled cluster's objects, listed once for the manifests and the state.
-	objs, err := export.Objects(e.Cluster)
-	if err != nil {
-		return nil, fmt.Errorf("export manifests: %w", err)
-	}
-	// The manifests (those of objects left as loaded made while the loops ran), and each object's YAML whole for
-	// the state, from one encoding of what they share.
-	e.ahead.halt()
-	manifests, whole, err := export.ManifestsAndWholeOf(e.Cluster, objs, e.ahead.reuse)
-	e.ahead = nil // what was not taken is garbage
-	if err != nil {
-		return nil, fmt.Errorf("export manifests: %w", err)
-	}
-	// What must not reach a cluster without operators is decided in one place (pkg/node, docs/node.md).
-	manifests, _ = node.FilterExport(manifests)
-	// The CRDs of the exported custom kinds, so the first-boot apply can create them first; their variants follow
-	// the exported FeatureGate's feature set.
-	crds, err := export.CRDs(manifests, export.FeatureSet(manifests))
+	objs, manifests, whole, err := exportManifests(e)
 	if err != nil {
 		return nil, err
 	}
-	// Fields a CRD of this feature set does not define would fail the live cluster's strict validation.
-	if _, err := export.PruneToCRDs(manifests, crds); err != nil {
-		return nil, err
-	}
-	manifests = append(crds, manifests...)
-	sort.Slice(manifests, func(i, j int) bool { return manifests[i].File < manifests[j].File })
-	tree := export.NewTree()
-	for _, m := range manifests {
-		mode := fs.FileMode(0644)
-		if m.Secret() {
-			mode = 0600
-		}
-		if err := tree.AddFile(path.Join(node.ManifestsDir, m.File), mode, m.YAML); err != nil {
-			return nil, err
-		}
-	}
-
-	// Every component's static pod at its revision, as the installer pod lays it out.
-	for _, comp := range e.Components {
-		podTree, err := export.Install(ctx, e.Cluster.Kube, comp.StaticPod(), e.Revisions[comp.Name()], in.NodeName)
-		if err != nil {
-			return nil, fmt.Errorf("%s static pod: %w", comp.Name(), err)
-		}
-		if err := tree.Merge(podTree); err != nil {
-			return nil, err
-		}
-	}
-
-	kubeconfig, err := adminKubeconfig(ctx, e)
+	tree, kubeconfig, err := nodeFiles(ctx, e, manifests)
 	if err != nil {
-		return nil, err
-	}
-	if err := tree.AddFile(node.AdminKubeconfigPath, 0600, kubeconfig); err != nil {
-		return nil, err
-	}
-	if err := tree.AddFile("/etc/hostname", 0644, []byte(in.NodeName+"\n")); err != nil {
-		return nil, err
-	}
-
-	// The node side (node.go).
-	nodeFiles, err := nodeTree(ctx, e.Node, manifests)
-	if err != nil {
-		return nil, fmt.Errorf("node: %w", err)
-	}
-	if err := tree.Merge(nodeFiles); err != nil {
 		return nil, err
 	}
 	exportTime := time.Since(t)
 
 	t = time.Now()
-	var ign *export.Built
-	var ignErr error
-	built := make(chan struct{})
-	var prevIgn *export.PreviousIgnition // set once built is closed
-	go func() {
-		defer close(built)
-		prevIgn = e.previousIgnition()
-		ign, ignErr = export.IgnitionUnvalidated(tree, export.IgnitionOptions{SSHAuthorizedKeys: in.InstallConfig.SSHKeys(), PreviousParsed: prevIgn})
-	}()
-	var exp time.Time
-	var subject string
-	expired := make(chan struct{})
-	go func() {
-		defer close(expired)
-		exp, subject = earliestExpiry(tree, manifests)
-	}()
+	type built struct {
+		ign  *export.Built
+		prev *export.PreviousIgnition
+	}
+	ignition := goFuture(func() (built, error) {
+		prev := e.previousIgnition()
+		ign, err := export.IgnitionUnvalidated(tree, export.IgnitionOptions{SSHAuthorizedKeys: in.InstallConfig.SSHKeys(), PreviousParsed: prev})
+		return built{ign, prev}, err
+	})
+	expiry := goFuture(func() (expiring, error) {
+		at, name := earliestExpiry(tree, manifests)
+		return expiring{at, name}, nil
+	})
 	st, err := captureState(e, objs, whole)
-	<-built
+	b, ignErr := ignition.Get()
 	if err != nil {
 		return nil, err
 	}
@@ -177,21 +121,91 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 	}
 	ignTime := time.Since(t) // building Ignition, and meanwhile the state (and part of the earliest expiry)
 
-	out := &Output{
-		Tree: tree, Manifests: manifests, State: st, Ignition: ign.Raw, AdminKubeconfig: kubeconfig, Trace: e.Result.Trace(),
+	return &Output{
+		Tree: tree, Manifests: manifests, State: st, Ignition: b.ign.Raw, AdminKubeconfig: kubeconfig, Trace: e.Result.Trace(),
 		Summary: Summary{
 			Loops: e.Loops, Passes: e.Result.TotalPasses(), Objects: len(manifests), Files: len(tree.Files()),
-			IgnitionBytes: len(ign.Raw), Warnings: warnings(in),
+			IgnitionBytes: len(b.ign.Raw), Warnings: warnings(in),
 			KeygenTime: e.KeygenTime, LoopsTime: e.LoopsTime, ExportTime: exportTime, IgnitionTime: ignTime,
 		},
-		validated: make(chan struct{}),
-		expiry:    func() (time.Time, string) { <-expired; return exp, subject },
+		// done already when the new aio.ign is the previous one
+		validation: goFuture(func() (struct{}, error) { return struct{}{}, b.prev.Validate(b.ign) }),
+		expiry:     expiry,
+	}, nil
+}
+
+// exportManifests lists the settled cluster's objects once, for the manifests and the state, and makes the
+// manifests (those of objects left as loaded were made while the loops ran) and each object's YAML whole for the
+// state, from one encoding of what they share; then filters what must not reach a cluster without operators and
+// adds the CRDs of the exported custom kinds, the manifests pruned to them, sorted.
+func exportManifests(e *Engine) ([]runtime.Object, []export.Manifest, map[runtime.Object][]byte, error) {
+	objs, err := export.Objects(e.Cluster)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("export manifests: %w", err)
 	}
-	go func() {
-		defer close(out.validated)
-		out.validationErr = prevIgn.Validate(ign) // done already when ign is the previous aio.ign
-	}()
-	return out, nil
+	e.ahead.halt()
+	manifests, whole, err := export.ManifestsAndWholeOf(e.Cluster, objs, e.ahead.reuse)
+	e.ahead = nil // what was not taken is garbage
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("export manifests: %w", err)
+	}
+	// What must not reach a cluster without operators is decided in one place (pkg/node, docs/node.md).
+	manifests, _ = node.FilterExport(manifests)
+	// The CRDs of the exported custom kinds, so the first-boot apply can create them first; their variants follow
+	// the exported FeatureGate's feature set.
+	crds, err := export.CRDs(manifests, export.FeatureSet(manifests))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// Fields a CRD of this feature set does not define would fail the live cluster's strict validation.
+	if _, err := export.PruneToCRDs(manifests, crds); err != nil {
+		return nil, nil, nil, err
+	}
+	manifests = append(crds, manifests...)
+	sort.Slice(manifests, func(i, j int) bool { return manifests[i].File < manifests[j].File })
+	return objs, manifests, whole, nil
+}
+
+// nodeFiles is every file of the node: the manifests for the first-boot apply, every component's static pod at its
+// revision as the installer pod lays it out, the admin kubeconfig, /etc/hostname and the node side's files.
+func nodeFiles(ctx context.Context, e *Engine, manifests []export.Manifest) (*export.Tree, []byte, error) {
+	tree := export.NewTree()
+	for _, m := range manifests {
+		mode := fs.FileMode(0644)
+		if m.Secret() {
+			mode = 0600
+		}
+		if err := tree.AddFile(path.Join(node.ManifestsDir, m.File), mode, m.YAML); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, comp := range e.Components {
+		podTree, err := export.Install(ctx, e.Cluster.Kube, comp.StaticPod(), e.Revisions[comp.Name()], e.Inputs.NodeName)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s static pod: %w", comp.Name(), err)
+		}
+		if err := tree.Merge(podTree); err != nil {
+			return nil, nil, err
+		}
+	}
+	kubeconfig, err := adminKubeconfig(ctx, e)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := tree.AddFile(node.AdminKubeconfigPath, 0600, kubeconfig); err != nil {
+		return nil, nil, err
+	}
+	if err := tree.AddFile("/etc/hostname", 0644, []byte(e.Inputs.NodeName+"\n")); err != nil {
+		return nil, nil, err
+	}
+	side, err := nodeTree(ctx, e.Node, manifests) // node.go
+	if err != nil {
+		return nil, nil, fmt.Errorf("node: %w", err)
+	}
+	if err := tree.Merge(side); err != nil {
+		return nil, nil, err
+	}
+	return tree, kubeconfig, nil
 }
 
 // captureState is the state of the settled engine, whose objects are objs; whole holds the YAML of some of them
@@ -222,7 +236,8 @@ func (e *Engine) previousIgnition() *export.PreviousIgnition {
 	if e.previousIgn == nil {
 		return export.ParsePreviousIgnition(previousIgnition(e.From))
 	}
-	return e.previousIgn()
+	prev, _ := e.previousIgn.Get()
+	return prev
 }
 
 // previousIgnition is the aio.ign beside the state the engine continued, when it was encoded as this render
@@ -238,15 +253,16 @@ func previousIgnition(from *state.State) []byte {
 	return b
 }
 
-// adminKubeconfig points at the external API name and trusts kube-apiserver-server-ca, the union of every
-// kube-apiserver serving CA.
+// adminKubeconfig points at the external API name and trusts the API server's serving CA bundle, which the
+// registry names (components.ServingCA: kube-apiserver's union of every serving CA).
 func adminKubeconfig(ctx context.Context, e *Engine) ([]byte, error) {
-	cm, err := e.Cluster.Kube.CoreV1().ConfigMaps(apiserver.TargetNamespace).Get(ctx, "kube-apiserver-server-ca", metav1.GetOptions{})
+	ca := components.ServingCA
+	cm, err := e.Cluster.Kube.CoreV1().ConfigMaps(ca.Namespace).Get(ctx, ca.Name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("admin kubeconfig: %w", err)
 	}
 	ic := e.Inputs.InstallConfig
-	return certs.Kubeconfig(ic.Metadata.Name, ic.APIServerURL(), []byte(cm.Data["ca-bundle.crt"]), e.Admin.CertPEM, e.Admin.KeyPEM, "admin")
+	return certs.Kubeconfig(ic.Metadata.Name, ic.APIServerURL(), []byte(cm.Data[ca.Key]), e.Admin.CertPEM, e.Admin.KeyPEM, "admin")
 }
 
 // Write writes the output directory atomically: aio.ign (0600), auth/kubeconfig (0600), manifests/, rootfs/

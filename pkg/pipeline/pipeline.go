@@ -1,10 +1,18 @@
-// Package pipeline is a render from end to end, in three steps a reader can follow:
+// Package pipeline is a render from end to end, in steps a reader can follow top to bottom:
 //
-//  1. Validate: the install-config and the flags, every problem at once.
-//  2. Engine: seed the in-memory cluster with what the installer would give it, then run every component's loops
-//     in order to a fixpoint (pkg/loops).
-//  3. Export: every object the fakes hold as manifests, the static-pod installer layout of each component, and
-//     all of it packed into one Ignition config, written atomically (pkg/export).
+//  0. The directory (dir.go, OpenDir): held for the run, its state loaded and checked, the saved inputs taken as
+//     defaults, inputs of another cluster refused.
+//  1. The inputs (Validate): the install-config and the other inputs, every problem at once.
+//  2. The engine (engine.go, RunEngineWith): seed the in-memory cluster with what the installer would give it
+//     (seed), build it with every component's loops and the node side's (assemble), run them in order to a
+//     fixpoint and make the revisions (converge).
+//  3. The export (export.go, exportValidating): every object the fakes hold as manifests (exportManifests), the
+//     static-pod installer layout of each component and the node side's files (nodeFiles), all of it packed into
+//     one Ignition config while the state is captured.
+//  4. The write (Dir.Replace): the whole output exchanged with the directory's in one step.
+//
+// Work that does not depend on the step at hand runs beside it as a future (future.go), started where it is
+// written: the CRDs and the earlier aio.ign while the loops run; Ignition, the state and the earliest expiry at once.
 package pipeline
 
 import (
@@ -24,6 +32,20 @@ import (
 	"github.com/render-static/render-static/pkg/components"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/state"
+)
+
+// A render's inputs are named, in its errors, by their input names (installconfig.Ref): the names the state keeps
+// them under (state.Inputs) and a fleet's site files use; cmd/render-static says them as its flags.
+const (
+	InInstallConfig = "installConfig"
+	InNodeIP        = installconfig.NodeIPInput
+	InNodeName      = "nodeName"
+	InDir           = "dir"
+	InCertValidity  = "certValidity"
+	InInfraID       = "infraID"
+	InImages        = "images"
+	InFlavor        = "flavor"
+	InFresh         = "fresh"
 )
 
 // Options are a render's inputs. A zero field is one not given: a render that continues the cluster saved in Dir
@@ -84,8 +106,8 @@ func (o Options) readFiles() (Options, installconfig.ErrorList) {
 		}
 		*data = b
 	}
-	read("--install-config", &o.InstallConfig, &o.InstallConfigData)
-	read("--images", &o.Images, &o.ImagesData)
+	read(InInstallConfig, &o.InstallConfig, &o.InstallConfigData)
+	read(InImages, &o.Images, &o.ImagesData)
 	return o, errs
 }
 
@@ -102,47 +124,47 @@ func validate(o Options, errs installconfig.ErrorList) (*clusterconfig.Inputs, e
 	add := func(field, format string, args ...interface{}) {
 		errs = append(errs, installconfig.FieldError{Field: field, Detail: fmt.Sprintf(format, args...)})
 	}
-	if o.InstallConfig == "" && o.InstallConfigData == nil && !errs.Has("--install-config") {
-		add("--install-config", "required")
+	if o.InstallConfig == "" && o.InstallConfigData == nil && !errs.Has(InInstallConfig) {
+		add(InInstallConfig, "required")
 	}
 	if o.Dir == "" {
-		add("--dir", "required")
+		add(InDir, "required")
 	}
 	var nodeIPs []netip.Addr
 	if o.NodeIP == "" {
-		add("--node-ip", "required")
+		add(InNodeIP, "required")
 	} else if ips, err := installconfig.ParseNodeIPs(o.NodeIP); err != nil {
-		errs = append(errs, asFieldErrors("--node-ip", err)...)
+		errs = append(errs, asFieldErrors(InNodeIP, err)...)
 	} else {
 		nodeIPs = ips
 	}
 	if msgs := validation.IsDNS1123Subdomain(o.NodeName); len(msgs) > 0 {
-		add("--node-name", "%q is not a valid node name: %s", o.NodeName, strings.Join(msgs, "; "))
+		add(InNodeName, "%q is not a valid node name: %s", o.NodeName, strings.Join(msgs, "; "))
 	}
 	if o.InfraID != "" {
 		if msgs := validation.IsDNS1123Label(o.InfraID); len(msgs) > 0 || len(o.InfraID) > 27 {
-			add("--infra-id", "%q must be a DNS-1123 label of at most 27 characters", o.InfraID)
+			add(InInfraID, "%q must be a DNS-1123 label of at most 27 characters", o.InfraID)
 		}
 	}
 	lt, err := certs.NewLifetimes(o.CertValidity)
 	if err != nil {
-		errs = append(errs, asFieldErrors("--cert-validity", err)...)
+		errs = append(errs, asFieldErrors(InCertValidity, err)...)
 	}
 	images, err := clusterconfig.ParseImages(o.ImagesData, o.Images, components.DefaultImages())
 	if err != nil {
-		errs = append(errs, asFieldErrors("--images", err)...)
+		errs = append(errs, asFieldErrors(InImages, err)...)
 	}
 	flavor, err := clusterconfig.ParseFlavor(o.Flavor)
 	if err != nil {
-		errs = append(errs, asFieldErrors("--flavor", err)...)
+		errs = append(errs, asFieldErrors(InFlavor, err)...)
 	}
 	var ic *installconfig.InstallConfig
 	if o.InstallConfigData != nil {
 		ic, err = installconfig.LoadData(o.InstallConfigData, o.InstallConfig, nodeIPs)
 	}
 	if err != nil {
-		// Field problems name their field; problems of the whole file (unreadable, empty, not YAML) the flag.
-		errs = append(errs, asFieldErrors("--install-config", err)...)
+		// Field problems name their field; problems of the whole file (unreadable, empty, not YAML) the input.
+		errs = append(errs, asFieldErrors(InInstallConfig, err)...)
 	}
 	if len(errs) > 0 {
 		return nil, errs

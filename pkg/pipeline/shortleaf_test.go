@@ -37,7 +37,7 @@ func TestRenderShortLeaves(t *testing.T) {
 	}
 	var out, warn bytes.Buffer
 	s.Print(&out, &warn, dir)
-	if !strings.Contains(warn.String(), "warning: --cert-validity 7m0s") || strings.Contains(out.String(), "warning") {
+	if !strings.Contains(warn.String(), "warning: {certValidity} 7m0s") || strings.Contains(out.String(), "warning") {
 		t.Errorf("the summary does not warn about 7-minute leaves on its own stream:\n%s\nwarnings:\n%s", out.String(), warn.String())
 	}
 	leaves, signers := 0, 0

@@ -23,6 +23,12 @@ import (
 	"github.com/render-static/render-static/pkg/state"
 )
 
+// InWithin and InForce are the input names of Options.Within and Force (installconfig.Ref).
+const (
+	InWithin = "within"
+	InForce  = "force"
+)
+
 // Options are renew's inputs.
 type Options struct {
 	// Dir is a render's output directory holding its state.
@@ -62,7 +68,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	oldIgn, err := os.ReadFile(o.Dir + "/aio.ign")
 	if err != nil {
-		return nil, installconfig.ErrorList{{Field: "--dir", Detail: fmt.Sprintf("%v: renew compares the new render with the node's aio.ign", err)}}
+		return nil, installconfig.ErrorList{{Field: pipeline.InDir, Detail: fmt.Sprintf("%v: renew compares the new render with the node's aio.ign", err)}}
 	}
 
 	m := &marker{now: o.Now, within: o.Within, force: o.Force}
@@ -92,19 +98,19 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 func (o Options) validate() installconfig.ErrorList {
 	var errs installconfig.ErrorList
 	if o.Dir == "" {
-		errs = append(errs, installconfig.FieldError{Field: "--dir", Detail: "required"})
+		errs = append(errs, installconfig.FieldError{Field: pipeline.InDir, Detail: "required"})
 	}
 	if o.Within < 0 {
-		errs = append(errs, installconfig.FieldError{Field: "--within", Detail: fmt.Sprintf("%s is negative", o.Within)})
+		errs = append(errs, installconfig.FieldError{Field: InWithin, Detail: fmt.Sprintf("%s is negative", o.Within)})
 	}
 	if o.Force && o.Within > 0 {
-		errs = append(errs, installconfig.FieldError{Field: "--within", Detail: "--force already makes every leaf due; give one of --force and --within"})
+		errs = append(errs, installconfig.FieldError{Field: InWithin, Detail: "{force} already makes every leaf due; give one of {force} and {within}"})
 	}
 	return errs
 }
 
 func noState(dir string) installconfig.FieldError {
-	return installconfig.FieldError{Field: "--dir", Detail: fmt.Sprintf(
+	return installconfig.FieldError{Field: pipeline.InDir, Detail: fmt.Sprintf(
 		"%s holds no render state (%s/%s/): renew continues a cluster that render-static rendered into this directory", dir, dir, state.Dir)}
 }
 
@@ -115,7 +121,7 @@ func savedInputs(st *state.State, dir string) (*clusterconfig.Inputs, error) {
 	field := func(f string) string { return state.Dir + "/render.json inputs." + f }
 	var errs installconfig.ErrorList
 	if si.InstallConfig == "" {
-		errs = append(errs, installconfig.FieldError{Field: field("installConfig"), Detail: "empty: this state was not written by a render that keeps its inputs (render again with --fresh)"})
+		errs = append(errs, installconfig.FieldError{Field: field("installConfig"), Detail: "empty: this state was not written by a render that keeps its inputs (render again with {fresh})"})
 	}
 	validity, err := time.ParseDuration(si.CertValidity)
 	if err != nil {
@@ -132,14 +138,14 @@ func savedInputs(st *state.State, dir string) (*clusterconfig.Inputs, error) {
 	in, err := pipeline.Validate(o)
 	if list, ok := err.(installconfig.ErrorList); ok {
 		// Name the saved input, not the flag a render takes it from.
-		names := map[string]string{"--install-config": field("installConfig"), "--node-ip": field("nodeIP"),
-			"--node-name": field("nodeName"), "--cert-validity": field("certValidity"), "--flavor": field("flavor"),
-			"--images": field("images"), "--infra-id": state.Dir + "/render.json infraID"}
 		out := make(installconfig.ErrorList, 0, len(list))
 		for _, e := range list {
-			if n, ok := names[e.Field]; ok {
-				e.Field = n
-			} else {
+			switch e.Field {
+			case pipeline.InInfraID:
+				e.Field = state.Dir + "/render.json infraID"
+			case pipeline.InInstallConfig, pipeline.InNodeIP, pipeline.InNodeName, pipeline.InCertValidity, pipeline.InFlavor, pipeline.InImages:
+				e.Field = field(e.Field)
+			default:
 				e.Field = field("installConfig") + ": " + e.Field
 			}
 			out = append(out, e)

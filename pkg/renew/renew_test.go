@@ -444,10 +444,10 @@ func TestRenewBadInput(t *testing.T) {
 		field string
 		text  string
 	}{
-		{Options{Dir: dir}, "--dir", "holds no render state"},
-		{Options{Dir: ""}, "--dir", "required"},
-		{Options{Dir: dir, Within: -time.Hour}, "--within", "negative"},
-		{Options{Dir: dir, Within: time.Hour, Force: true}, "--within", "one of --force and --within"},
+		{Options{Dir: dir}, "dir", "holds no render state"},
+		{Options{Dir: ""}, "dir", "required"},
+		{Options{Dir: dir, Within: -time.Hour}, "within", "negative"},
+		{Options{Dir: dir, Within: time.Hour, Force: true}, "within", "one of {force} and {within}"},
 	} {
 		_, err := Run(context.Background(), tc.o)
 		var list installconfig.ErrorList

@@ -368,9 +368,9 @@ func podOf(manifest []byte) (name, namespace string, err error) {
 
 func markReason(o Options) string {
 	if o.Force {
-		return "--force"
+		return "forced (every leaf due now)"
 	}
-	return fmt.Sprintf("--within %s: expires before %s", o.Within, o.Now.Add(o.Within).UTC().Format(time.RFC3339))
+	return fmt.Sprintf("within %s: expires before %s", o.Within, o.Now.Add(o.Within).UTC().Format(time.RFC3339))
 }
 
 // renewal is the leaf Renewal of a certificate whose PEM changed from oldPEM to newPEM, for reason unless it was

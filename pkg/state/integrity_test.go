@@ -81,8 +81,8 @@ func TestLoadChecksEveryFile(t *testing.T) {
 			if !errors.As(err, &ie) {
 				t.Fatalf("Load: %v, want an IntegrityError", err)
 			}
-			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--fresh") {
-				t.Errorf("Load: %v\nwant it to say %q and to name --fresh", err, tc.want)
+			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "{fresh}") {
+				t.Errorf("Load: %v\nwant it to say %q and to refer to {fresh}", err, tc.want)
 			}
 		})
 	}

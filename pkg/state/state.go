@@ -55,8 +55,9 @@ const readme = `SECRET. This directory holds every private key of the cluster re
 client certificates, the service-account signing key, the encryption keys, the admin credential).
 Keep it as you keep aio.ign, or delete it if you never want to re-render or renew this cluster.
 
-render-static reads it when it runs again with the same --dir (re-render, same cluster; --fresh starts over)
-and "render-static renew" continues from it. Do not edit it.
+render-static reads it when it renders into this directory again (same cluster, same keys; only a fresh render
+starts over) and "render-static renew" continues from it. Do not edit it: SHA256SUMS lists every file, and a state
+that does not match it is refused.
 `
 
 // State is a render's saved cluster.
@@ -320,7 +321,7 @@ type IntegrityError struct {
 }
 
 func (e *IntegrityError) Error() string {
-	return fmt.Sprintf("the state in %s is not the one render-static wrote (%d %s: %s): restore it from a backup of the directory, or start a new cluster there with --fresh",
+	return fmt.Sprintf("the state in %s is not the one render-static wrote (%d %s: %s): restore it from a backup of the directory, or start a new cluster there with {fresh}",
 		e.Dir, len(e.Problems), plural(len(e.Problems), "problem", "problems"), strings.Join(e.Problems, "; "))
 }
 
