@@ -151,12 +151,14 @@ func onHost(t *testing.T, spec *innerSpec, boot func(specPath string) error) err
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return err
 	}
-	hs, err := SaveHostState()
+	hs, err := SaveHostState(t.Logf)
 	if err != nil {
 		return fmt.Errorf("saving the machine's kernel settings: %w", err)
 	}
 	defer func() {
-		changed, err := hs.Restore()
+		// A cgroup that cannot be removed is logged loudly and recorded for the next run (kernel.go); it does not
+		// fail the boot. A kernel setting that cannot be written back does.
+		changed, _, err := hs.Restore(t.Logf)
 		if len(changed) > 0 {
 			t.Logf("restored after the %s boot: %s", spec.Phase, strings.Join(changed, "; "))
 		}
