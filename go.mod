@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/coreos/ignition/v2 v2.24.0
+	github.com/creack/pty v1.1.24
 	github.com/klauspost/compress v1.18.0
 	github.com/openshift/api v0.0.0-20251223163548-3f584b29ee4a
 	github.com/openshift/client-go v0.0.0-20251223102348-558b0eef16bc
@@ -16,6 +17,7 @@ require (
 	go.yaml.in/yaml/v2 v2.4.2
 	go.yaml.in/yaml/v3 v3.0.4
 	golang.org/x/crypto v0.45.0
+	golang.org/x/sys v0.38.0
 	golang.org/x/term v0.37.0
 	google.golang.org/grpc v1.75.1
 	gopkg.in/evanphx/json-patch.v4 v4.12.0
@@ -95,7 +97,6 @@ require (
 	golang.org/x/net v0.47.0 // indirect
 	golang.org/x/oauth2 v0.32.0 // indirect
 	golang.org/x/sync v0.18.0 // indirect
-	golang.org/x/sys v0.38.0 // indirect
 	golang.org/x/text v0.31.0 // indirect
 	golang.org/x/time v0.13.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20250818200422-3122310a409c // indirect

@@ -110,6 +110,10 @@ type innerSpec struct {
 	CLI           string // render-static, for the phases that run it (renew)
 	// Fleet, when set, has the first boot run the fleet's Indexed Job (examples/fleet/job.yaml) on the node.
 	Fleet *fleetJobSpec
+	// The lab (lab_test.go): LabCommand is run with no input instead of an interactive shell (LAB_CMD);
+	// LabTerminal says the inner's standard input is the controlling terminal the shell takes.
+	LabCommand  string
+	LabTerminal bool
 }
 
 func (s *innerSpec) addrs(t *testing.T) []NodeAddress {
