@@ -301,12 +301,14 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool
 var (
 	userPrompt = regexp.MustCompile(`user\$ $`)
 	labPrompt  = regexp.MustCompile(`\[kaio ` + upstreamNodeName + `\] [^\n]*# $`)
-	// A mirror pod of kubectl get pods -A: namespace, name, ready, status.
-	mirrorPod = regexp.MustCompile(`(?m)^(\S+)\s+((etcd|kube-apiserver|kube-controller-manager|kube-scheduler)-` + upstreamNodeName + `)\s+(\d+)/(\d+)\s+Running\b`)
+	// A mirror pod of kubectl get pods -A: namespace, name (the scheduler's pod is openshift-kube-scheduler, as
+	// the operator names it), component, ready containers, containers.
+	mirrorPod = regexp.MustCompile(`(?m)^(\S+)\s+((?:openshift-)?(etcd|kube-apiserver|kube-controller-manager|kube-scheduler)-` + upstreamNodeName + `)\s+(\d+)/(\d+)\s+Running\b`)
 )
 
 // TestLabTerminal: `make lab`, typed into a user's interactive shell in a real pseudo-terminal, from the
-// repository; then the same piped into tee (standard output a pipe, standard input the terminal).
+// repository; then the same piped into tee (standard output a pipe, standard input the terminal); then `make lab`
+// interrupted with Ctrl-C while the node boots.
 func TestLabTerminal(t *testing.T) {
 	preconditions(t)
 	testtools.Tool(t, "make")
@@ -324,14 +326,15 @@ func TestLabTerminal(t *testing.T) {
 			driveLab(t, line, log)
 		})
 	}
+	t.Run("ctrl-c-during-boot", interruptLab)
 }
 
-// driveLab types line into a user's shell and uses the lab it starts as a user would.
-func driveLab(t *testing.T, line, teeLog string) {
-	root := moduleRoot(t)
-	before := takeHostSnapshot(t)
+// userShell starts a user's interactive bash in a new pseudo-terminal, in the repository, and waits for its
+// prompt.
+func userShell(t *testing.T) (*exec.Cmd, *screen) {
+	t.Helper()
 	sh := exec.Command("/bin/bash", "--norc", "--noprofile", "-i")
-	sh.Dir = root
+	sh.Dir = moduleRoot(t)
 	sh.Env = append(userEnv(), "PS1=user$ ", "TERM=xterm")
 	master, err := pty.StartWithSize(sh, &pty.Winsize{Rows: 50, Cols: 200})
 	if err != nil {
@@ -339,8 +342,56 @@ func driveLab(t *testing.T, line, teeLog string) {
 	}
 	scr := newScreen(master)
 	t.Cleanup(func() { stopUserShell(t, sh, master, scr) })
-
 	scr.expect(t, "the user's shell", userPrompt, 30*time.Second)
+	return sh, scr
+}
+
+// interruptLab: Ctrl-C while the node boots (the kubelet runs, the shell is not up yet) goes to make's process
+// group; the lab stops the node and restores the machine before make exits (130, by SIGINT) and the user's shell
+// answers again.
+func interruptLab(t *testing.T) {
+	before := takeHostSnapshot(t)
+	sh, scr := userShell(t)
+	scr.typeLine(t, "make lab")
+	var node nodeTrace
+	waitFor(t, "the node's kubelet below the user's shell", 15*time.Minute, func() (bool, string) {
+		var ok bool
+		node, ok = findNode(sh.Process.Pid)
+		return ok, "no kubelet yet"
+	})
+	waitFor(t, "the kubelet's cgroups", time.Minute, func() (bool, string) {
+		now := kubeletScope().topCgroups()
+		return len(now) > len(before.cgroups), fmt.Sprintf("%v", now)
+	})
+	if strings.Contains(scr.text(), "is up") {
+		t.Fatalf("the lab was up before it could be interrupted while booting")
+	}
+	st := time.Now()
+	if _, err := scr.master.Write([]byte{0x03}); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := scr.expect(t, "the interrupted lab", userPrompt, 3*time.Minute)
+	t.Logf("Ctrl-C during the boot: the user's shell answered %.1fs later", time.Since(st).Seconds())
+	for _, want := range []string{"lab: interrupt: stopping the node and restoring the machine", "lab: interrupted (interrupt): the node was stopped", "restored after the lab boot"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the interrupted lab does not say %q:\n%s", want, lastLines(out, 40))
+		}
+	}
+	scr.typeLine(t, `echo "make-exit=${PIPESTATUS[0]}"`)
+	scr.expect(t, "make's exit status", regexp.MustCompile(`make-exit=130\b`), 10*time.Second)
+	scr.expect(t, "the user's shell", userPrompt, 10*time.Second)
+	if left := descendants(sh.Process.Pid); len(left) > 0 {
+		t.Errorf("processes left below the user's shell after the lab: %v", left)
+	}
+	checkNodeGone(t, before, node)
+	checkWorkGone(t, scr.text())
+}
+
+// driveLab types line into a user's shell and uses the lab it starts as a user would.
+func driveLab(t *testing.T, line, teeLog string) {
+	before := takeHostSnapshot(t)
+	sh, scr := userShell(t)
+	master := scr.master
 	st := time.Now()
 	scr.typeLine(t, line)
 	scr.expect(t, "the lab booting", regexp.MustCompile(`The node `+upstreamNodeName+` is up`), 25*time.Minute)
@@ -429,6 +480,9 @@ func driveLab(t *testing.T, line, teeLog string) {
 	}
 	if m := regexp.MustCompile(`TIMING lab [^\n]*`).FindString(scr.text()); m != "" {
 		t.Logf("%s", m)
+	}
+	if txt := scr.text(); strings.Contains(txt, "The node "+upstreamNodeName+" is up") {
+		t.Logf("the session as the terminal showed it:\n%s", txt[strings.LastIndex(txt, "The node "+upstreamNodeName+" is up"):])
 	}
 	scr.typeLine(t, `echo "make-exit=${PIPESTATUS[0]}"`)
 	scr.expect(t, "make's exit status", regexp.MustCompile(`make-exit=0\b`), 10*time.Second)
