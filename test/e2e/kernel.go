@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -144,7 +146,7 @@ func (sc hostScope) save(logf func(string, ...any)) (*HostState, error) {
 }
 
 func (s *HostState) record(left []string) *hostRecord {
-	return &hostRecord{Sysctls: s.sysctls, Existing: sortedKeys(s.cgroups), Cgroups: left}
+	return &hostRecord{Sysctls: s.sysctls, Existing: slices.Sorted(maps.Keys(s.cgroups)), Cgroups: left}
 }
 
 // topCgroups lists the top cgroups of the scope in every hierarchy under /sys/fs/cgroup (v1: one per
@@ -206,7 +208,7 @@ func (s *HostState) Restore(logf func(string, ...any)) (changed, left []string, 
 		if len(res.killed) > 0 {
 			changed = append(changed, "killed by PID processes still in the node's cgroups after "+s.scope.grace.String()+": "+formatProcs(res.killed))
 		}
-		left = sortedKeys(res.left)
+		left = slices.Sorted(maps.Keys(res.left))
 		if len(left) > 0 {
 			logf("WARNING: %d cgroups of the node could not be removed within %s (%v); recorded in %s, the next boot removes them.\n"+
 				"  still in them: %s\n  left: %s", len(left), s.scope.bound, res.err, s.scope.file, formatProcs(res.holders), strings.Join(left, ", "))
