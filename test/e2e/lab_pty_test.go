@@ -132,43 +132,6 @@ func userEnv() []string {
 		"RENDER_STATIC_LAB_INSTALL_CONFIG", "RENDER_STATIC_LAB_NODE_IP", EnvInner, EnvHostNetns, EnvHostMntns, EnvHostPidns, "PS1", "TERM")
 }
 
-// proc is a line of /proc/<pid>/stat, in this PID namespace's numbers.
-type proc struct {
-	pid, ppid, pgrp, tpgid int
-	state                  byte
-	comm                   string
-}
-
-func readProcs() map[int]proc {
-	out := map[int]proc{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(data)
-		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open {
-			continue
-		}
-		f := strings.Fields(s[end+1:])
-		if len(f) < 6 {
-			continue
-		}
-		p := proc{pid: pid, comm: s[open+1 : end], state: f[0][0]}
-		p.ppid, _ = strconv.Atoi(f[1])
-		p.pgrp, _ = strconv.Atoi(f[2])
-		p.tpgid, _ = strconv.Atoi(f[5])
-		out[pid] = p
-	}
-	return out
-}
-
 // descendants are the processes below root (not root itself).
 func descendants(root int) []proc {
 	all := readProcs()
@@ -377,8 +340,15 @@ func interruptLab(t *testing.T) {
 			t.Errorf("the interrupted lab does not say %q:\n%s", want, lastLines(out, 40))
 		}
 	}
+	checkLabEnded(t, sh, scr, 130, before, node)
+}
+
+// checkLabEnded: back at the user's prompt, make exited with wantExit, nothing runs below the user's shell, and
+// nothing of the node is left (checkNodeGone, checkWorkGone).
+func checkLabEnded(t *testing.T, sh *exec.Cmd, scr *screen, wantExit int, before hostSnapshot, node nodeTrace) {
+	t.Helper()
 	scr.typeLine(t, `echo "make-exit=${PIPESTATUS[0]}"`)
-	scr.expect(t, "make's exit status", regexp.MustCompile(`make-exit=130\b`), 10*time.Second)
+	scr.expect(t, "make's exit status", regexp.MustCompile(`make-exit=`+strconv.Itoa(wantExit)+`\b`), 10*time.Second)
 	scr.expect(t, "the user's shell", userPrompt, 10*time.Second)
 	if left := descendants(sh.Process.Pid); len(left) > 0 {
 		t.Errorf("processes left below the user's shell after the lab: %v", left)
@@ -484,14 +454,7 @@ func driveLab(t *testing.T, line, teeLog string) {
 	if txt := scr.text(); strings.Contains(txt, "The node "+upstreamNodeName+" is up") {
 		t.Logf("the session as the terminal showed it:\n%s", txt[strings.LastIndex(txt, "The node "+upstreamNodeName+" is up"):])
 	}
-	scr.typeLine(t, `echo "make-exit=${PIPESTATUS[0]}"`)
-	scr.expect(t, "make's exit status", regexp.MustCompile(`make-exit=0\b`), 10*time.Second)
-	scr.expect(t, "the user's shell", userPrompt, 10*time.Second)
-	if left := descendants(sh.Process.Pid); len(left) > 0 {
-		t.Errorf("processes left below the user's shell after the lab: %v", left)
-	}
-	checkNodeGone(t, before, node)
-	checkWorkGone(t, scr.text())
+	checkLabEnded(t, sh, scr, 0, before, node)
 
 	if teeLog != "" {
 		data, err := os.ReadFile(teeLog)

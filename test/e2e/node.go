@@ -390,15 +390,9 @@ func stopProcess(cmd *exec.Cmd, grace time.Duration) bool {
 // NodeProcesses lists the processes of the node's PID namespace other than this one: pid → command name.
 func NodeProcesses() map[int]string {
 	out := map[int]string{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err == nil {
-			out[pid] = strings.TrimSpace(string(comm))
+	for pid, p := range readProcs() {
+		if pid != os.Getpid() {
+			out[pid] = p.comm
 		}
 	}
 	return out
