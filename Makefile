@@ -30,8 +30,9 @@ e2e-build:
 	./hack/e2e-build.sh
 
 # Everything: lint, unit and integration tests, and the end-to-end boot, with the external tools required.
-# The e2e package is named first so that it starts first: it is the longest (~28 min, mostly waiting for boots and
-# for the renewal case's original certificates to expire) and the other packages run beside it.
+# The e2e package is named first so that it starts first: it is the longest (~34 min, mostly waiting for boots and
+# for the renewal case's original certificates to expire; the lab tests add ~6 min) and the other packages run
+# beside it.
 test: deps lint e2e-build
 	RENDER_STATIC_REQUIRE_TOOLS=1 RENDER_STATIC_E2E=1 RENDER_STATIC_E2E_REQUIRE_FLAVOR=1 $(GO) test -count=1 -timeout 60m ./test/e2e/ ./...
 
@@ -40,8 +41,10 @@ e2e: deps e2e-build
 	./hack/e2e-run.sh
 
 # The "kaio" lab: boots the bundled upstream example on this machine with a real kubelet and containerd, in private
-# network, mount and PID namespaces, and leaves you a shell there with KUBECONFIG set (root). LAB_ARGS="IC NODE_IP"
-# boots another install-config. Exiting the shell stops the node and cleans up.
+# network, mount and PID namespaces, and leaves you a shell there with KUBECONFIG set, on your terminal (root).
+# LAB_ARGS="IC NODE_IP" boots another install-config. Exiting the shell (or Ctrl-C before it is up) stops the node
+# and cleans up. Without a terminal: LAB_CMD="kubectl get nodes" runs that command instead (make fails if it does);
+# without LAB_CMD the lab refuses at once.
 lab:
 	./hack/lab.sh $(LAB_ARGS)
 

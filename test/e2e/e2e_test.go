@@ -110,6 +110,10 @@ type innerSpec struct {
 	CLI           string // render-static, for the phases that run it (renew)
 	// Fleet, when set, has the first boot run the fleet's Indexed Job (examples/fleet/job.yaml) on the node.
 	Fleet *fleetJobSpec
+	// The lab (lab_test.go): LabCommand is run with no input instead of an interactive shell (LAB_CMD);
+	// LabTerminal says the inner's standard input is the controlling terminal the shell takes.
+	LabCommand  string
+	LabTerminal bool
 }
 
 func (s *innerSpec) addrs(t *testing.T) []NodeAddress {
@@ -151,12 +155,14 @@ func onHost(t *testing.T, spec *innerSpec, boot func(specPath string) error) err
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return err
 	}
-	hs, err := SaveHostState()
+	hs, err := SaveHostState(t.Logf)
 	if err != nil {
 		return fmt.Errorf("saving the machine's kernel settings: %w", err)
 	}
 	defer func() {
-		changed, err := hs.Restore()
+		// A cgroup that cannot be removed is logged loudly and recorded for the next run (kernel.go); it does not
+		// fail the boot. A kernel setting that cannot be written back does.
+		changed, _, err := hs.Restore(t.Logf)
 		if len(changed) > 0 {
 			t.Logf("restored after the %s boot: %s", spec.Phase, strings.Join(changed, "; "))
 		}

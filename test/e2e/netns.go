@@ -67,20 +67,51 @@ func hostNamespaceRefs(kind, env string) []string {
 }
 
 func parentPID(pid int) (int, error) {
+	p, err := readProc(pid)
+	return p.ppid, err
+}
+
+// proc is a line of /proc/<pid>/stat, in the numbers of this process's PID namespace.
+type proc struct {
+	pid, ppid, pgrp, tpgid int
+	state                  byte
+	comm                   string
+}
+
+// readProc reads /proc/<pid>/stat (the command may contain spaces and parentheses).
+func readProc(pid int) (proc, error) {
 	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
-		return 0, err
+		return proc{}, err
 	}
 	s := string(data)
-	i := strings.LastIndexByte(s, ')') // the command may contain spaces and parentheses
-	if i < 0 {
-		return 0, fmt.Errorf("bad stat for %d", pid)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return proc{}, fmt.Errorf("bad stat for %d", pid)
 	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return 0, fmt.Errorf("bad stat for %d", pid)
+	f := strings.Fields(s[end+1:])
+	if len(f) < 6 {
+		return proc{}, fmt.Errorf("bad stat for %d", pid)
 	}
-	return strconv.Atoi(f[1])
+	p := proc{pid: pid, comm: s[open+1 : end], state: f[0][0]}
+	p.ppid, _ = strconv.Atoi(f[1])
+	p.pgrp, _ = strconv.Atoi(f[2])
+	p.tpgid, _ = strconv.Atoi(f[5])
+	return p, nil
+}
+
+// readProcs reads every process of /proc (those of this process's PID namespace and the ones below it).
+func readProcs() map[int]proc {
+	out := map[int]proc{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			if p, err := readProc(pid); err == nil {
+				out[pid] = p
+			}
+		}
+	}
+	return out
 }
 
 // checkPrivate refuses when this process's namespace of kind is the host's or cannot be told apart from it.

@@ -330,8 +330,22 @@ func (n *Node) Stop(ctx context.Context) []string {
 
 // Reap waits (bounded) until no other process is left in the node's PID namespace, reaping the exited ones
 // (this process is the namespace's init, so the runtime's shims are re-parented to it when containerd stops), and
-// SIGKILLs by PID whatever is still there at the bound. It returns what it had to kill.
+// SIGKILLs by PID whatever is still there at the bound, then waits (bounded again) until those are gone too, so
+// that the node's cgroups are empty when this process exits. It returns what it had to kill.
 func (n *Node) Reap(bound time.Duration) map[int]string {
+	if n.reapUntil(bound) {
+		return nil
+	}
+	left := NodeProcesses()
+	for pid := range left {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	n.reapUntil(30 * time.Second)
+	return left
+}
+
+// reapUntil reaps exited children until no other process is left in the PID namespace (true) or bound passes.
+func (n *Node) reapUntil(bound time.Duration) bool {
 	deadline := time.Now().Add(bound)
 	for {
 		for {
@@ -341,15 +355,11 @@ func (n *Node) Reap(bound time.Duration) map[int]string {
 				break
 			}
 		}
-		left := NodeProcesses()
-		if len(left) == 0 {
-			return nil
+		if len(NodeProcesses()) == 0 {
+			return true
 		}
 		if time.Now().After(deadline) {
-			for pid := range left {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-			return left
+			return false
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -380,15 +390,9 @@ func stopProcess(cmd *exec.Cmd, grace time.Duration) bool {
 // NodeProcesses lists the processes of the node's PID namespace other than this one: pid → command name.
 func NodeProcesses() map[int]string {
 	out := map[int]string{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err == nil {
-			out[pid] = strings.TrimSpace(string(comm))
+	for pid, p := range readProcs() {
+		if pid != os.Getpid() {
+			out[pid] = p.comm
 		}
 	}
 	return out

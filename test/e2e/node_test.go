@@ -54,7 +54,8 @@ func bootNode(t *testing.T, spec *innerSpec, tm *timings) *Node {
 		if len(forced) > 0 {
 			t.Errorf("the node's shutdown needed force for: %v", forced)
 		}
-		if left := n.Reap(10 * time.Second); len(left) > 0 {
+		// Generous: on a loaded machine the runtime's shims take a while to exit once their pods are removed.
+		if left := n.Reap(time.Minute); len(left) > 0 {
 			t.Errorf("processes left in the node's PID namespace after its shutdown (killed by PID): %v", left)
 		}
 		t.Log(tm.String())
@@ -681,51 +682,4 @@ func podHostPath(t *testing.T, p *corev1.Pod, c *corev1.Container, in string) st
 	}
 	t.Fatalf("volume %s of %s is not a hostPath", bestMount.Name, c.Name)
 	return ""
-}
-
-// TestLab boots a render on the real node and leaves the user a shell inside the node's namespaces, with
-// KUBECONFIG set to the admin kubeconfig; when the shell exits, the node is stopped and everything is removed.
-// hack/lab.sh runs it (a test binary with the terminal attached); it never runs under `go test ./...`.
-func TestLab(t *testing.T) {
-	if os.Getenv("RENDER_STATIC_LAB") != "1" {
-		t.Skip("the interactive lab: run hack/lab.sh")
-	}
-	preconditions(t)
-	c := upstreamCase{name: "lab", installConfig: os.Getenv("RENDER_STATIC_LAB_INSTALL_CONFIG"), nodeIPs: os.Getenv("RENDER_STATIC_LAB_NODE_IP")}
-	if c.installConfig == "" {
-		c = upstreamCases[0]
-	}
-	spec := prepareUpstreamCase(t, renderStaticCLI(t), binaries(t), c)
-	spec.Phase = "lab"
-	err := onHost(t, spec, func(specPath string) error {
-		cmd, err := InnerCommand(context.Background(), "TestInner", specPath, 24*time.Hour)
-		if err != nil {
-			return err
-		}
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-		return cmd.Run()
-	})
-	if err != nil {
-		t.Fatalf("lab: %v", err)
-	}
-}
-
-// innerLab: the node booted and the first-boot apply done, then an interactive shell in the node's namespaces.
-func innerLab(t *testing.T, spec *innerSpec) {
-	tm := newTimings("lab")
-	n := bootNode(t, spec, tm)
-	cs, _ := clients(t, spec.Kubeconfig)
-	waitAPI(t, n, cs, 4*time.Minute)
-	startCSRApprover(t, n)
-	if log, err := runAiokube(t, n); err != nil {
-		t.Logf("aiokube: %v (log: %s):\n%s", err, filepath.Join(n.LogDir(), "aiokube.log"), log)
-	}
-	waitMirrorPods(t, n, cs, 4*time.Minute)
-	fmt.Printf("\nThe node %s is up (logs: %s). This shell runs inside its network, mount and PID namespaces;\n"+
-		"KUBECONFIG=%s. Try: kubectl get pods -A; kubectl get nodes. Exit the shell to stop the node and clean up.\n\n",
-		n.NodeName, n.LogDir(), spec.Kubeconfig)
-	sh := exec.Command("/bin/bash", "-i")
-	sh.Stdin, sh.Stdout, sh.Stderr = os.Stdin, os.Stdout, os.Stderr
-	sh.Env = append(os.Environ(), "KUBECONFIG="+spec.Kubeconfig, "PS1=[kaio "+n.NodeName+"] \\w\\$ ")
-	sh.Run()
 }
