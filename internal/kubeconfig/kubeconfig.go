@@ -20,7 +20,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/tools/clientcmd/api/latest"
 
-	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/codec"
 )
 
 // Certificates are the certificate data of a kubeconfig: each cluster's certificate-authority-data and each
@@ -48,7 +48,7 @@ var jsonSerializer = kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, la
 // Write returns clientcmd.Write(cfg), byte for byte, and remembers the certificates the bytes carry for Read.
 // clientcmd.Write marshals the v1 kubeconfig to JSON and that to YAML with sigs.k8s.io/yaml.JSONToYAML, which
 // parses the JSON with go-yaml's scanner (slow over the long base64 scalars) and marshals what it parsed; Write
-// marshals the same JSON, decoded, with export.MarshalYAML (sigs.k8s.io/yaml.Marshal byte for byte, without the
+// marshals the same JSON, decoded, with codec.MarshalYAML (sigs.k8s.io/yaml.Marshal byte for byte, without the
 // JSON round trip: a kubeconfig's JSON holds strings, booleans, objects and arrays, which decode and re-encode
 // as they were, keys sorted as go-yaml sorts them).
 func Write(cfg clientcmdapi.Config) ([]byte, error) {
@@ -60,7 +60,7 @@ func Write(cfg clientcmdapi.Config) ([]byte, error) {
 	if err := json.Unmarshal(j, &obj); err != nil {
 		return nil, err
 	}
-	b, err := export.MarshalYAML(obj)
+	b, err := codec.MarshalYAML(obj)
 	if err != nil {
 		return nil, err
 	}

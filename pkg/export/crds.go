@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/manifests"
+	"github.com/render-static/render-static/pkg/codec"
 )
 
 // CRDKinds are the custom resource kinds a render exports (group/Kind). Their CRDs are vendored, unmodified, from
@@ -362,7 +363,7 @@ func PruneToCRDs(ms []Manifest, crds []Manifest) (map[string][]string, error) {
 		if len(removed) > 0 {
 			sort.Strings(removed)
 			pruned[m.File] = removed
-			b, err := MarshalYAML(m.Object)
+			b, err := codec.MarshalYAML(m.Object)
 			if err != nil {
 				return nil, err
 			}

@@ -16,6 +16,8 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_2/types"
 	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/render-static/render-static/pkg/codec"
 )
 
 // IgnitionOptions are the parts of aio.ign that are not files, directories or units.
@@ -70,7 +72,7 @@ func ParseValidatePreviousIgnition(ign []byte) *PreviousIgnition {
 			p.valid = parseErr
 			return
 		}
-		if b, err := marshalCompact(cfg); err != nil || !bytes.Equal(b, ign) {
+		if b, err := codec.MarshalCompactJSON(cfg); err != nil || !bytes.Equal(b, ign) {
 			p.valid = errors.New("the earlier config is not one marshalCompact wrote")
 			return
 		}
@@ -91,7 +93,7 @@ func ParseValidatePreviousIgnition(ign []byte) *PreviousIgnition {
 	return p
 }
 
-// same returns the earlier aio.ign when cfg is the config it holds (so that marshalCompact(cfg) gives it byte for
+// same returns the earlier aio.ign when cfg is the config it holds (so that codec.MarshalCompactJSON(cfg) gives it byte for
 // byte: it gave it from the config parsed from it, which cfg equals), once its parse is done; nil otherwise. It
 // does not wait for that parse: without it, the config is marshalled, to the same bytes.
 func (p *PreviousIgnition) same(cfg *types.Config) []byte {
@@ -265,77 +267,11 @@ func IgnitionUnvalidated(t *Tree, opts IgnitionOptions) (*Built, error) {
 	if raw := prev.same(&cfg); raw != nil {
 		return &Built{Raw: raw, config: cfg}, nil
 	}
-	raw, err := marshalCompact(cfg)
+	raw, err := codec.MarshalCompactJSON(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building ignition config: marshalling: %w", err)
 	}
 	return &Built{Raw: raw, config: cfg}, nil
-}
-
-// marshalCompact marshals cfg to JSON without the empty objects encoding/json emits for unset struct
-// fields (`"verification":{}` and the like; an absent object means the same to Ignition). Object keys come
-// out sorted, HTML characters are not escaped, and the output ends in a newline. It writes what
-// marshalCompactGeneric writes (TestMarshalCompactMatchesGeneric), in one walk over cfg instead of marshalling,
-// decoding into generic objects, pruning and encoding again (~15 ms of a render's CPU).
-func marshalCompact(cfg types.Config) ([]byte, error) {
-	b, empty, err := appendCompact(make([]byte, 0, 1<<20), reflect.ValueOf(cfg))
-	if errors.Is(err, errUnsupported) {
-		return marshalCompactGeneric(cfg)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if empty {
-		b = append(b, "{}"...)
-	}
-	return append(b, '\n'), nil
-}
-
-// marshalCompactGeneric is marshalCompact by way of generic objects: encoding/json's marshalling, decoded with
-// its numbers as written, pruneEmpty, encoded again (sorted keys) without HTML escapes.
-func marshalCompactGeneric(cfg types.Config) ([]byte, error) {
-	first, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(first))
-	dec.UseNumber()
-	var generic any
-	if err := dec.Decode(&generic); err != nil {
-		return nil, err
-	}
-	generic, _ = pruneEmpty(generic)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(generic); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// pruneEmpty removes empty objects from v, recursively; it reports whether v itself became an empty
-// object. Arrays, strings, numbers, booleans and null are kept as they are.
-func pruneEmpty(v any) (any, bool) {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, child := range x {
-			pruned, empty := pruneEmpty(child)
-			if empty {
-				delete(x, k)
-			} else {
-				x[k] = pruned
-			}
-		}
-		return x, len(x) == 0
-	case []any:
-		for i, child := range x {
-			x[i], _ = pruneEmpty(child)
-		}
-		return x, false
-	default:
-		return v, false
-	}
 }
 
 // reportText is a report's text without the trailing newline.

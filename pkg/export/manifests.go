@@ -19,6 +19,7 @@ import (
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/render-static/render-static/pkg/codec"
 	"github.com/render-static/render-static/pkg/loops"
 )
 
@@ -55,7 +56,7 @@ func ManifestsOf(c *loops.Cluster, objs []runtime.Object) ([]Manifest, error) {
 	return manifestsOf(c, objs)
 }
 
-// ManifestsAndWholeOf is ManifestsOf, and the YAML of objects whole, by object: MarshalYAML(ObjectMap(o)) with
+// ManifestsAndWholeOf is ManifestsOf, and the YAML of objects whole, by object: codec.MarshalYAML(codec.ObjectMap(o)) with
 // nothing stripped (what the state saves, pkg/state), made with the manifest from the same encodings. A
 // mapping's entries are written one after another, each from its own key and value, so an object's YAML is the
 // YAML of each top-level key alone, in key order; only metadata differs between an object whole and its
@@ -256,7 +257,7 @@ func toManifest(o runtime.Object) (Manifest, error) {
 // toManifestWhole is toManifest and, when wantWhole and the object allows it (see ManifestsAndWholeOf), o's YAML
 // whole.
 func toManifestWhole(o runtime.Object, wantWhole bool) (Manifest, []byte, error) {
-	u, err := ObjectMap(o)
+	u, err := codec.ObjectMap(o)
 	if err != nil {
 		return Manifest{}, nil, err
 	}
@@ -331,7 +332,7 @@ func fromMapParts(u map[string]interface{}, parts *yamlParts) (Manifest, []byte,
 	if parts != nil {
 		b, err = parts.join(obj.Object)
 	} else {
-		b, err = MarshalYAML(obj.Object)
+		b, err = codec.MarshalYAML(obj.Object)
 	}
 	if err != nil {
 		return Manifest{}, nil, err
@@ -348,7 +349,7 @@ func fromMapParts(u map[string]interface{}, parts *yamlParts) (Manifest, []byte,
 	return Manifest{File: file, GVK: gvk, Namespace: obj.GetNamespace(), Name: obj.GetName(), Object: obj.Object, YAML: b}, whole, nil
 }
 
-// yamlParts is a map's YAML by top-level key (each key alone: MarshalYAML(map{key: value})), but for metadata,
+// yamlParts is a map's YAML by top-level key (each key alone: codec.MarshalYAML(map{key: value})), but for metadata,
 // which join encodes from the map it is given.
 type yamlParts struct {
 	keys  []string // sorted
@@ -374,7 +375,7 @@ func encodeParts(u map[string]interface{}) (*yamlParts, error) {
 		if k == "metadata" {
 			continue
 		}
-		b, err := MarshalYAML(map[string]interface{}{k: u[k]})
+		b, err := codec.MarshalYAML(map[string]interface{}{k: u[k]})
 		if err != nil {
 			return nil, err
 		}
@@ -398,7 +399,7 @@ func (p *yamlParts) join(u map[string]interface{}) ([]byte, error) {
 		b, ok := p.parts[k]
 		if k == "metadata" {
 			var err error
-			if b, err = MarshalYAML(map[string]interface{}{k: u[k]}); err != nil {
+			if b, err = codec.MarshalYAML(map[string]interface{}{k: u[k]}); err != nil {
 				return nil, err
 			}
 		} else if _, has := u[k]; !has || !ok {

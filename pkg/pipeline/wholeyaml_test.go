@@ -8,13 +8,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/codec"
 	"github.com/render-static/render-static/pkg/export"
 )
 
 // The manifests and the state's object files are made from one encoding of what they share
 // (export.ManifestsAndWholeOf); every byte must be what encoding each on its own gives: the manifests as
 // export.ManifestsOf makes them, each object whole as the state encodes it (its map, apiVersion and kind from its
-// type, export.MarshalYAML).
+// type, codec.MarshalYAML).
 func TestManifestsAndStateShareEncodings(t *testing.T) {
 	for _, tc := range []renderCase{renderCases[0], renderCases[2]} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,13 +52,13 @@ func TestManifestsAndStateShareEncodings(t *testing.T) {
 				}
 			}
 			for _, o := range objs {
-				u, err := export.ObjectMap(o)
+				u, err := codec.ObjectMap(o)
 				if err != nil {
 					t.Fatal(err)
 				}
 				obj := &unstructured.Unstructured{Object: u}
 				obj.SetGroupVersionKind(o.GetObjectKind().GroupVersionKind())
-				want, err := export.MarshalYAML(obj.Object)
+				want, err := codec.MarshalYAML(obj.Object)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -37,6 +37,7 @@ import (
 
 	"github.com/render-static/render-static/internal/inputfile"
 	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/codec"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/loops"
 )
@@ -268,13 +269,13 @@ func (s *State) objectFile(o runtime.Object, made []byte) (File, error) {
 	if made != nil {
 		return File{Path: p, Contents: made}, nil
 	}
-	u, err := export.ObjectMap(o)
+	u, err := codec.ObjectMap(o)
 	if err != nil {
 		return File{}, err
 	}
 	obj := &unstructured.Unstructured{Object: u}
 	obj.SetGroupVersionKind(gvk)
-	b, err := export.MarshalYAML(obj.Object)
+	b, err := codec.MarshalYAML(obj.Object)
 	if err != nil {
 		return File{}, err
 	}
@@ -459,10 +460,10 @@ func Load(dir string) (*State, error) {
 // decode turns a saved object into the typed object a scheme knows, or keeps it unstructured (the dynamic
 // client's kinds).
 func decode(b []byte) (runtime.Object, error) {
-	m, ok := fastYAML(b) // what export.UnmarshalYAML gives, for the YAML it writes
+	m, ok := codec.UnmarshalOwnYAML(b) // what codec.UnmarshalYAML gives, for the YAML it writes
 	if !ok {
 		var err error
-		if m, err = export.UnmarshalYAML(b); err != nil {
+		if m, err = codec.UnmarshalYAML(b); err != nil {
 			return nil, err
 		}
 	}

@@ -1,4 +1,4 @@
-package state
+package codec
 
 import (
 	"bytes"
@@ -6,13 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/render-static/render-static/pkg/export"
 )
 
-// fastYAML parses the block YAML that export.MarshalYAML (go-yaml v2's emitter) writes for a saved object, and gives
-// exactly what export.UnmarshalYAML gives for it; ok is false for anything outside the narrow subset it reads,
-// which then takes export.UnmarshalYAML. go-yaml's scanner reads ~0.8 MB of saved objects on every re-render a
+// UnmarshalOwnYAML parses the block YAML that MarshalYAML (go-yaml v2's emitter) writes for a saved object, and gives
+// exactly what UnmarshalYAML gives for it; ok is false for anything outside the narrow subset it reads,
+// which then takes UnmarshalYAML. go-yaml's scanner reads ~0.8 MB of saved objects on every re-render a
 // byte at a time through its buffers and was most of the state's decode; this is ~3x faster on them
 // (TestFastYAMLRender compares both on a render's saved objects and manifests and on every vendored CRD,
 // TestFastYAMLValues and TestFastYAMLRandom on what the emitter writes for tricky and random strings).
@@ -25,8 +23,8 @@ import (
 // scalars, multi-line double-quoted scalars, document markers, tabs in indentation, duplicate keys) is not read.
 // Plain scalars resolve as go-yaml v2 resolves them: its boolean and null words and decimal integers here, what
 // its resolve takes for a string for sure (maybeNotString) as a string, anything else through
-// export.UnmarshalYAML of that one scalar.
-func fastYAML(data []byte) (m map[string]interface{}, ok bool) {
+// UnmarshalYAML of that one scalar.
+func UnmarshalOwnYAML(data []byte) (m map[string]interface{}, ok bool) {
 	if len(data) == 0 || data[len(data)-1] != '\n' {
 		return nil, false
 	}
@@ -331,7 +329,7 @@ func plain(t string) (interface{}, bool) {
 			return t, true
 		}
 		// Numbers, timestamps and the like: go-yaml itself resolves the scalar alone.
-		m, err := export.UnmarshalYAML([]byte("v: " + t + "\n"))
+		m, err := UnmarshalYAML([]byte("v: " + t + "\n"))
 		if err != nil || len(m) != 1 {
 			return nil, false
 		}

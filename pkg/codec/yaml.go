@@ -1,4 +1,4 @@
-package export
+package codec
 
 import (
 	"encoding/json"

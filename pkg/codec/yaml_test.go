@@ -1,8 +1,10 @@
-package export
+package codec
 
 import (
 	"bytes"
+	"io/fs"
 	"math"
+	"path"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/render-static/render-static/manifests"
 )
 
 // MarshalYAML must write what sigs.k8s.io/yaml.Marshal writes, byte for byte: manifests, the state and aio.ign are
@@ -89,55 +93,27 @@ func TestUnmarshalYAMLIsSigsYAML(t *testing.T) {
 // handles.
 func vendoredCRDObjects(t *testing.T) map[string]map[string]interface{} {
 	t.Helper()
-	vendored, err := vendoredCRDs()
+	entries, err := fs.ReadDir(manifests.FS, "crds")
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]map[string]interface{}{}
-	for _, f := range vendored {
-		obj, err := f.object()
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".crd.yaml") {
+			continue
+		}
+		raw, err := manifests.Read(path.Join("crds", e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		out["crd "+f.name] = obj
+		var obj map[string]interface{}
+		if err := yaml.Unmarshal(raw, &obj); err != nil {
+			t.Fatalf("%s: %v", e.Name(), err)
+		}
+		out["crd "+e.Name()] = obj
+	}
+	if len(out) < 10 {
+		t.Fatalf("only %d vendored CRDs", len(out))
 	}
 	return out
-}
-
-// An object's YAML joined from its top-level keys' (encodeParts, join) is MarshalYAML of it whole, whatever the
-// values: long strings go-yaml folds, multi-line strings, floats and non-ASCII (which take the JSON round trip),
-// nulls, empty maps and lists; keys that are not plain letters are not encoded by parts.
-func TestEncodePartsMatchesWhole(t *testing.T) {
-	long := strings.Repeat("word ", 40)
-	objs := []map[string]interface{}{
-		{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]interface{}{"name": "a", "labels": map[string]interface{}{"x": "1"}},
-			"data": map[string]interface{}{"long": long, "multi": "line one\nline two\n", "key-2": "v", "10": "ten", "9": "nine"}},
-		{"apiVersion": "v1", "kind": "Thing", "metadata": nil, "spec": map[string]interface{}{"f": 1.5, "i": int64(3), "u": "ünïcode", "n": nil,
-			"e": map[string]interface{}{}, "l": []interface{}{}, "nested": []interface{}{map[string]interface{}{"a": true}, "s", 2}}},
-		{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls", "immutable": true, "stringData": map[string]interface{}{"t": long + "é"},
-			"metadata": map[string]interface{}{"name": "s", "annotations": map[string]interface{}{"a": "'quoted' \"both\": yes"}}},
-		{"apiVersion": "v1", "kind": "Thing", "status": "null", "spec": "true", "zeta": "012", "alpha": "~", "metadata": map[string]interface{}{}},
-	}
-	for i, u := range objs {
-		want, err := MarshalYAML(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := encodeParts(u)
-		if err != nil || p == nil {
-			t.Fatalf("object %d: not encoded by parts: %v", i, err)
-		}
-		got, err := p.join(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("object %d: joined\n%s\nwhole\n%s", i, got, want)
-		}
-	}
-	for _, k := range []string{"key2", "a_b", "a-b", "ключ", ""} {
-		if p, err := encodeParts(map[string]interface{}{"apiVersion": "v1", k: "x"}); err != nil || p != nil {
-			t.Errorf("key %q: encoded by parts (%v, %v)", k, p, err)
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package export
+package codec
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 // appendCompact appends the JSON of v as marshalCompact writes it (encoding/json's marshalling, then every empty
 // object removed, keys sorted, HTML characters not escaped) in one walk over v, without the generic object
 // marshalCompactGeneric builds. It knows the kinds Ignition's config types use (structs, pointers, slices, strings,
-// booleans, integers) and errUnsupported stops it at any other (marshalCompact then takes the generic way).
+// booleans, integers) and errUnsupported stops it at any other (MarshalCompactJSON then takes the generic way).
 // empty says the value was a struct whose object came out empty (the caller leaves the member out).
 func appendCompact(buf []byte, v reflect.Value) (out []byte, empty bool, err error) {
 	switch v.Kind() {
@@ -241,4 +241,70 @@ func appendJSONString(buf []byte, s string) []byte {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // a string always encodes
 	return append(buf, bytes.TrimSuffix(out.Bytes(), []byte("\n"))...)
+}
+
+// MarshalCompactJSON marshals cfg (aio.ign's Ignition config) to JSON without the empty objects encoding/json emits for unset struct
+// fields (`"verification":{}` and the like; an absent object means the same to Ignition). Object keys come
+// out sorted, HTML characters are not escaped, and the output ends in a newline. It writes what
+// marshalCompactGeneric writes (TestMarshalCompactMatchesGeneric), in one walk over cfg instead of marshalling,
+// decoding into generic objects, pruning and encoding again (~15 ms of a render's CPU).
+func MarshalCompactJSON(cfg any) ([]byte, error) {
+	b, empty, err := appendCompact(make([]byte, 0, 1<<20), reflect.ValueOf(cfg))
+	if errors.Is(err, errUnsupported) {
+		return marshalCompactGeneric(cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if empty {
+		b = append(b, "{}"...)
+	}
+	return append(b, '\n'), nil
+}
+
+// marshalCompactGeneric is MarshalCompactJSON by way of generic objects: encoding/json's marshalling, decoded with
+// its numbers as written, pruneEmpty, encoded again (sorted keys) without HTML escapes.
+func marshalCompactGeneric(cfg any) ([]byte, error) {
+	first, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(first))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return nil, err
+	}
+	generic, _ = pruneEmpty(generic)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(generic); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// pruneEmpty removes empty objects from v, recursively; it reports whether v itself became an empty
+// object. Arrays, strings, numbers, booleans and null are kept as they are.
+func pruneEmpty(v any) (any, bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, child := range x {
+			pruned, empty := pruneEmpty(child)
+			if empty {
+				delete(x, k)
+			} else {
+				x[k] = pruned
+			}
+		}
+		return x, len(x) == 0
+	case []any:
+		for i, child := range x {
+			x[i], _ = pruneEmpty(child)
+		}
+		return x, false
+	default:
+		return v, false
+	}
 }

@@ -1,4 +1,4 @@
-package export_test
+package codec_test
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/render-static/render-static/internal/testtools"
 	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/codec"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/pipeline"
 )
@@ -26,7 +27,7 @@ var rendered struct {
 }
 
 // renderedObjects is every object of a render of the bundled example, as the state and the manifests encode it
-// (export.ObjectMap, with apiVersion and kind from its type): the maps export.MarshalYAML is given in a render.
+// (codec.ObjectMap, with apiVersion and kind from its type): the maps codec.MarshalYAML is given in a render.
 // The engine runs once per test binary; callers must not change the maps.
 func renderedObjects(tb testing.TB) []map[string]interface{} {
 	tb.Helper()
@@ -50,7 +51,7 @@ func renderedObjects(tb testing.TB) []map[string]interface{} {
 			return
 		}
 		for _, o := range objs {
-			u, err := export.ObjectMap(o)
+			u, err := codec.ObjectMap(o)
 			if err != nil {
 				rendered.err = err
 				return
@@ -92,7 +93,7 @@ func BenchmarkMarshalYAML(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				for _, d := range c.docs {
-					if _, err := export.MarshalYAML(d); err != nil {
+					if _, err := codec.MarshalYAML(d); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -110,11 +111,11 @@ func TestEmitterRender(t *testing.T) {
 		t.Helper()
 		docs++
 		want, werr := yaml.Marshal(obj)
-		got, gerr := export.MarshalYAML(obj)
+		got, gerr := codec.MarshalYAML(obj)
 		if (werr != nil) != (gerr != nil) || !bytes.Equal(got, want) {
 			t.Errorf("%s: MarshalYAML differs from sigs.k8s.io/yaml (errors %v, %v):\n--- MarshalYAML\n%s\n--- sigs.k8s.io/yaml\n%s", name, gerr, werr, got, want)
 		}
-		v, err := export.PreparedForYAML(obj)
+		v, err := codec.PreparedForYAML(obj)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,10 +123,10 @@ func TestEmitterRender(t *testing.T) {
 		if !ok {
 			return
 		}
-		if _, ok := export.EmitYAML(obj, true); ok {
+		if _, ok := codec.EmitYAML(obj, true); ok {
 			direct++
 		}
-		if got, ok := export.EmitYAML(m, false); ok {
+		if got, ok := codec.EmitYAML(m, false); ok {
 			emitted++
 			if want, err := goyaml.Marshal(m); err != nil || !bytes.Equal(got, want) {
 				t.Errorf("%s: the emitter differs from go-yaml (%v):\n--- emitter\n%s\n--- go-yaml\n%s", name, err, got, want)

@@ -1,4 +1,4 @@
-package state_test
+package codec_test
 
 import (
 	"context"
@@ -13,31 +13,30 @@ import (
 	"github.com/render-static/render-static/internal/testtools"
 	"github.com/render-static/render-static/manifests"
 	"github.com/render-static/render-static/pkg/certs"
-	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/codec"
 	"github.com/render-static/render-static/pkg/pipeline"
-	"github.com/render-static/render-static/pkg/state"
 )
 
-// checkFastYAML: the fast parser gives what export.UnmarshalYAML gives, or declines; it returns whether it read it.
+// checkFastYAML: the fast parser gives what codec.UnmarshalYAML gives, or declines; it returns whether it read it.
 func checkFastYAML(t *testing.T, name string, b []byte) bool {
 	t.Helper()
-	got, ok := state.FastYAML(b)
+	got, ok := codec.UnmarshalOwnYAML(b)
 	if !ok {
 		return false
 	}
-	want, err := export.UnmarshalYAML(b)
+	want, err := codec.UnmarshalYAML(b)
 	if err != nil {
-		t.Errorf("%s: the fast parser read YAML that export.UnmarshalYAML rejects (%v)", name, err)
+		t.Errorf("%s: the fast parser read YAML that codec.UnmarshalYAML rejects (%v)", name, err)
 		return true
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("%s: the fast parser gives\n%#v\nexport.UnmarshalYAML gives\n%#v", name, got, want)
+		t.Errorf("%s: the fast parser gives\n%#v\ncodec.UnmarshalYAML gives\n%#v", name, got, want)
 	}
 	return true
 }
 
-// TestFastYAMLValues: every kind of value go-yaml's emitter writes (export.MarshalYAML) reads back as
-// export.UnmarshalYAML reads it, or is left to it; plain words, numbers and block scalars are read.
+// TestFastYAMLValues: every kind of value go-yaml's emitter writes (codec.MarshalYAML) reads back as
+// codec.UnmarshalYAML reads it, or is left to it; plain words, numbers and block scalars are read.
 func TestFastYAMLValues(t *testing.T) {
 	strs := []string{"", " ", "a", "yes", "Yes", "no", "on", "off", "y", "n", "true", "false", "null", "~", "NULL", "0", "1", "-1",
 		"0755", "0x1f", "1e3", "1.5", ".5", ".inf", "-.inf", ".nan", "+1", "1_000", "2001-12-14", "2001-12-14T21:59:43.10-05:00",
@@ -60,7 +59,7 @@ func TestFastYAMLValues(t *testing.T) {
 	obj["list"] = list
 	obj["nested"] = map[string]interface{}{"m": map[string]interface{}{"l": []interface{}{map[string]interface{}{"a": int64(1), "b": true, "c": nil,
 		"d": map[string]interface{}{}, "e": []interface{}{}, "f": []interface{}{[]interface{}{"x"}}}}}, "n": int64(-42), "z": false}
-	b, err := export.MarshalYAML(obj)
+	b, err := codec.MarshalYAML(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +68,7 @@ func TestFastYAMLValues(t *testing.T) {
 	for _, s := range strs {
 		for _, o := range []map[string]interface{}{{"v": s}, {"l": []interface{}{s}}, {"m": []interface{}{map[string]interface{}{"a": s, "b": s}}},
 			{s: "key"}, {"a": map[string]interface{}{"b": s, "c": "d"}}} {
-			b, err := export.MarshalYAML(o)
+			b, err := codec.MarshalYAML(o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,8 +81,8 @@ func TestFastYAMLValues(t *testing.T) {
 		t.Errorf("the fast parser read %d of %d small documents: it declines what it should read", read, len(strs)*5)
 	}
 	for _, s := range []string{"yes", "0", "-1", "1.5", "null", "two\nlines\n", "trailing\n\n", "two\nlines", "  indented\nnot", "a'b"} {
-		b, _ := export.MarshalYAML(map[string]interface{}{"v": s, "w": []interface{}{map[string]interface{}{"x": s}}})
-		if _, ok := state.FastYAML(b); !ok {
+		b, _ := codec.MarshalYAML(map[string]interface{}{"v": s, "w": []interface{}{map[string]interface{}{"x": s}}})
+		if _, ok := codec.UnmarshalOwnYAML(b); !ok {
 			t.Errorf("the fast parser declines %q", b)
 		}
 	}
@@ -98,7 +97,7 @@ func TestFastYAMLValues(t *testing.T) {
 }
 
 // TestFastYAMLRender: on the saved objects and manifests of a render and on every vendored CRD, the fast parser gives
-// what export.UnmarshalYAML gives, and reads nearly all of them.
+// what codec.UnmarshalYAML gives, and reads nearly all of them.
 func TestFastYAMLRender(t *testing.T) {
 	testtools.Long(t, "renders once")
 	dir := filepath.Join(t.TempDir(), "aio")
@@ -149,7 +148,7 @@ func TestFastYAMLRender(t *testing.T) {
 }
 
 // TestFastYAMLRandom: random strings of the characters that matter to YAML, as values, keys and sequence items
-// at several depths, read back as export.UnmarshalYAML reads them.
+// at several depths, read back as codec.UnmarshalYAML reads them.
 func TestFastYAMLRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 1))
 	alphabet := "aZ09 -:#'\"\\|>{}[],&*!%@`?.+~\n\t_/=<é"
@@ -173,7 +172,7 @@ func TestFastYAMLRandom(t *testing.T) {
 		w := word()
 		o := map[string]interface{}{"v": w, w: "k", "l": []interface{}{w, map[string]interface{}{"a": w, "b": []interface{}{w}}},
 			"m": map[string]interface{}{"n": map[string]interface{}{"w": w}}}
-		b, err := export.MarshalYAML(o)
+		b, err := codec.MarshalYAML(o)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package export
+package codec
 
 import (
 	"bytes"
@@ -13,10 +13,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// EmitYAML is emitYAML, for the tests of package export_test.
+// EmitYAML is emitYAML, for the tests of package codec_test.
 var EmitYAML = emitYAML
 
-// PreparedForYAML is what MarshalYAML gives go-yaml or the emitter for obj, for the tests of package export_test.
+// PreparedForYAML is what MarshalYAML gives go-yaml or the emitter for obj, for the tests of package codec_test.
 func PreparedForYAML(obj map[string]interface{}) (interface{}, error) {
 	if yamlReady(obj) {
 		return obj, nil

@@ -1,4 +1,0 @@
-package state
-
-// FastYAML is fastYAML, for the external tests.
-var FastYAML = fastYAML
