@@ -13,9 +13,9 @@ import (
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/base64"
-	"fmt"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -129,7 +129,7 @@ func kubectlGoTemplate(t testing.TB, text string, csrs []certificatesv1.Certific
 type approverRun struct {
 	out      string
 	err      error
-	approved []string                                               // names, sorted
+	approved []string                                             // names, sorted
 	bodies   map[string]*certificatesv1.CertificateSigningRequest // approvals sent, by name (accepted or not)
 }
 
@@ -290,7 +290,7 @@ var (
 func atv(oid asn1.ObjectIdentifier, tag byte, v string) []byte {
 	return derOf(0x30, oidDER(oid), derOf(tag, []byte(v)))
 }
-func rdnSet(atvs ...[]byte) []byte { return derOf(0x31, atvs...) }
+func rdnSet(atvs ...[]byte) []byte    { return derOf(0x31, atvs...) }
 func subjectOf(rdns ...[]byte) []byte { return derOf(0x30, rdns...) }
 
 // nodeSubject is the kubelet's subject, as Go encodes it: O=system:nodes, then CN=system:node:<node>.
@@ -299,7 +299,7 @@ func nodeSubject(node string) []byte {
 }
 
 func dnsSAN(s string) []byte { return derOf(0x82, []byte(s)) }
-func ipSAN(b ...byte) []byte  { return derOf(0x87, b) }
+func ipSAN(b ...byte) []byte { return derOf(0x87, b) }
 func sanExt(names ...[]byte) []byte {
 	return derOf(0x30, oidDER(oidSAN), derOf(0x04, derOf(0x30, names...)))
 }
