@@ -187,12 +187,30 @@ tlv() {
 	((t_end <= limit))
 }
 
-# expect TAG POS LIMIT WHAT: the element at POS is well-formed (tlv) and has tag TAG; otherwise prints why.
+# is TAG POS LIMIT: the element at POS is well-formed (tlv) and has tag TAG.
+is() { tlv "$2" "$3" && ((t_tag == $1)); }
+
+# expect TAG POS LIMIT WHAT: is, or prints why not.
 expect() {
-	if ! tlv "$2" "$3" || ((t_tag != $1)); then
+	is "$1" "$2" "$3" || {
 		echo "its request is not the kubelet's kind of DER at byte $2 ($4)"
 		return 1
-	fi
+	}
+}
+
+# oid POS LIMIT WHAT: expect an object identifier at POS, its bytes in hexadecimal in hx.
+oid() {
+	expect 0x06 "$1" "$2" "$3" || return 1
+	hexof "$t_body" "$t_end"
+}
+
+# only TAG POS LIMIT WHAT WHY: like expect, and the element is all there is up to LIMIT; otherwise prints WHY.
+only() {
+	expect "$1" "$2" "$3" "$4" || return 1
+	((t_end == $3)) || {
+		echo "$5"
+		return 1
+	}
 }
 
 # hexof START END: the bytes from START to END in hexadecimal, in hx.
@@ -270,16 +288,19 @@ curves=' 2a8648ce3d030107 2b81040022 2b81040023 ' # P-256 (the kubelet's), P-384
 # more, VALUE a PrintableString or UTF8String (Go parses either to the same string); sets at to its end.
 rdn() {
 	local set_end seq_end
-	expect 0x31 "$1" "$2" "subject" || return 1
+	is 0x31 "$1" "$2" || return 1
 	set_end=$t_end
-	expect 0x30 "$t_body" "$set_end" "subject" || return 1
+	is 0x30 "$t_body" "$set_end" || return 1
 	seq_end=$t_end
-	expect 0x06 "$t_body" "$seq_end" "subject" || return 1
+	((seq_end == set_end)) || return 1
+	is 0x06 "$t_body" "$seq_end" || return 1
 	hexof "$t_body" "$t_end"
-	if ((seq_end != set_end)) || [[ $hx != "$3" ]] || ! tlv "$t_end" "$seq_end" || ((t_tag != 0x13 && t_tag != 0x0c)) ||
-		((t_end != seq_end)) || ! textof "$t_body" "$t_end" || [[ $txt != "$4" ]]; then
-		return 1
-	fi
+	[[ $hx == "$3" ]] || return 1
+	tlv "$t_end" "$seq_end" || return 1
+	((t_tag == 0x13 || t_tag == 0x0c)) || return 1
+	((t_end == seq_end)) || return 1
+	textof "$t_body" "$t_end" || return 1
+	[[ $txt == "$4" ]] || return 1
 	at=$set_end
 }
 
@@ -287,35 +308,20 @@ rdn() {
 # extension, the subject alternative name (not critical), whose entries are all NODE's name or NODE's IPs, and
 # there is at least one. Prints why not.
 sans() {
-	local limit=$2 node=$3 end n=0 ip owner
-	expect 0x30 "$1" "$limit" "attribute" || return 1
-	((t_end == limit)) || {
-		echo "its request has more than one attribute (the kubelet's has one: its extensions)"
-		return 1
-	}
+	local node=$3 end n=0 ip owner
+	only 0x30 "$1" "$2" attribute "its request has more than one attribute (the kubelet's has one: its extensions)" || return 1
 	end=$t_end
-	expect 0x06 "$t_body" "$end" "attribute" || return 1
-	hexof "$t_body" "$t_end"
+	oid "$t_body" "$end" attribute || return 1
 	[[ $hx == "$oid_ext_request" ]] || {
 		echo "its request has an attribute other than extensionRequest (OID $hx)"
 		return 1
 	}
-	expect 0x31 "$t_end" "$end" "extensionRequest" || return 1
-	((t_end == end)) || return 1
+	only 0x31 "$t_end" "$end" extensionRequest "its extensionRequest has bytes after its values" || return 1
 	end=$t_end
-	expect 0x30 "$t_body" "$end" "extensions" || return 1
-	((t_end == end)) || {
-		echo "its extensionRequest has more than one value"
-		return 1
-	}
+	only 0x30 "$t_body" "$end" extensions "its extensionRequest has more than one value" || return 1
 	end=$t_end
-	expect 0x30 "$t_body" "$end" "extension" || return 1
-	((t_end == end)) || {
-		echo "its request asks for more than one extension (the kubelet asks for one: the subject alternative name)"
-		return 1
-	}
-	expect 0x06 "$t_body" "$end" "extension" || return 1
-	hexof "$t_body" "$t_end"
+	only 0x30 "$t_body" "$end" extension "its request asks for more than one extension (the kubelet asks for one: the subject alternative name)" || return 1
+	oid "$t_body" "$end" extension || return 1
 	[[ $hx == "$oid_san" ]] || {
 		echo "its request asks for an extension other than the subject alternative name (OID $hx)"
 		return 1
@@ -325,11 +331,7 @@ sans() {
 		return 1
 	fi
 	end=$t_end
-	expect 0x30 "$t_body" "$end" "subject alternative name" || return 1
-	((t_end == end)) || {
-		echo "its subject alternative name has bytes after its names"
-		return 1
-	}
+	only 0x30 "$t_body" "$end" "subject alternative name" "its subject alternative name has bytes after its names" || return 1
 	local p=$t_body
 	while ((p < end)); do
 		tlv "$p" "$end" || {
@@ -403,11 +405,7 @@ ip_text() {
 # every element read, nothing after it. Sets keytype (ec or rsa). Prints why not.
 parse_request() {
 	local kind=$1 node=$2 n=${#der[@]} info_end spki_end alg_end at
-	expect 0x30 0 "$n" "certificate request" || return 1
-	((t_end == n)) || {
-		echo "its request has bytes after it"
-		return 1
-	}
+	only 0x30 0 "$n" "certificate request" "its request has bytes after it" || return 1
 	local end=$t_end
 	expect 0x30 "$t_body" "$end" "certification request info" || return 1
 	info_end=$t_end
@@ -429,13 +427,11 @@ parse_request() {
 	spki_end=$t_end
 	expect 0x30 "$t_body" "$spki_end" "public key algorithm" || return 1
 	alg_end=$t_end
-	expect 0x06 "$t_body" "$alg_end" "public key algorithm" || return 1
-	hexof "$t_body" "$t_end"
+	oid "$t_body" "$alg_end" "public key algorithm" || return 1
 	case $hx in
 	"$oid_ec")
 		keytype=ec
-		expect 0x06 "$t_end" "$alg_end" "curve" || return 1
-		hexof "$t_body" "$t_end"
+		oid "$t_end" "$alg_end" curve || return 1
 		[[ $curves == *" $hx "* ]] || {
 			echo "an ECDSA key on a curve other than P-256, P-384 or P-521"
 			return 1
@@ -444,7 +440,10 @@ parse_request() {
 	"$oid_rsa")
 		keytype=rsa
 		expect 0x05 "$t_end" "$alg_end" "RSA parameters" || return 1
-		((t_body == t_end)) || return 1
+		((t_body == t_end)) || {
+			echo "RSA parameters other than NULL"
+			return 1
+		}
 		;;
 	*)
 		echo "a key that is neither ECDSA nor RSA (the kubelet's are ECDSA)"
@@ -455,13 +454,8 @@ parse_request() {
 		echo "its key algorithm has more parameters than ECDSA and RSA have"
 		return 1
 	}
-	expect 0x03 "$alg_end" "$spki_end" "public key" || return 1
-	((t_end == spki_end)) || return 1
-	expect 0xa0 "$spki_end" "$info_end" "attributes" || return 1
-	((t_end == info_end)) || {
-		echo "its request has bytes after its attributes"
-		return 1
-	}
+	only 0x03 "$alg_end" "$spki_end" "public key" "its public key has bytes after its bits" || return 1
+	only 0xa0 "$spki_end" "$info_end" attributes "its request has bytes after its attributes" || return 1
 	if [[ $kind == client ]]; then
 		((t_body == t_end)) || {
 			echo "a client request with attributes (the kubelet's has none: no names, no extensions)"
@@ -474,8 +468,7 @@ parse_request() {
 		sans "$t_body" "$t_end" "$node" || return 1
 	fi
 	expect 0x30 "$sig_at" "$end" "signature algorithm" || return 1
-	expect 0x03 "$t_end" "$end" "signature" || return 1
-	((t_end == end)) || return 1
+	only 0x03 "$t_end" "$end" signature "its request has bytes after its signature" || return 1
 }
 
 # usages_are LISTED WANT...: the listed usages (",a,b,", escaped) are exactly WANT, each once, in any order.

@@ -526,6 +526,8 @@ func approverCorpus(t testing.TB, dir string) []approverCase {
 			request: rawRequest(t, tbsOf(t, subjectOf(rdnSet(atv(oidO, 0x13, "system:nodes"), atv(oidCN, 0x13, "system:node:sno-0"))), attributes()))},
 		{name: "subject-ia5string", signer: clientSigner, usages: clientEC, reason: "its subject is not exactly",
 			request: rawRequest(t, tbsOf(t, subjectOf(rdnSet(atv(oidO, 0x16, "system:nodes")), rdnSet(atv(oidCN, 0x16, "system:node:sno-0"))), attributes()))},
+		{name: "subject-not-der", signer: clientSigner, usages: clientEC, reason: "its subject is not exactly",
+			request: rawRequest(t, tbsOf(t, subjectOf(append([]byte{0x31, 0x81}, derBody(rdnSet(atv(oidO, 0x13, "system:nodes")))...), rdnSet(atv(oidCN, 0x13, "system:node:sno-0"))), attributes()))},
 		{name: "subject-no-o", signer: clientSigner, usages: clientEC, reason: "its subject is not exactly",
 			request: goRequest(t, ec, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:sno-0"}})},
 
@@ -609,7 +611,12 @@ func TestApproverCorpus(t *testing.T) {
 		t.Errorf("approved %v, want %v\n%s", r.approved, want, r.out)
 	}
 	r.checkApprovals(t, csrs)
-	lines := strings.Split(r.out, "\n")
+	lines := strings.Split(strings.TrimSuffix(r.out, "\n"), "\n")
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "aio-csr-approver: ") {
+			t.Errorf("a line that is not one of the approver's (a reason of more than one line?): %q", l)
+		}
+	}
 	for i, c := range corpus {
 		listed := escapeName(c.name)
 		var said []string
