@@ -278,7 +278,6 @@ func oidDER(oid asn1.ObjectIdentifier) []byte {
 
 var (
 	oidO          = asn1.ObjectIdentifier{2, 5, 4, 10}
-	oidOU         = asn1.ObjectIdentifier{2, 5, 4, 11}
 	oidCN         = asn1.ObjectIdentifier{2, 5, 4, 3}
 	oidExtRequest = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 9, 14}
 	oidChallenge  = asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 9, 7}
