@@ -18,7 +18,7 @@ import (
 const testCRD = "01_cluster_customresourcedefinition.apiextensions.k8s.io_widgets.example.com.yaml"
 
 // unitEnv reads the Environment= assignments of a unit, unescaped as systemd does.
-func unitEnv(t *testing.T, contents string) map[string]string {
+func unitEnv(t testing.TB, contents string) map[string]string {
 	t.Helper()
 	env := map[string]string{}
 	unesc := strings.NewReplacer(`\\`, `\`, `\"`, `"`, "%%", "%")
@@ -36,7 +36,7 @@ func unitEnv(t *testing.T, contents string) map[string]string {
 }
 
 // stubBin is the directory of the stub oc and systemctl.
-func stubBin(t *testing.T) string {
+func stubBin(t testing.TB) string {
 	t.Helper()
 	p, err := filepath.Abs(repo("testdata/node/bin"))
 	if err != nil {
@@ -54,7 +54,7 @@ type stubAPI struct {
 	hostPath string
 }
 
-func newStubAPI(t *testing.T) stubAPI {
+func newStubAPI(t testing.TB) stubAPI {
 	t.Helper()
 	dir := t.TempDir()
 	return stubAPI{api: filepath.Join(dir, "api"), log: filepath.Join(dir, "calls.log"), bin: stubBin(t)}

@@ -60,7 +60,7 @@ func forEachConfig(t *testing.T, check func(t *testing.T, tc testConfig, f *fixt
 	}
 }
 
-func testInputs(t *testing.T, config, nodeIPs string) *clusterconfig.Inputs {
+func testInputs(t testing.TB, config, nodeIPs string) *clusterconfig.Inputs {
 	t.Helper()
 	if nodeIPs == "" {
 		b, err := os.ReadFile(repo(config))
@@ -99,7 +99,7 @@ type testCA struct {
 	cert            *x509.Certificate
 }
 
-func newTestCA(t *testing.T, name string, validity time.Duration) *testCA {
+func newTestCA(t testing.TB, name string, validity time.Duration) *testCA {
 	t.Helper()
 	cfg, err := crypto.MakeSelfSignedCAConfigForDuration(fmt.Sprintf("%s@%d", name, time.Now().UnixNano()), validity)
 	if err != nil {
@@ -137,7 +137,7 @@ type fixture struct {
 	extra    []loops.Loop
 }
 
-func newFixture(t *testing.T, config, nodeIPs string, withSigner bool) *fixture {
+func newFixture(t testing.TB, config, nodeIPs string, withSigner bool) *fixture {
 	t.Helper()
 	in := testInputs(t, config, nodeIPs)
 	f := &fixture{in: in, kubeletC: newTestCA(t, "kube-apiserver-to-kubelet-signer", certs.MinSignerValidity),
@@ -162,7 +162,7 @@ func newFixture(t *testing.T, config, nodeIPs string, withSigner bool) *fixture 
 }
 
 // converge runs the fixture's extra loops and the node's loops to a fixpoint and returns the runner's result.
-func (f *fixture) converge(t *testing.T) *loops.Result {
+func (f *fixture) converge(t testing.TB) *loops.Result {
 	t.Helper()
 	r := &loops.Runner{Cluster: f.c}
 	if err := r.Run(context.Background(), loops.Phase{Name: "converge", Loops: append(f.extra, f.n.Loops()...)}); err != nil {
@@ -172,7 +172,7 @@ func (f *fixture) converge(t *testing.T) *loops.Result {
 }
 
 // exported is the filtered export of the fixture's cluster, as the pipeline makes it.
-func (f *fixture) exported(t *testing.T) []export.Manifest {
+func (f *fixture) exported(t testing.TB) []export.Manifest {
 	t.Helper()
 	ms, err := export.Manifests(f.c)
 	if err != nil {
@@ -185,7 +185,7 @@ func (f *fixture) exported(t *testing.T) []export.Manifest {
 var testOptions = Options{ManifestsDir: "/opt/openshift/manifests", AdminKubeconfig: "/opt/openshift/auth/kubeconfig"}
 
 // tree builds the node's tree after the loops settled.
-func (f *fixture) tree(t *testing.T) *export.Tree {
+func (f *fixture) tree(t testing.TB) *export.Tree {
 	t.Helper()
 	o := testOptions
 	o.Manifests = f.exported(t)
@@ -196,18 +196,18 @@ func (f *fixture) tree(t *testing.T) *export.Tree {
 	return tr
 }
 
-func fileOf(t *testing.T, tr *export.Tree, p string) export.File {
+func fileOf(t testing.TB, tr *export.Tree, p string) export.File {
 	t.Helper()
 	return findIn(t, tr.Files(), func(f export.File) bool { return f.Path == p }, p)
 }
 
-func unitOf(t *testing.T, tr *export.Tree, name string) export.Unit {
+func unitOf(t testing.TB, tr *export.Tree, name string) export.Unit {
 	t.Helper()
 	return findIn(t, tr.Units(), func(u export.Unit) bool { return u.Name == name }, "unit "+name)
 }
 
 // findIn returns the first of a node tree's files or units that matches, or fails the test naming what is missing.
-func findIn[T any](t *testing.T, xs []T, match func(T) bool, what string) T {
+func findIn[T any](t testing.TB, xs []T, match func(T) bool, what string) T {
 	t.Helper()
 	i := slices.IndexFunc(xs, match)
 	if i < 0 {

@@ -5,8 +5,9 @@
 //     CA, and /var/lib/kubelet/kubeconfig with a client certificate for system:node:<name> signed at render time
 //     with kube-controller-manager's CSR signer (loop "emulate/node-client-csr-approval"), so the node registers
 //     without a CSR approval step; CRI-O reads the pull secret from /var/lib/kubelet/config.json;
-//   - certificate renewal without operators: a bounded systemd timer (aio-csr-approver) approves the node's own
-//     kubelet-serving and kubelet-client CSRs, and nothing else, with a least-privileged identity of its own;
+//   - certificate renewal without operators: a bounded systemd timer (aio-csr-approver) approves the kubelet-serving
+//     and kubelet-client CSRs of the nodes of its list (ApproverNodesFile), each for its own identity, names and
+//     IPs only, and nothing else, with a least-privileged identity of its own;
 //   - names: api.<domain> and api-int.<domain> resolve to the node in /etc/hosts;
 //   - first boot: aiokube.service applies /opt/openshift/manifests in order (namespaces, CRDs, the rest), restores
 //     status, records progress, puts the live legacy service-account tokens into the revision directories

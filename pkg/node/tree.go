@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"net/netip"
 	"path"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,7 +112,11 @@ func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	approverUnit, err := renderTemplate("aio-csr-approver.service", map[string]any{"Script": ApproverScript, "Env": envLines(n.approverEnv())})
+	approverUnit, err := renderTemplate("aio-csr-approver.service", map[string]any{"Script": ApproverScript, "Env": envLines(approverEnv())})
+	if err != nil {
+		return nil, err
+	}
+	approverNodes, err := ApproverNodesFile(n.approverNodes())
 	if err != nil {
 		return nil, err
 	}
@@ -125,6 +128,9 @@ func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
 		return nil, err
 	}
 	if err := add(ApproverScript, 0755, approverScript); err != nil {
+		return nil, err
+	}
+	if err := add(ApproverNodesPath, 0644, approverNodes); err != nil {
 		return nil, err
 	}
 	if err := t.AddUnit(export.Unit{Name: ApproverService, Contents: approverUnit}); err != nil {
@@ -182,20 +188,6 @@ func (n *Node) kubeconfig(ctx context.Context, id clientIdentity, serverCA []byt
 	}
 	ic := n.in.InstallConfig
 	return certs.Kubeconfig(ic.Metadata.Name, ic.APIServerInternalURL(), serverCA, cert, key, user)
-}
-
-// approverEnv is aio-csr-approver.sh's configuration: its kubeconfig, the node, and the names a serving
-// certificate of the node may carry (its name and IPs, as openssl prints them).
-func (n *Node) approverEnv() map[string]string {
-	sans := opensslSAN(n.in.NodeName, netip.Addr{})
-	for _, ip := range n.in.NodeIPs {
-		sans += "|" + opensslSAN("", ip)
-	}
-	return map[string]string{
-		"APPROVER_KUBECONFIG":   ApproverKubeconfig,
-		"APPROVER_NODE_NAME":    n.in.NodeName,
-		"APPROVER_ALLOWED_SANS": sans,
-	}
 }
 
 func (n *Node) bundle(ctx context.Context, ns, name, key string) ([]byte, error) {

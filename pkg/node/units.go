@@ -1,8 +1,6 @@
 package node
 
 import (
-	"fmt"
-	"net/netip"
 	"path"
 	"sort"
 	"strings"
@@ -33,21 +31,4 @@ func envLines(env map[string]string) []string {
 		out[i] = `Environment="` + esc.Replace(k+"="+env[k]) + `"`
 	}
 	return out
-}
-
-// opensslSAN is how `openssl req -text` prints a subject alternative name: "DNS:name", and "IP Address:a.b.c.d"
-// or, for IPv6, eight uncompressed upper-case hexadecimal groups ("IP Address:FD00:0:0:0:0:0:0:10").
-func opensslSAN(dnsName string, ip netip.Addr) string {
-	if !ip.IsValid() {
-		return "DNS:" + dnsName
-	}
-	if ip.Is4() {
-		return "IP Address:" + ip.String()
-	}
-	b := ip.As16()
-	groups := make([]string, 8)
-	for i := range groups {
-		groups[i] = fmt.Sprintf("%X", uint16(b[2*i])<<8|uint16(b[2*i+1]))
-	}
-	return "IP Address:" + strings.Join(groups, ":")
 }

@@ -1,10 +1,16 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,9 +22,11 @@ import (
 	"testing"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/render-static/render-static/pkg/components"
@@ -340,6 +348,7 @@ func innerFirstBoot(t *testing.T, spec *innerSpec) {
 		checkUnschedulable(t, cs, ns)
 		checkSecretEncrypted(t, cs)
 		checkOpenShiftDryRun(t, cs, spec.OpenShiftPods)
+		checkApprovalBoundToUID(t, cs)
 	})
 	marker := make([]byte, 16)
 	rand.Read(marker)
@@ -533,8 +542,9 @@ func checkNodeRegistered(t *testing.T, cs *kubernetes.Clientset, n *Node) {
 	t.Logf("node %s registered (created %s) with the render-time client certificate %s", node.Name, node.CreationTimestamp.Format(time.RFC3339), cn)
 }
 
-// checkServingCSR: the kubelet's serving CSR was approved by the rendered approver and issued by
-// kube-controller-manager, and the API server reaches the kubelet with it (a mirror pod's log through the API).
+// checkServingCSR: the kubelet's serving CSR was approved by the rendered approver (its reason: nothing else in
+// the test approves) and issued by kube-controller-manager, and the API server reaches the kubelet with it (a
+// mirror pod's log through the API).
 func checkServingCSR(t *testing.T, cs *kubernetes.Clientset, n *Node) {
 	t.Helper()
 	var name string
@@ -548,7 +558,7 @@ func checkServingCSR(t *testing.T, cs *kubernetes.Clientset, n *Node) {
 				continue
 			}
 			for _, cond := range c.Status.Conditions {
-				if cond.Type == "Approved" && cond.Status == corev1.ConditionTrue && len(c.Status.Certificate) > 0 {
+				if cond.Type == "Approved" && cond.Status == corev1.ConditionTrue && cond.Reason == approverReason && len(c.Status.Certificate) > 0 {
 					name = c.Name + " (approved by: " + cond.Message + ")"
 					return true, nil
 				}
@@ -577,6 +587,69 @@ func checkServingCSR(t *testing.T, cs *kubernetes.Clientset, n *Node) {
 		}
 		break
 	}
+}
+
+// approverReason is the reason of the approvals of the rendered CSR approver (manifests/node/aio-csr-approver.sh).
+const approverReason = "AIOCSRApprover"
+
+// checkApprovalBoundToUID: kube-apiserver refuses an approval like the rendered approver's (a PUT of the approval
+// subresource with metadata name, uid and resourceVersion, and the Approved condition) when the CSR under that name
+// is another object than the one read (deleted and created again: another UID) or changed since (another
+// resourceVersion), and takes it otherwise, changing the conditions only. The approver relies on this to approve
+// only the very object it decided on.
+func checkApprovalBoundToUID(t *testing.T, cs *kubernetes.Clientset) {
+	t.Helper()
+	ctx := context.Background()
+	csrs := cs.CertificatesV1().CertificateSigningRequests()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "e2e-approval-bound-to-uid"}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name, signer = "e2e-approval-bound-to-uid", "example.com/e2e-approval-bound-to-uid"
+	obj := &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: certificatesv1.CertificateSigningRequestSpec{
+		Request: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), SignerName: signer,
+		Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}}}
+	first, err := csrs.Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := csrs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	second, err := csrs.Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer csrs.Delete(ctx, name, metav1.DeleteOptions{})
+	approve := func(uid types.UID, rv string) error {
+		body := fmt.Sprintf(`{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","metadata":{"name":%q,"uid":%q,"resourceVersion":%q},`+
+			`"status":{"conditions":[{"type":"Approved","status":"True","reason":"E2EApprovalBoundToUID","message":"e2e"}]}}`, name, uid, rv)
+		return cs.CertificatesV1().RESTClient().Put().AbsPath("/apis/certificates.k8s.io/v1/certificatesigningrequests", name, "approval").
+			Body([]byte(body)).Do(ctx).Error()
+	}
+	if err := approve(first.UID, second.ResourceVersion); !apierrors.IsConflict(err) {
+		t.Errorf("an approval with the UID of the CSR deleted since: %v, want a Conflict", err)
+	}
+	if err := approve(second.UID, first.ResourceVersion); !apierrors.IsConflict(err) {
+		t.Errorf("an approval with an old resourceVersion: %v, want a Conflict", err)
+	}
+	if err := approve(second.UID, second.ResourceVersion); err != nil {
+		t.Errorf("an approval of the object read: %v", err)
+		return
+	}
+	got, err := csrs.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Type != certificatesv1.CertificateApproved || got.Spec.SignerName != signer ||
+		!bytes.Equal(got.Spec.Request, obj.Spec.Request) {
+		t.Errorf("after the approval: conditions %+v, signer %s: want Approved and the spec as created", got.Status.Conditions, got.Spec.SignerName)
+	}
+	t.Logf("kube-apiserver refuses an approval for another UID or resourceVersion and takes the one for the object read")
 }
 
 // checkNodeLabels: the node carries the control-plane role labels (set through the API by the first-boot apply,
