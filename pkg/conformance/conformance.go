@@ -1,5 +1,5 @@
 // Package conformance compares a render with what the real operators produce, laid out like
-// ../shared/conformance/sno/expected: pods/ (static pods, embedded shell scripts summarised to their exec
+// testdata/conformance/sno/expected: pods/ (static pods, embedded shell scripts summarised to their exec
 // statements), rootfs/ (non-secret config files) and FILES.txt ("<mode> <path>" of every file the installer wrote).
 //
 // It normalises what must differ between two renders — revision numbers, certificate material, image names

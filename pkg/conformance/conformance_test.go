@@ -3,7 +3,6 @@ package conformance
 import (
 	"bufio"
 	"encoding/json"
-	"github.com/render-static/render-static/internal/testtools"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,7 +12,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-const expectedDir = "../../../shared/conformance/sno/expected"
+// expectedDir is the conformance reference of the repository (testdata/conformance/README.md).
+const expectedDir = "../../testdata/conformance/sno/expected"
 
 var testImages = map[string]string{
 	"hyperkube": "registry.example/hyperkube@sha256:1", "etcd": "registry.example/etcd@sha256:2",
@@ -27,7 +27,6 @@ var testImages = map[string]string{
 // from testImages, every FILES.txt entry with its mode, and a different infrastructure name.
 func fakeRender(t *testing.T) string {
 	t.Helper()
-	testtools.Path(t, expectedDir, "expected tree (the tests need ../shared beside the checkout)")
 	dir := t.TempDir()
 	root := filepath.Join(dir, "rootfs")
 	byComponent := map[string]string{}
