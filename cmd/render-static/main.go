@@ -132,6 +132,7 @@ Invalid input exits 1 with every problem listed, and --dir is left untouched.`,
 			}
 			s.PeakRSSMB = peakRSSMB()
 			s.Print(stdout, o.Dir)
+			s.PrintWarnings(cmd.ErrOrStderr())
 			return nil
 		},
 	}

@@ -36,7 +36,7 @@ func TestRenderShortLeaves(t *testing.T) {
 		t.Errorf("earliest expiry %s (%s), want %s after the render", s.EarliestExpiry, s.EarliestExpirySubject, leaf)
 	}
 	var out bytes.Buffer
-	s.Print(&out, dir)
+	s.PrintWarnings(&out)
 	if !strings.Contains(out.String(), "warning: --cert-validity 7m0s") {
 		t.Errorf("the summary does not warn about 7-minute leaves:\n%s", out.String())
 	}

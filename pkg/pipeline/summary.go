@@ -25,7 +25,8 @@ type Summary struct {
 	// (WriteTime: until the directory is in place and durable). The rest of Elapsed is setting up: reading the
 	// inputs (and a saved state), building the cluster and the loops.
 	KeygenTime, LoopsTime, ExportTime, IgnitionTime, WriteTime time.Duration
-	// Warnings are printed after the summary: inputs that render but need care (leaves of minutes).
+	// Warnings are inputs that render but need care (leaves of minutes): PrintWarnings writes them, the command
+	// to stderr, apart from the summary.
 	Warnings []string
 	// PeakRSSMB, when not 0, is printed: the command sets it to its process's peak RSS (a fleet's renders share
 	// one process, so Render leaves it 0).
@@ -48,6 +49,10 @@ func (s Summary) Print(w io.Writer, dir string) {
 	if s.Crypto != "" {
 		fmt.Fprintf(w, "  crypto:           %s\n", s.Crypto)
 	}
+}
+
+// PrintWarnings writes the warnings, one "warning: ..." line each.
+func (s Summary) PrintWarnings(w io.Writer) {
 	for _, warning := range s.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warning)
 	}
