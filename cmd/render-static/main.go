@@ -162,7 +162,8 @@ func newConformanceCommand(stdout io.Writer) *cobra.Command {
 		Long: `conformance compares the static pods, config files and file modes of a render (--dir, the output of
 render-static) with an operator-produced tree (--against: pods/, rootfs/, FILES.txt). Revision numbers,
 certificate material, image names (through the image map), the infrastructure name and version strings are
-normalised; embedded shell scripts are compared by their exec statements. Every other difference is reported
+normalised (a renewed render is compared at the revision its static pods run); embedded shell scripts are
+compared by their exec statements. Every other difference is reported
 with its path; documented adaptations are listed apart. Exit 0 only when nothing unexplained remains.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
