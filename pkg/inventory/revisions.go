@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"encoding/json"
 	"path"
 	"regexp"
 	"slices"
@@ -74,7 +75,8 @@ func RunningRevisions(files map[string][]byte) Running {
 				} `json:"volumes"`
 			} `json:"spec"`
 		}
-		if yaml.Unmarshal(data, &pod) != nil {
+		// The installer writes JSON: decoded as such, else as YAML.
+		if json.Unmarshal(data, &pod) != nil && yaml.Unmarshal(data, &pod) != nil {
 			continue
 		}
 		rev, err := strconv.Atoi(pod.Metadata.Labels["revision"])
