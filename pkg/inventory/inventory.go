@@ -622,6 +622,16 @@ func (inv *Inventory) ExpiringWithin(d time.Duration) []*Certificate {
 	return out
 }
 
+// ByFingerprint returns the certificate of that SHA-256 fingerprint (hex), in use or not, or nil.
+func (inv *Inventory) ByFingerprint(fp string) *Certificate {
+	for _, c := range slices.Concat(inv.Certificates, inv.Unused) {
+		if c.Fingerprint == fp {
+			return c
+		}
+	}
+	return nil
+}
+
 // Lookup returns the certificate of that name, in use or not, or nil.
 func (inv *Inventory) Lookup(name string) *Certificate {
 	for _, c := range slices.Concat(inv.Certificates, inv.Unused) {

@@ -63,10 +63,7 @@ func (s Summary) PrintWarnings(w io.Writer) {
 // and ConfigMaps among manifests (what the tree holds under the manifests directory) are read from their objects
 // rather than parsed back from their YAML.
 func earliestExpiry(t *export.Tree, manifests []export.Manifest) (time.Time, string) {
-	files := map[string][]byte{}
-	for _, f := range t.Files() {
-		files[f.Path] = f.Contents
-	}
+	files := nodeFiles(t)
 	c, err := inventory.EarliestWith(files, inventoryManifests(files, manifests), time.Now())
 	if err != nil {
 		return time.Time{}, "unknown: " + err.Error()
@@ -75,6 +72,22 @@ func earliestExpiry(t *export.Tree, manifests []export.Manifest) (time.Time, str
 		return c.NotAfter, c.Name
 	}
 	return time.Time{}, "none"
+}
+
+// Inventory is the inventory of the output's node files at now, as `render-static certs` lists them (the Secrets
+// and ConfigMaps among the manifests read from their objects): what renew names its certificates after.
+func (o *Output) Inventory(now time.Time) (*inventory.Inventory, error) {
+	files := nodeFiles(o.Tree)
+	return inventory.FromFilesWith(files, inventoryManifests(files, o.Manifests), now)
+}
+
+// nodeFiles are the contents of a tree's files by node path.
+func nodeFiles(t *export.Tree) map[string][]byte {
+	files := map[string][]byte{}
+	for _, f := range t.Files() {
+		files[f.Path] = f.Contents
+	}
+	return files
 }
 
 // inventoryManifests are the core Secrets and ConfigMaps among manifests as the inventory reads them, by node
