@@ -150,6 +150,8 @@ Invalid input exits 1 with every problem listed, and --dir is left untouched.`,
 	cmd.AddCommand(newFleetCommand(stdout))
 	cmd.AddCommand(newCertsCommand(stdout))
 	cmd.AddCommand(newRenewCommand(stdout))
+	cmd.AddCommand(newVersionCommand(stdout))
+	setVersionFlag(cmd)
 	return cmd
 }
 
