@@ -29,19 +29,7 @@ func TestCertsAgreesWithSummary(t *testing.T) {
 	}
 	summaryAt, summaryName := m[1], m[2]
 
-	list := func(args ...string) *inventory.Inventory {
-		t.Helper()
-		code, out, stderr := runCLI(append([]string{"certs", "-o", "json"}, args...)...)
-		if code != 0 {
-			t.Fatalf("certs %v: exit %d: %s", args, code, stderr)
-		}
-		var inv inventory.Inventory
-		if err := json.Unmarshal([]byte(out), &inv); err != nil {
-			t.Fatalf("certs %v: %v", args, err)
-		}
-		return &inv
-	}
-	fromDir := list("--dir", dir)
+	fromDir := certsJSON(t, "--dir", dir)
 	first := fromDir.Certificates[0]
 	if first.Name != summaryName || first.NotAfter.Format(time.RFC3339) != summaryAt {
 		t.Errorf("summary names %s at %s; certs lists first %s at %s", summaryName, summaryAt, first.Name, first.NotAfter.Format(time.RFC3339))
@@ -56,10 +44,10 @@ func TestCertsAgreesWithSummary(t *testing.T) {
 		}
 		return strings.Join(n, "\n")
 	}
-	if got, want := names(list("--ignition", filepath.Join(dir, "aio.ign"))), names(fromDir); got != want {
+	if got, want := names(certsJSON(t, "--ignition", filepath.Join(dir, "aio.ign"))), names(fromDir); got != want {
 		t.Errorf("certs --ignition differs from --dir:\n%s\nwant\n%s", got, want)
 	}
-	if got, want := names(list("--root", filepath.Join(dir, "rootfs"))), names(fromDir); got != want {
+	if got, want := names(certsJSON(t, "--root", filepath.Join(dir, "rootfs"))), names(fromDir); got != want {
 		t.Errorf("certs --root differs from --dir:\n%s\nwant\n%s", got, want)
 	}
 
@@ -83,6 +71,20 @@ func TestCertsAgreesWithSummary(t *testing.T) {
 	if code, _, stderr := runCLI("certs", "--dir", dir, "--root", "/"); code != 1 || !strings.Contains(stderr, "only one") {
 		t.Errorf("two sources: exit %d %q", code, stderr)
 	}
+}
+
+// certsJSON is `certs -o json` of a source.
+func certsJSON(t *testing.T, src ...string) *inventory.Inventory {
+	t.Helper()
+	code, out, stderr := runCLI(append([]string{"certs", "-o", "json"}, src...)...)
+	if code != 0 {
+		t.Fatalf("certs %v: exit %d: %s", src, code, stderr)
+	}
+	var inv inventory.Inventory
+	if err := json.Unmarshal([]byte(out), &inv); err != nil {
+		t.Fatalf("certs %v: %v", src, err)
+	}
+	return &inv
 }
 
 func findCert(inv *inventory.Inventory, name string) *inventory.Certificate {
@@ -143,14 +145,7 @@ func TestCertsSetsRetiredCopiesApart(t *testing.T) {
 		t.Fatalf("renew prints no earliest expiry:\n%s", renewOut)
 	}
 	for _, src := range [][]string{{"--dir", dir}, {"--ignition", filepath.Join(dir, "aio.ign")}, {"--root", nodeRoot}} {
-		code, out, stderr := runCLI(append([]string{"certs", "-o", "json"}, src...)...)
-		if code != 0 {
-			t.Fatalf("certs %v: exit %d: %s", src, code, stderr)
-		}
-		var inv inventory.Inventory
-		if err := json.Unmarshal([]byte(out), &inv); err != nil {
-			t.Fatal(err)
-		}
+		inv := certsJSON(t, src...)
 		if len(inv.Unused) < 5 {
 			t.Errorf("certs %v lists %d certificates apart; want the revision-1 copies of etcd's three node certificates, etcd-client and localhost-recovery-serving-certkey", src, len(inv.Unused))
 		}

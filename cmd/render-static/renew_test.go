@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -53,20 +52,6 @@ func TestRenewCLI(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "update", "update.json")); err != nil {
 		t.Errorf("no update.json: %v", err)
 	}
-}
-
-// certsJSON is `certs -o json` of a source.
-func certsJSON(t *testing.T, src ...string) *inventory.Inventory {
-	t.Helper()
-	code, out, stderr := runCLI(append([]string{"certs", "-o", "json"}, src...)...)
-	if code != 0 {
-		t.Fatalf("certs %v: exit %d: %s", src, code, stderr)
-	}
-	var inv inventory.Inventory
-	if err := json.Unmarshal([]byte(out), &inv); err != nil {
-		t.Fatal(err)
-	}
-	return &inv
 }
 
 var renewalLine = regexp.MustCompile(`^  (leaf|signer) +(.+?) +(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) -> `)

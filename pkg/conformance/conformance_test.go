@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +11,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/render-static/render-static/internal/treetest"
 )
 
 // expectedDir is the conformance reference of the repository (testdata/conformance/README.md).
@@ -371,23 +372,8 @@ func renumber(t *testing.T, dir, comp string, from, to int, keep bool) {
 	t.Helper()
 	res := filepath.Join(dir, "rootfs/etc/kubernetes/static-pod-resources")
 	oldDir, newDir := filepath.Join(res, fmt.Sprintf("%s-pod-%d", comp, from)), filepath.Join(res, fmt.Sprintf("%s-pod-%d", comp, to))
-	err := filepath.WalkDir(oldDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		writeFile(t, filepath.Join(newDir, strings.TrimPrefix(p, oldDir)), info.Mode().Perm(), b)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	for rel, f := range treetest.Read(t, oldDir) {
+		writeFile(t, filepath.Join(newDir, rel), f.Mode.Perm(), f.Contents)
 	}
 	if !keep {
 		if err := os.RemoveAll(oldDir); err != nil {
