@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/inventory"
 	"github.com/render-static/render-static/pkg/renew"
 )
@@ -131,7 +132,7 @@ func TestCertsSetsRetiredCopiesApart(t *testing.T) {
 			if c.To == c.From {
 				continue
 			}
-			if l.Kind == "file" && strings.HasPrefix(l.Path, fmt.Sprintf("%s/%s-%d/", inventory.ResourceDir, strings.TrimSuffix(c.Manifest, ".yaml"), c.From)) {
+			if l.Kind == "file" && strings.HasPrefix(l.Path, fmt.Sprintf("%s/%s-%d/", export.ResourceDir, strings.TrimSuffix(c.Manifest, ".yaml"), c.From)) {
 				return true
 			}
 			if l.Kind != "file" && l.Namespace == c.Namespace && strings.HasSuffix(l.Name, fmt.Sprintf("-%d", c.From)) {

@@ -16,6 +16,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/inventory"
 )
 
@@ -222,7 +223,7 @@ func readObject(p string) (interface{}, error) {
 // manifests and the paths below its resource directory.
 func runningRevisions(root string) (inventory.Running, error) {
 	files := map[string][]byte{}
-	manifests, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(inventory.PodManifestDir), "*"))
+	manifests, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(export.PodManifestDir), "*"))
 	if err != nil {
 		return inventory.Running{}, err
 	}
@@ -231,15 +232,15 @@ func runningRevisions(root string) (inventory.Running, error) {
 		if err != nil {
 			return inventory.Running{}, err
 		}
-		files[inventory.PodManifestDir+"/"+filepath.Base(p)] = b
+		files[export.PodManifestDir+"/"+filepath.Base(p)] = b
 	}
-	res := filepath.Join(root, filepath.FromSlash(inventory.ResourceDir))
+	res := filepath.Join(root, filepath.FromSlash(export.ResourceDir))
 	err = filepath.WalkDir(res, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		rel, _ := filepath.Rel(res, p)
-		files[inventory.ResourceDir+"/"+filepath.ToSlash(rel)] = nil
+		files[export.ResourceDir+"/"+filepath.ToSlash(rel)] = nil
 		return nil
 	})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -251,7 +252,7 @@ func runningRevisions(root string) (inventory.Running, error) {
 // revisionDir splits a node path (relative, slash-separated) below the resource directory into its directory there
 // and the rest.
 func revisionDir(rel string) (dir, rest string, ok bool) {
-	under, ok := strings.CutPrefix(rel, strings.TrimPrefix(inventory.ResourceDir, "/")+"/")
+	under, ok := strings.CutPrefix(rel, strings.TrimPrefix(export.ResourceDir, "/")+"/")
 	if !ok {
 		return "", "", false
 	}
@@ -271,7 +272,7 @@ func (c *comparison) renderPath(rel string) string {
 	}
 	prefix := dir[:m[0]] + "-pod"
 	if cur := c.running.Current(prefix); cur > 0 {
-		return fmt.Sprintf("%s/%s-%d/%s", strings.TrimPrefix(inventory.ResourceDir, "/"), prefix, cur, rest)
+		return fmt.Sprintf("%s/%s-%d/%s", strings.TrimPrefix(export.ResourceDir, "/"), prefix, cur, rest)
 	}
 	return rel
 }

@@ -9,19 +9,14 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/render-static/render-static/pkg/export"
 )
 
-// The installer's layout on the node (library-go pkg/operator/staticpod/installerpod/cmd.go): a static pod's
-// manifest in PodManifestDir, its revision N's files in ResourceDir/<pod configmap>-<N>/{configmaps,secrets}/
-// <name>/<key>, with the manifest laid down there too.
-const (
-	PodManifestDir = "/etc/kubernetes/manifests"
-	ResourceDir    = "/etc/kubernetes/static-pod-resources"
-)
-
-// Running is what the node's static pods run, as their manifests in PodManifestDir say: the installer sets a pod's
-// "revision" label to the revision it installs and lays the manifest into that revision's directory (the OpenShift
-// pods also mount that directory). A revision directory no manifest names, and the revision copies of its objects
+// Running is what the node's static pods run, as their manifests in export.PodManifestDir say. The installer's
+// layout (pkg/export installer.go, as library-go's installer pod lays it out): a pod's revision N lives in
+// export.ResourceDir/<pod configmap>-<N>/{configmaps,secrets}/<name>/<key>, the manifest laid down there too, and
+// the pod's "revision" label is N (the OpenShift pods also mount that directory). A revision directory no manifest names, and the revision copies of its objects
 // (<name>-<N>, made by library-go's revision controller), are kept for a rollback but used by nothing.
 type Running struct {
 	// Dirs are the revisions pods run, by revision directory prefix (the pod configmap's name, "etcd-pod").
@@ -43,7 +38,7 @@ func RunningRevisions(files map[string][]byte) Running {
 	holding := map[string][]string{}     // manifest file name -> revision directories holding it
 	held := map[string]map[string]bool{} // revision directory -> "configmaps/<name>", "secrets/<name>"
 	for p := range files {
-		rel, ok := strings.CutPrefix(p, ResourceDir+"/")
+		rel, ok := strings.CutPrefix(p, export.ResourceDir+"/")
 		if !ok {
 			continue
 		}
@@ -59,7 +54,7 @@ func RunningRevisions(files map[string][]byte) Running {
 		}
 	}
 	for p, data := range files {
-		if path.Dir(p) != PodManifestDir {
+		if path.Dir(p) != export.PodManifestDir {
 			continue
 		}
 		var pod struct {
@@ -85,7 +80,7 @@ func RunningRevisions(files map[string][]byte) Running {
 		}
 		dirs := holding[path.Base(p)]
 		for _, v := range pod.Spec.Volumes {
-			if v.HostPath != nil && path.Dir(v.HostPath.Path) == ResourceDir {
+			if v.HostPath != nil && path.Dir(v.HostPath.Path) == export.ResourceDir {
 				dirs = append(dirs, path.Base(v.HostPath.Path))
 			}
 		}
@@ -138,7 +133,7 @@ func (r Running) UnusedDir(dir string) bool {
 // copy).
 func (r Running) unused(l Location) bool {
 	if l.Kind == "file" {
-		rel, ok := strings.CutPrefix(l.Path, ResourceDir+"/")
+		rel, ok := strings.CutPrefix(l.Path, export.ResourceDir+"/")
 		dir, _, nested := strings.Cut(rel, "/")
 		return ok && nested && r.UnusedDir(dir)
 	}

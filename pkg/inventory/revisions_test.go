@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/render-static/render-static/pkg/export"
 )
 
 // staticPod is a static pod manifest as the installer writes it: JSON, its revision label, the revision directory
@@ -16,10 +18,10 @@ import (
 func staticPod(ns, name, prefix string, rev int, mounted bool) []byte {
 	var vols string
 	if mounted {
-		vols = fmt.Sprintf(`{"name":"resource-dir","hostPath":{"path":"%s/%s-%d"}},`, ResourceDir, prefix, rev)
+		vols = fmt.Sprintf(`{"name":"resource-dir","hostPath":{"path":"%s/%s-%d"}},`, export.ResourceDir, prefix, rev)
 	}
 	return []byte(fmt.Sprintf(`{"kind":"Pod","apiVersion":"v1","metadata":{"name":%q,"namespace":%q,"labels":{"app":%q,"revision":"%d"}},`+
-		`"spec":{"volumes":[%s{"name":"cert-dir","hostPath":{"path":"%s/%s-certs"}}]}}`, name, ns, name, rev, vols, ResourceDir, name))
+		`"spec":{"volumes":[%s{"name":"cert-dir","hostPath":{"path":"%s/%s-certs"}}]}}`, name, ns, name, rev, vols, export.ResourceDir, name))
 }
 
 // TestRetiredRevisionCopies: a node whose static pods moved from revision 1 to 2 (renew) still holds revision 1's
@@ -43,20 +45,20 @@ func TestRetiredRevisionCopies(t *testing.T) {
 	for _, mounted := range []bool{true, false} {
 		t.Run(fmt.Sprintf("mounted=%v", mounted), func(t *testing.T) {
 			files := map[string][]byte{
-				PodManifestDir + "/etcd-pod.yaml":                                       staticPod("openshift-etcd", "etcd", "etcd-pod", 2, mounted),
-				ResourceDir + "/etcd-pod-2/etcd-pod.yaml":                               staticPod("openshift-etcd", "etcd", "etcd-pod", 2, mounted),
-				ResourceDir + "/etcd-pod-2/secrets/etcd-all-certs/peer.crt":             newPeer,
-				ResourceDir + "/etcd-pod-1/etcd-pod.yaml":                               staticPod("openshift-etcd", "etcd", "etcd-pod", 1, mounted),
-				ResourceDir + "/etcd-pod-1/secrets/etcd-all-certs/peer.crt":             oldPeer,
-				PodManifestDir + "/kube-apiserver-pod.yaml":                             staticPod("openshift-kube-apiserver", "kube-apiserver", "kube-apiserver-pod", 2, true),
-				ResourceDir + "/kube-apiserver-pod-2/kube-apiserver-pod.yaml":           staticPod("openshift-kube-apiserver", "kube-apiserver", "kube-apiserver-pod", 2, true),
-				ResourceDir + "/kube-apiserver-pod-2/secrets/etcd-client/tls.crt":       newClient,
-				ManifestsDir + "/05_openshift-etcd_secret_etcd-all-certs.yaml":          secretYAML("openshift-etcd", "etcd-all-certs", map[string][]byte{"peer.crt": newPeer}),
-				ManifestsDir + "/05_openshift-etcd_secret_etcd-all-certs-1.yaml":        secretYAML("openshift-etcd", "etcd-all-certs-1", map[string][]byte{"peer.crt": oldPeer}),
-				ManifestsDir + "/05_openshift-etcd_secret_etcd-all-certs-2.yaml":        secretYAML("openshift-etcd", "etcd-all-certs-2", map[string][]byte{"peer.crt": newPeer}),
-				ManifestsDir + "/05_openshift-etcd_secret_etcd-peer-sno-1.yaml":         secretYAML("openshift-etcd", "etcd-peer-sno-1", map[string][]byte{"tls.crt": nodeOne}),
-				ManifestsDir + "/05_openshift-kube-apiserver_secret_etcd-client.yaml":   secretYAML("openshift-kube-apiserver", "etcd-client", map[string][]byte{"tls.crt": newClient}),
-				ManifestsDir + "/05_openshift-kube-apiserver_secret_etcd-client-1.yaml": secretYAML("openshift-kube-apiserver", "etcd-client-1", map[string][]byte{"tls.crt": oldClient}),
+				export.PodManifestDir + "/etcd-pod.yaml":                                 staticPod("openshift-etcd", "etcd", "etcd-pod", 2, mounted),
+				export.ResourceDir + "/etcd-pod-2/etcd-pod.yaml":                         staticPod("openshift-etcd", "etcd", "etcd-pod", 2, mounted),
+				export.ResourceDir + "/etcd-pod-2/secrets/etcd-all-certs/peer.crt":       newPeer,
+				export.ResourceDir + "/etcd-pod-1/etcd-pod.yaml":                         staticPod("openshift-etcd", "etcd", "etcd-pod", 1, mounted),
+				export.ResourceDir + "/etcd-pod-1/secrets/etcd-all-certs/peer.crt":       oldPeer,
+				export.PodManifestDir + "/kube-apiserver-pod.yaml":                       staticPod("openshift-kube-apiserver", "kube-apiserver", "kube-apiserver-pod", 2, true),
+				export.ResourceDir + "/kube-apiserver-pod-2/kube-apiserver-pod.yaml":     staticPod("openshift-kube-apiserver", "kube-apiserver", "kube-apiserver-pod", 2, true),
+				export.ResourceDir + "/kube-apiserver-pod-2/secrets/etcd-client/tls.crt": newClient,
+				ManifestsDir + "/05_openshift-etcd_secret_etcd-all-certs.yaml":           secretYAML("openshift-etcd", "etcd-all-certs", map[string][]byte{"peer.crt": newPeer}),
+				ManifestsDir + "/05_openshift-etcd_secret_etcd-all-certs-1.yaml":         secretYAML("openshift-etcd", "etcd-all-certs-1", map[string][]byte{"peer.crt": oldPeer}),
+				ManifestsDir + "/05_openshift-etcd_secret_etcd-all-certs-2.yaml":         secretYAML("openshift-etcd", "etcd-all-certs-2", map[string][]byte{"peer.crt": newPeer}),
+				ManifestsDir + "/05_openshift-etcd_secret_etcd-peer-sno-1.yaml":          secretYAML("openshift-etcd", "etcd-peer-sno-1", map[string][]byte{"tls.crt": nodeOne}),
+				ManifestsDir + "/05_openshift-kube-apiserver_secret_etcd-client.yaml":    secretYAML("openshift-kube-apiserver", "etcd-client", map[string][]byte{"tls.crt": newClient}),
+				ManifestsDir + "/05_openshift-kube-apiserver_secret_etcd-client-1.yaml":  secretYAML("openshift-kube-apiserver", "etcd-client-1", map[string][]byte{"tls.crt": oldClient}),
 			}
 			now := time.Now()
 			inv, err := FromFiles(files, now)
