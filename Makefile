@@ -11,8 +11,13 @@ EXAMPLE_NODE_NAME := sno-0
 
 all: build
 
+# What `render-static version` reports of this build besides the go command's own stamp (which a git worktree or
+# GOFLAGS=-buildvcs=false leave out): git describe's version and the commit.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+
 build:
-	$(GO) build -o $(BIN) ./cmd/render-static
+	$(GO) build -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o $(BIN) ./cmd/render-static
 
 # Renders the bundled single-node example into ./aio (aio.ign, auth/, manifests/, rootfs/, trace.txt).
 run: build

@@ -20,7 +20,9 @@ func newCertsCommand(stdout io.Writer) *cobra.Command {
 		Long: `certs lists every certificate and CA bundle of a render (--dir, default "aio"), of an Ignition config
 (--ignition) or of a node (--root /, run as root on the node): where each lives (its Secret or ConfigMap and
 every file path), subject, SANs, issuer, key type and size, not-before, not-after and time left, then the CA
-bundles and the signer tree. With --expiring-within it exits 1 when any certificate expires within that time.`,
+bundles and the signer tree. Certificates found only in copies of revisions no static pod runs any more (kept
+after renew for a rollback; the static pod manifests say which revision runs) are listed apart, under NOT IN USE.
+With --expiring-within it exits 1 when any certificate in use expires within that time.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -53,7 +55,7 @@ bundles and the signer tree. With --expiring-within it exits 1 when any certific
 				return err
 			}
 			if cmd.Flags().Changed("expiring-within") {
-				if due := inv.ExpiringWithin(within); len(due) > 0 {
+				if due := inv.ExpiringWithin(within); len(due) > 0 { // certificates in use only
 					return fmt.Errorf("%d certificates expire within %s, first %s at %s", len(due), within, due[0].Name, due[0].NotAfter.Format(time.RFC3339))
 				}
 			}

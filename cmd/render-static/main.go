@@ -259,7 +259,8 @@ listed, and --dir is left untouched.`,
 				s.Warnings[i] = installconfig.Expand(w, renderFlags)
 			}
 			s.PeakRSSMB = peakRSSMB()
-			s.Print(stdout, cmd.ErrOrStderr(), o.Dir)
+			s.Print(stdout, o.Dir)
+			s.PrintWarnings(cmd.ErrOrStderr())
 			return nil
 		},
 	}
@@ -277,6 +278,8 @@ listed, and --dir is left untouched.`,
 	cmd.AddCommand(newFleetCommand(stdout))
 	cmd.AddCommand(newCertsCommand(stdout))
 	cmd.AddCommand(newRenewCommand(stdout))
+	cmd.AddCommand(newVersionCommand(stdout))
+	setVersionFlag(cmd)
 	return cmd
 }
 
@@ -289,7 +292,8 @@ func newConformanceCommand(stdout io.Writer) *cobra.Command {
 		Long: `conformance compares the static pods, config files and file modes of a render (--dir, the output of
 render-static) with an operator-produced tree (--against: pods/, rootfs/, FILES.txt). Revision numbers,
 certificate material, image names (through the image map), the infrastructure name and version strings are
-normalised; embedded shell scripts are compared by their exec statements. Every other difference is reported
+normalised (a renewed render is compared at the revision its static pods run); embedded shell scripts are
+compared by their exec statements. Every other difference is reported
 with its path; documented adaptations are listed apart. Exit 0 only when nothing unexplained remains.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,

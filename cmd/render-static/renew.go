@@ -26,8 +26,9 @@ controllers make revision N+1 of each static pod whose revisioned inputs changed
 again gets it), and update/ the update for the running node: update.json (revisions from -> to, the certificates
 renewed with old and new not-after, every file with its sha256 and mode), the new revisions' files as the
 installer lays them out, the changed cert-directory files, the new static pod manifests and the changed API
-objects. Copy update/ to the node and run "aio-update apply DIR" there (aio.ign installs aio-update; "aio-update
-rollback" puts the previous pods back). Earlier updates are kept in updates/<id>. Nothing due: no new revision,
+objects. renew lists each renewed certificate once, named as "render-static certs" names it. Copy update/ to the
+node and run "aio-update apply DIR" there (aio.ign installs aio-update; "aio-update rollback" puts the previous
+pods back). Earlier updates are kept in updates/<id>. Nothing due: no new revision,
 no new update, and aio.ign stays byte-identical. Bad input exits 1 and leaves --dir untouched.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,

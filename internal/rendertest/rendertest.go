@@ -28,7 +28,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	"github.com/render-static/render-static/internal/testtools"
 	"github.com/render-static/render-static/internal/treetest"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
@@ -48,11 +47,19 @@ const (
 // Repo is the path of a repository file from a package directory two levels below the repository root.
 func Repo(p string) string { return filepath.Join("..", "..", p) }
 
-// Shared is the path of ../shared from a package directory two levels below the repository root.
-func Shared(p string) string { return filepath.Join("..", "..", "..", "shared", p) }
+// ReferenceDir is the conformance reference, part of the repository (testdata/conformance/README.md): the
+// install-config the real operators were given and what they produced for it.
+const ReferenceDir = "testdata/conformance/sno"
+
+// Reference is the path of a file of the conformance reference (ReferenceDir) from a package directory two levels
+// below the repository root: "install-config.yaml", "expected/...".
+func Reference(p string) string { return Repo(path.Join(ReferenceDir, p)) }
 
 // ExpectedDir is the operators' reference output.
-func ExpectedDir() string { return Shared("conformance/sno/expected") }
+func ExpectedDir() string { return Reference("expected") }
+
+// InstallConfig is the install-config of the conformance reference.
+func InstallConfig() string { return Reference("install-config.yaml") }
 
 // Render is one render's state and output.
 type Render struct {
@@ -143,7 +150,7 @@ func Get(config, nodeIPs string) (*Render, error) {
 }
 
 // SNO renders the conformance install-config (node sno-0, 192.168.126.10, infrastructure name sno-x7k2p).
-func SNO() (*Render, error) { return Get(Shared("conformance/sno/install-config.yaml"), NodeIP) }
+func SNO() (*Render, error) { return Get(InstallConfig(), NodeIP) }
 
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -415,17 +422,9 @@ func NodeIPs(config string) (string, error) {
 
 var nodeIPComment = regexp.MustCompile(`(?m)^# node-ip: (\S+)`)
 
-// RequireShared skips the test without the operators' reference output (../shared beside the checkout), or fails
-// it where the tools are required (testtools.Missing).
-func RequireShared(t testing.TB) {
-	t.Helper()
-	testtools.Path(t, ExpectedDir(), "expected tree (the tests need ../shared beside the checkout)")
-}
-
-// SNOFor is SNO for a test: it needs ../shared (RequireShared) and fails the test if the render fails.
+// SNOFor is SNO for a test: it fails the test if the render fails.
 func SNOFor(t testing.TB) *Render {
 	t.Helper()
-	RequireShared(t)
 	r, err := SNO()
 	if err != nil {
 		t.Fatalf("render: %v", err)

@@ -1,5 +1,5 @@
-// Package testtools is the one rule for tests that need something outside Go: an external tool on PATH, the
-// operators' reference output in ../shared, an e2e-built binary. Where the tools are required
+// Package testtools is the one rule for tests that need something outside Go: an external tool on PATH, an
+// e2e-built binary. Where the tools are required
 // (RENDER_STATIC_REQUIRE_TOOLS=1, as `make test` sets it) a missing one fails the test; otherwise (`make unit`) it
 // skips it, saying what is missing and how to get it. It also holds the rule for tests that take long (Long:
 // -short skips them). It is for tests only and imports nothing of the project, so any package's tests can use it.

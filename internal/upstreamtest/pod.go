@@ -109,10 +109,9 @@ func (s *Pod) regenerate(t *testing.T) string {
 	return "go test ./pkg/" + filepath.Base(wd) + " -run TestUpstreamFlagsParseWithTheBinary -args -update-upstream-flags"
 }
 
-// Render renders a case (skipped, or failed where required, without ../shared, like the OpenShift flavor's tests).
+// Render renders a case; a render that fails fails the test.
 func (s *Pod) Render(t *testing.T, c Case) *Render {
 	t.Helper()
-	rendertest.RequireShared(t)
 	r, err := Get(c)
 	if err != nil {
 		t.Fatalf("upstream render of %s: %v", c.InstallConfig, err)

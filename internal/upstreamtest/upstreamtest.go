@@ -48,7 +48,7 @@ type Case struct {
 // Cases: the conformance install-config (IPv4, the node and infrastructure name of rendertest.SNO, so that the
 // OpenShift flavor's render of it is comparable file by file), IPv6, dual stack, and a cluster-wide proxy.
 var Cases = []Case{
-	{"ipv4", rendertest.Shared("conformance/sno/install-config.yaml"), rendertest.NodeIP, "0.0.0.0"},
+	{"ipv4", rendertest.InstallConfig(), rendertest.NodeIP, "0.0.0.0"},
 	{"ipv6", "../../testdata/installconfig/good/ipv6.yaml", "", "::"},
 	{"dualstack", "../../testdata/installconfig/good/dualstack.yaml", "", "::"},
 	{"proxy", "../../testdata/installconfig/good/proxy.yaml", "", "0.0.0.0"},

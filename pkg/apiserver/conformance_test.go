@@ -17,7 +17,7 @@ import (
 	"github.com/render-static/render-static/pkg/operator"
 )
 
-// This file compares the render with what the real operator produced (../shared/conformance/sno/expected)
+// This file compares the render with what the real operator produced (testdata/conformance/sno/expected)
 // through pkg/conformance: static pods field by field (images by component, shell scripts by their exec
 // statements), config files field by field, and the installer's file list with modes. Differences are allowed
 // only when manifests/kube-apiserver/conformance-adaptations.yaml lists them with their cause, and every entry
@@ -38,7 +38,7 @@ func conformanceReport(t *testing.T, r *rendered) *conformance.Report {
 		}
 	}
 	rep, err := conformance.Compare(conformance.Options{
-		RenderDir: dir, ExpectedDir: rendertest.Shared("conformance/sno/expected"),
+		RenderDir: dir, ExpectedDir: rendertest.ExpectedDir(),
 		Components: []string{"kube-apiserver"}, Images: r.in.Images,
 	})
 	if err != nil {
@@ -106,9 +106,9 @@ func jwtClaims(t *testing.T, token string) map[string]interface{} {
 	return out
 }
 
-func readShared(t *testing.T, p string) []byte {
+func readReference(t *testing.T, p string) []byte {
 	t.Helper()
-	raw, err := os.ReadFile(rendertest.Shared(p))
+	raw, err := os.ReadFile(rendertest.Reference(p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestConfigConformance(t *testing.T) {
 		"kube-apiserver-certs/configmaps/control-plane-node-kubeconfig/kubeconfig",
 	} {
 		got := r.file(t, "etc/kubernetes/static-pod-resources/"+p)
-		if want := readShared(t, "conformance/sno/expected/"+base+p); !bytes.Equal(got, want) {
+		if want := readReference(t, "expected/"+base+p); !bytes.Equal(got, want) {
 			t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", p, got, want)
 		}
 	}

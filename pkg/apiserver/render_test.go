@@ -124,7 +124,7 @@ var (
 func sno(t *testing.T) *rendered {
 	t.Helper()
 	snoOnce.Do(func() {
-		snoRes = render(t, rendertest.Shared("conformance/sno/install-config.yaml"), "192.168.126.10", true)
+		snoRes = render(t, rendertest.InstallConfig(), "192.168.126.10", true)
 	})
 	if snoRes == nil {
 		t.Fatal("the conformance render failed (see the first test that ran it)")
@@ -261,7 +261,7 @@ func TestBoundServiceAccountSigner(t *testing.T) {
 // TestWaitsForOtherComponents: without etcd's and kube-controller-manager's outputs the loops still settle, make
 // no revision and say what they wait for.
 func TestWaitsForOtherComponents(t *testing.T) {
-	r := render(t, rendertest.Shared("conformance/sno/install-config.yaml"), "192.168.126.10", false)
+	r := render(t, rendertest.InstallConfig(), "192.168.126.10", false)
 	if r.rev != 0 {
 		t.Errorf("revision %d without etcd, want 0", r.rev)
 	}

@@ -34,7 +34,7 @@ const (
 
 // upstreamCases: the conformance install-config (IPv4, the node of sno()), IPv6 and dual stack.
 var upstreamCases = []struct{ name, config, ips string }{
-	{"ipv4", rendertest.Shared("conformance/sno/install-config.yaml"), "192.168.126.10"},
+	{"ipv4", rendertest.InstallConfig(), "192.168.126.10"},
 	{"ipv6", rendertest.Repo("testdata/installconfig/good/ipv6.yaml"), ""},
 	{"dualstack", rendertest.Repo("testdata/installconfig/good/dualstack.yaml"), ""},
 	{"proxy", rendertest.Repo("testdata/installconfig/good/proxy.yaml"), ""},

@@ -39,7 +39,7 @@ func TestNetworkVariants(t *testing.T) {
 			proxyEnv: map[string]string{
 				"HTTP_PROXY":  "http://proxy.corp.example.net:3128",
 				"HTTPS_PROXY": "https://user:pass@proxy.corp.example.net:3129",
-				"NO_PROXY":    ".cluster.local,.corp.example.net,.svc,10.0.0.0/24,10.0.0.0/8,10.128.0.0/14,127.0.0.1,172.30.0.0/16,192.168.1.1,api-int.hub-site-7.corp.example.net,etcd-0.,localhost",
+				"NO_PROXY":    ".cluster.local,.corp.example.net,.svc,10.0.0.0/24,10.0.0.0/8,10.128.0.0/14,127.0.0.1,172.30.0.0/16,192.168.1.1,api-int.hub-site-7.corp.example.net,localhost",
 			},
 		}},
 	}

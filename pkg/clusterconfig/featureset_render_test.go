@@ -24,11 +24,10 @@ const (
 // renderWith renders the conformance install-config with extra top-level lines.
 func renderWith(t *testing.T, extra string) *rendertest.Render {
 	t.Helper()
-	rendertest.RequireShared(t)
 	if extra == "" {
 		return rendertest.SNOFor(t)
 	}
-	base, err := os.ReadFile(rendertest.Shared("conformance/sno/install-config.yaml"))
+	base, err := os.ReadFile(rendertest.InstallConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Package conformance compares a render with what the real operators produce, laid out like
-// ../shared/conformance/sno/expected: pods/ (static pods, embedded shell scripts summarised to their exec
+// testdata/conformance/sno/expected: pods/ (static pods, embedded shell scripts summarised to their exec
 // statements), rootfs/ (non-secret config files) and FILES.txt ("<mode> <path>" of every file the installer wrote).
 //
 // It normalises what must differ between two renders — revision numbers, certificate material, image names
@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/render-static/render-static/pkg/components"
+	"github.com/render-static/render-static/pkg/inventory"
 )
 
 // Components are the control-plane components a render and an expected tree hold: the registry's.
@@ -106,7 +107,11 @@ func Compare(o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &comparison{opts: o, comps: comps, norm: newNormalizer(o)}
+	run, err := runningRevisions(filepath.Join(o.RenderDir, "rootfs"))
+	if err != nil {
+		return nil, err
+	}
+	c := &comparison{opts: o, comps: comps, norm: newNormalizer(o), running: run}
 	if err := c.pods(); err != nil {
 		return nil, err
 	}
@@ -136,9 +141,12 @@ func Compare(o Options) (*Report, error) {
 }
 
 type comparison struct {
-	opts     Options
-	comps    []string
-	norm     *normalizer
+	opts  Options
+	comps []string
+	norm  *normalizer
+	// running is what the render's static pods run: its revision directories are compared with the expected
+	// tree's (revision 1), whatever their number; the directories of other revisions are not compared.
+	running  inventory.Running
 	diffs    []Difference
 	compared int
 }
@@ -176,15 +184,18 @@ func around(e, g string) (string, string) {
 	return cut(e), cut(g)
 }
 
+// show renders a value as JSON text: quoted strings, lists and objects, but "<", ">" and "&" as themselves.
 func show(v interface{}) string {
 	if v == nil {
 		return "(none)"
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return fmt.Sprint(v)
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func contains(l []string, s string) bool {

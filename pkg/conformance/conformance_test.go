@@ -3,7 +3,7 @@ package conformance
 import (
 	"bufio"
 	"encoding/json"
-	"github.com/render-static/render-static/internal/testtools"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,9 +11,12 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/render-static/render-static/internal/treetest"
 )
 
-const expectedDir = "../../../shared/conformance/sno/expected"
+// expectedDir is the conformance reference of the repository (testdata/conformance/README.md).
+const expectedDir = "../../testdata/conformance/sno/expected"
 
 var testImages = map[string]string{
 	"hyperkube": "registry.example/hyperkube@sha256:1", "etcd": "registry.example/etcd@sha256:2",
@@ -27,7 +30,6 @@ var testImages = map[string]string{
 // from testImages, every FILES.txt entry with its mode, and a different infrastructure name.
 func fakeRender(t *testing.T) string {
 	t.Helper()
-	testtools.Path(t, expectedDir, "expected tree (the tests need ../shared beside the checkout)")
 	dir := t.TempDir()
 	root := filepath.Join(dir, "rootfs")
 	byComponent := map[string]string{}
@@ -360,5 +362,76 @@ func TestAroundShowsTheFirstDifference(t *testing.T) {
 	}
 	if e, g := around("short", "other"); e != "short" || g != "other" {
 		t.Errorf("short values changed: %q %q", e, g)
+	}
+}
+
+// renumber moves a fake render's component to another revision, as renew does: its revision directory, and in its
+// static pods the revision label, the hostPath of that directory and the startup monitor's --revision flag. keep
+// leaves the old revision directory in place too (a node root keeps it for a rollback).
+func renumber(t *testing.T, dir, comp string, from, to int, keep bool) {
+	t.Helper()
+	res := filepath.Join(dir, "rootfs/etc/kubernetes/static-pod-resources")
+	oldDir, newDir := filepath.Join(res, fmt.Sprintf("%s-pod-%d", comp, from)), filepath.Join(res, fmt.Sprintf("%s-pod-%d", comp, to))
+	for rel, f := range treetest.Read(t, oldDir) {
+		writeFile(t, filepath.Join(newDir, rel), f.Mode.Perm(), f.Contents)
+	}
+	if !keep {
+		if err := os.RemoveAll(oldDir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pods, _ := filepath.Glob(filepath.Join(dir, "rootfs/etc/kubernetes/manifests", comp+"*.yaml"))
+	for _, p := range pods {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := strings.NewReplacer(fmt.Sprintf(`"revision":"%d"`, from), fmt.Sprintf(`"revision":"%d"`, to),
+			fmt.Sprintf("%s-pod-%d", comp, from), fmt.Sprintf("%s-pod-%d", comp, to),
+			fmt.Sprintf("--revision=%d", from), fmt.Sprintf("--revision=%d", to)).Replace(string(b))
+		if s == string(b) {
+			t.Fatalf("%s: nothing to renumber", p)
+		}
+		writeFile(t, p, 0o600, []byte(s))
+	}
+}
+
+// TestRenewedRenderConforms: a render whose etcd and kube-apiserver moved to revision 2 (renew) is compared at the
+// revision its static pods run: nothing differs, as at revision 1, whether the old revision directory is gone (a
+// render directory) or kept beside the new one (a node). A difference in the current revision is still found.
+func TestRenewedRenderConforms(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		dir := fakeRender(t)
+		renumber(t, dir, "etcd", 1, 2, keep)
+		renumber(t, dir, "kube-apiserver", 1, 2, keep)
+		r := compare(t, dir)
+		if !r.OK() || len(r.Adapted) != 0 {
+			var b strings.Builder
+			r.Write(&b)
+			t.Fatalf("keep=%v: a renewed render identical up to normalisation is reported as different:\n%s", keep, b.String())
+		}
+		cfg := filepath.Join(dir, "rootfs/etc/kubernetes/static-pod-resources/kube-apiserver-pod-2/configmaps/config/config.yaml")
+		b, err := os.ReadFile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, cfg, 0o600, []byte(strings.Replace(string(b), "KubeAPIServerConfig", "Other", 1)))
+		r = compare(t, dir)
+		if len(r.Unexplained) != 1 || r.Unexplained[0].Path != "rootfs/etc/kubernetes/static-pod-resources/kube-apiserver-pod-2/configmaps/config/config.yaml:kind" {
+			t.Errorf("keep=%v: a changed config in the current revision: %v", keep, r.Unexplained)
+		}
+	}
+}
+
+// TestReportIsText: the report shows values as text, not JSON escapes (\u003e for ">").
+func TestReportIsText(t *testing.T) {
+	dir := fakeRender(t)
+	pod := filepath.Join(dir, "rootfs/etc/kubernetes/manifests/kube-apiserver-pod.yaml")
+	b, _ := os.ReadFile(pod)
+	writeFile(t, pod, 0o600, []byte(strings.Replace(string(b), "--insecure-port=6080", "--insecure-port=6080>/dev/null&<x", 1)))
+	var out strings.Builder
+	compare(t, dir).Write(&out)
+	if !strings.Contains(out.String(), `got "--insecure-port=6080>/dev/null&<x"`) || strings.Contains(out.String(), `\u00`) {
+		t.Errorf("report:\n%s", out.String())
 	}
 }

@@ -24,6 +24,7 @@ var (
 	scriptSummaryRE = regexp.MustCompile(`(?s)^<shell script, \d+ lines; body omitted \(write your own\)\. exec statements: (.*)>$`)
 	pemRE           = regexp.MustCompile(`(?s)-----BEGIN [A-Z ]+-----.*?-----END [A-Z ]+-----\n?`)
 	revisionDirRE   = regexp.MustCompile(`-pod-\d+\b`)
+	revisionFlagRE  = regexp.MustCompile(`^--revision=\d+$`)
 	clusterNameRE   = regexp.MustCompile(`cluster-name["']?\s*[=:]\s*\[?\s*["']?([a-z0-9][a-z0-9-]*)`)
 	spacesRE        = regexp.MustCompile(`\s+`)
 )
@@ -125,7 +126,8 @@ func (n *normalizer) value(v interface{}, expected bool) interface{} {
 	}
 }
 
-// pod normalises a static pod: no status or creationTimestamp; the revision in labels and env; version strings;
+// pod normalises a static pod: no status or creationTimestamp; the revision in labels, env and the startup
+// monitor's --revision; version strings;
 // embedded shell scripts compared by their effect (the exec statements, whitespace folded).
 func (n *normalizer) pod(v interface{}, expected bool) interface{} {
 	m, ok := v.(map[string]interface{})
@@ -162,7 +164,9 @@ func (n *normalizer) container(v interface{}, expected bool) {
 			if !ok {
 				continue
 			}
-			if m := scriptSummaryRE.FindStringSubmatch(s); expected && m != nil {
+			if revisionFlagRE.MatchString(s) {
+				list[i] = "--revision=<revision>"
+			} else if m := scriptSummaryRE.FindStringSubmatch(s); expected && m != nil {
 				list[i] = "<script exec: " + foldStatements(strings.Split(m[1], " ;; ")) + ">"
 			} else if strings.Contains(s, "\n") {
 				list[i] = "<script exec: " + foldStatements(execStatements(s)) + ">"

@@ -5,6 +5,7 @@ package conformance
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -14,6 +15,9 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/inventory"
 )
 
 // pods compares every expected static pod of the components with the render's manifest of the same name.
@@ -63,17 +67,19 @@ func (c *comparison) walkOwned(root string, fn func(rel string, d fs.DirEntry) e
 	})
 }
 
-// configFiles compares every file of the expected rootfs/ that belongs to the components.
+// configFiles compares every file of the expected rootfs/ that belongs to the components with the render's file
+// of the same path, in the revision the render's pods run; a difference names the render's path.
 func (c *comparison) configFiles() error {
 	root := filepath.Join(c.opts.ExpectedDir, "rootfs")
 	return c.walkOwned(root, func(rel string, _ fs.DirEntry) error {
 		c.compared++
-		label := "rootfs/" + rel
+		gotRel := c.renderPath(rel)
+		label := "rootfs/" + gotRel
 		want, err := os.ReadFile(filepath.Join(root, rel))
 		if err != nil {
 			return err
 		}
-		got, err := os.ReadFile(filepath.Join(c.opts.RenderDir, "rootfs", rel))
+		got, err := os.ReadFile(filepath.Join(c.opts.RenderDir, "rootfs", gotRel))
 		if err != nil {
 			c.add(label, "a file", nil)
 			return nil
@@ -134,7 +140,8 @@ func (c *comparison) diffEnvFile(label, want, got string) {
 	}
 }
 
-// fileList compares FILES.txt with the files of the render's rootfs that belong to the components.
+// fileList compares FILES.txt with the files of the render's rootfs that belong to the components (those of
+// revisions no static pod runs aside).
 func (c *comparison) fileList() error {
 	f, err := os.Open(filepath.Join(c.opts.ExpectedDir, "FILES.txt"))
 	if err != nil {
@@ -156,6 +163,9 @@ func (c *comparison) fileList() error {
 	got := map[string]string{}
 	root := filepath.Join(c.opts.RenderDir, "rootfs")
 	err = c.walkOwned(root, func(rel string, d fs.DirEntry) error {
+		if c.notRunning(rel) {
+			return nil
+		}
 		info, err := d.Info()
 		if err != nil {
 			return err
@@ -207,4 +217,69 @@ func readObject(p string) (interface{}, error) {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	return v, nil
+}
+
+// runningRevisions reads what the static pods of a render's rootfs run (inventory.RunningRevisions): its pod
+// manifests and the paths below its resource directory.
+func runningRevisions(root string) (inventory.Running, error) {
+	files := map[string][]byte{}
+	manifests, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(export.PodManifestDir), "*"))
+	if err != nil {
+		return inventory.Running{}, err
+	}
+	for _, p := range manifests {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return inventory.Running{}, err
+		}
+		files[export.PodManifestDir+"/"+filepath.Base(p)] = b
+	}
+	res := filepath.Join(root, filepath.FromSlash(export.ResourceDir))
+	err = filepath.WalkDir(res, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(res, p)
+		files[export.ResourceDir+"/"+filepath.ToSlash(rel)] = nil
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return inventory.Running{}, err
+	}
+	return inventory.RunningRevisions(files), nil
+}
+
+// revisionDir splits a node path (relative, slash-separated) below the resource directory into its directory there
+// and the rest.
+func revisionDir(rel string) (dir, rest string, ok bool) {
+	under, ok := strings.CutPrefix(rel, strings.TrimPrefix(export.ResourceDir, "/")+"/")
+	if !ok {
+		return "", "", false
+	}
+	return strings.Cut(under, "/")
+}
+
+// renderPath is where the render holds an expected tree's node path: a revision directory's file in the revision
+// the render's pods run.
+func (c *comparison) renderPath(rel string) string {
+	dir, rest, ok := revisionDir(rel)
+	if !ok {
+		return rel
+	}
+	m := revisionDirRE.FindStringIndex(dir)
+	if m == nil || m[1] != len(dir) {
+		return rel
+	}
+	prefix := dir[:m[0]] + "-pod"
+	if cur := c.running.Current(prefix); cur > 0 {
+		return fmt.Sprintf("%s/%s-%d/%s", strings.TrimPrefix(export.ResourceDir, "/"), prefix, cur, rest)
+	}
+	return rel
+}
+
+// notRunning says whether a render's node path is in a revision directory no static pod runs (a node keeps the
+// previous one for a rollback): it is not compared.
+func (c *comparison) notRunning(rel string) bool {
+	dir, _, ok := revisionDir(rel)
+	return ok && c.running.UnusedDir(dir)
 }

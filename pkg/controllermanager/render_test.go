@@ -31,12 +31,6 @@ const (
 	component = "kube-controller-manager"
 )
 
-// needShared skips when ../shared is not beside the checkout, unless the project's tools are required.
-func needShared(t *testing.T) {
-	t.Helper()
-	rendertest.RequireShared(t)
-}
-
 func sno(t *testing.T) *rendertest.Render {
 	t.Helper()
 	return rendertest.SNOFor(t)
@@ -299,7 +293,6 @@ func TestRecyclerConfig(t *testing.T) {
 
 func render(t *testing.T, config string) *rendertest.Render {
 	t.Helper()
-	needShared(t)
 	ips, err := rendertest.NodeIPs(config)
 	if err != nil {
 		t.Fatal(err)

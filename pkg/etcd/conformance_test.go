@@ -3,7 +3,6 @@ package etcd_test
 import (
 	"bufio"
 	"github.com/render-static/render-static/internal/rendertest"
-	"github.com/render-static/render-static/internal/testtools"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,12 +17,7 @@ import (
 	"github.com/render-static/render-static/pkg/conformance"
 )
 
-var expectedDir = rendertest.Shared("conformance/sno/expected")
-
-func skipWithoutExpected(t *testing.T) {
-	t.Helper()
-	testtools.Path(t, expectedDir, "expected tree (the tests need ../shared beside the checkout)")
-}
+var expectedDir = rendertest.ExpectedDir()
 
 // The one known adaptation: the etcd container's script (fresh-node start).
 const adaptedPath = "pods/etcd-pod.yaml:spec.containers[etcd].command[2]"
@@ -32,7 +26,6 @@ const adaptedPath = "pods/etcd-pod.yaml:spec.containers[etcd].command[2]"
 // install-config (pod field by field with images and script bodies normalised, etcd.env, every file with its
 // mode): nothing may differ but the documented adaptation.
 func TestConformance(t *testing.T) {
-	skipWithoutExpected(t)
 	r := render(t, ipv4)
 	rep, err := conformance.Compare(conformance.Options{RenderDir: r.dir, ExpectedDir: expectedDir, Components: []string{"etcd"}, Images: r.in.Images})
 	if err != nil {
@@ -55,7 +48,6 @@ func TestConformance(t *testing.T) {
 
 // TestEtcdEnvIsTheOperators: etcd.env byte for byte, once the image is the expected tree's.
 func TestEtcdEnvIsTheOperators(t *testing.T) {
-	skipWithoutExpected(t)
 	r := render(t, ipv4)
 	const p = "etc/kubernetes/static-pod-resources/etcd-certs/configmaps/etcd-scripts/etcd.env"
 	want, err := os.ReadFile(filepath.Join(expectedDir, "rootfs", p))
@@ -70,7 +62,6 @@ func TestEtcdEnvIsTheOperators(t *testing.T) {
 
 // TestFilesAreTheOperators: the files the installer lays out for etcd, with their modes, are exactly FILES.txt's.
 func TestFilesAreTheOperators(t *testing.T) {
-	skipWithoutExpected(t)
 	r := render(t, ipv4)
 	f, err := os.Open(filepath.Join(expectedDir, "FILES.txt"))
 	if err != nil {
@@ -157,7 +148,6 @@ func execStatements(script string) []string {
 // TestEtcdExecStatements pins the adaptation down: the etcd script's first exec statement is the operator's
 // verbatim, and the first-boot one is the same plus exactly the two initial-cluster flags.
 func TestEtcdExecStatements(t *testing.T) {
-	skipWithoutExpected(t)
 	r := render(t, ipv4)
 	want := expectedExec(t, "etcd")
 	got := execStatements(container(t, r.pod(t), "etcd").Command[2])

@@ -27,7 +27,7 @@ type netCase struct {
 }
 
 var (
-	ipv4 = netCase{"ipv4", rendertest.Shared("conformance/sno/install-config.yaml"), "192.168.126.10"}
+	ipv4 = netCase{"ipv4", rendertest.InstallConfig(), "192.168.126.10"}
 	ipv6 = netCase{"ipv6", rendertest.Repo("testdata/installconfig/good/ipv6.yaml"), ""}
 	dual = netCase{"dualstack", rendertest.Repo("testdata/installconfig/good/dualstack.yaml"), ""}
 )

@@ -6,7 +6,8 @@
 // file as PEM or as a kubeconfig with embedded certificates. The same certificate found in several places is one
 // entry with every place listed; it is named by what it is (its Secret, else its file, else the CA bundle that
 // carries it), never by its common name, which is not unique (several serving certificates are "127.0.0.1" or
-// "localhost").
+// "localhost"). A certificate found only in copies of revisions no static pod runs (revisions.go) is listed apart,
+// as not in use.
 package inventory
 
 import (
@@ -99,9 +100,13 @@ type Bundle struct {
 
 // Inventory is every certificate and CA bundle found.
 type Inventory struct {
-	Now          time.Time      `json:"now"`
+	Now time.Time `json:"now"`
+	// Certificates are the certificates in use, soonest expiry first.
 	Certificates []*Certificate `json:"certificates"`
-	Bundles      []*Bundle      `json:"bundles"`
+	// Unused are the certificates found only in copies of revisions no static pod runs (Running), soonest expiry
+	// first: kept for a rollback, used by nothing. They count neither for Earliest nor for ExpiringWithin.
+	Unused  []*Certificate `json:"unused,omitempty"`
+	Bundles []*Bundle      `json:"bundles"`
 }
 
 // blob is one PEM (or kubeconfig entry) found at a location.
@@ -139,7 +144,7 @@ func FromFilesWith(files map[string][]byte, manifests map[string]Manifest, now t
 	if err != nil {
 		return nil, err
 	}
-	return build(blobs, now, true), nil
+	return build(blobs, now, true, RunningRevisions(files)), nil
 }
 
 // EarliestWith is FromFilesWith(files, manifests, now).Earliest() without what naming and ordering the
@@ -149,7 +154,7 @@ func EarliestWith(files map[string][]byte, manifests map[string]Manifest, now ti
 	if err != nil {
 		return nil, err
 	}
-	return build(blobs, now, false).Earliest(), nil
+	return build(blobs, now, false, RunningRevisions(files)).Earliest(), nil
 }
 
 // readBlobs reads every certificate of files (manifests: see FromFilesWith), in the order of their paths.
@@ -428,7 +433,9 @@ func getOrAdd[K comparable, V any](m map[K]*V, list *[]*V, key K, mk func() *V) 
 	return v
 }
 
-func build(blobs []blob, now time.Time, full bool) *Inventory {
+// build makes the inventory of blobs: certificates found only in locations that run (see Running) does not use
+// go to Unused.
+func build(blobs []blob, now time.Time, full bool, run Running) *Inventory {
 	inv := &Inventory{Now: now}
 	byFP := map[string]*Certificate{}
 	bundles := map[string]*Bundle{}
@@ -485,14 +492,24 @@ func build(blobs []blob, now time.Time, full bool) *Inventory {
 			e.Name = fmt.Sprintf("%s #%d", e.Name, n)
 		}
 	}
+	all := inv.Certificates
+	inUse := make([]*Certificate, 0, len(all))
+	for _, e := range all {
+		if slices.ContainsFunc(e.Locations, func(l Location) bool { return !run.unused(l) }) {
+			inUse = append(inUse, e)
+		} else {
+			inv.Unused = append(inv.Unused, e)
+		}
+	}
+	inv.Certificates = inUse
 	if !full {
 		return inv
 	}
-	for _, e := range inv.Certificates {
+	for _, e := range all {
 		if e.SelfSigned {
 			continue
 		}
-		if s := findSigner(e.cert, inv.Certificates); s != nil {
+		if s := findSigner(e.cert, all); s != nil {
 			e.Signer = s.Name
 		}
 	}
@@ -586,7 +603,7 @@ func FormatLeft(d time.Duration) string {
 	return fmt.Sprintf("%s%dd%dh", sign, days, hours)
 }
 
-// Earliest is the certificate that expires first, or nil when there is none.
+// Earliest is the certificate in use that expires first, or nil when there is none.
 func (inv *Inventory) Earliest() *Certificate {
 	if len(inv.Certificates) == 0 {
 		return nil
@@ -594,7 +611,7 @@ func (inv *Inventory) Earliest() *Certificate {
 	return inv.Certificates[0] // sorted by expiry
 }
 
-// ExpiringWithin is every certificate whose not-after is before now+d, soonest first.
+// ExpiringWithin is every certificate in use whose not-after is before now+d, soonest first.
 func (inv *Inventory) ExpiringWithin(d time.Duration) []*Certificate {
 	var out []*Certificate
 	for _, c := range inv.Certificates {
@@ -605,9 +622,19 @@ func (inv *Inventory) ExpiringWithin(d time.Duration) []*Certificate {
 	return out
 }
 
-// Lookup returns the certificate of that name, or nil.
+// ByFingerprint returns the certificate of that SHA-256 fingerprint (hex), in use or not, or nil.
+func (inv *Inventory) ByFingerprint(fp string) *Certificate {
+	for _, c := range slices.Concat(inv.Certificates, inv.Unused) {
+		if c.Fingerprint == fp {
+			return c
+		}
+	}
+	return nil
+}
+
+// Lookup returns the certificate of that name, in use or not, or nil.
 func (inv *Inventory) Lookup(name string) *Certificate {
-	for _, c := range inv.Certificates {
+	for _, c := range slices.Concat(inv.Certificates, inv.Unused) {
 		if c.Name == name {
 			return c
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -17,19 +18,23 @@ func (inv *Inventory) WriteJSON(w io.Writer) error {
 	return enc.Encode(inv)
 }
 
-// WriteTable writes a table of every certificate (soonest expiry first) with its details, the CA bundles, and
-// the signer tree.
+// UnusedHeading introduces the certificates not in use (Inventory.Unused) in WriteTable.
+const UnusedHeading = "NOT IN USE: only in copies kept for revisions no static pod runs (never counted by --expiring-within)"
+
+// WriteTable writes a table of every certificate in use (soonest expiry first), then of those not in use, their
+// details, the CA bundles, and the signer tree.
 func (inv *Inventory) WriteTable(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "CERTIFICATE\tKIND\tKEY\tNOT AFTER\tLEFT\n")
-	for _, c := range inv.Certificates {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Name, kindOf(c), c.KeyType, c.NotAfter.Format(time.RFC3339), c.TimeLeft)
-	}
-	if err := tw.Flush(); err != nil {
+	if err := writeCertTable(w, inv.Certificates); err != nil {
 		return err
 	}
+	if len(inv.Unused) > 0 {
+		fmt.Fprintf(w, "\n%s\n", UnusedHeading)
+		if err := writeCertTable(w, inv.Unused); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(w, "\nDETAILS\n")
-	for _, c := range inv.Certificates {
+	for _, c := range slices.Concat(inv.Certificates, inv.Unused) {
 		fmt.Fprintf(w, "%s\n", c.Name)
 		fmt.Fprintf(w, "  subject:    %s\n", c.Subject)
 		if len(c.SANs) > 0 {
@@ -49,6 +54,9 @@ func (inv *Inventory) WriteTable(w io.Writer) error {
 		for _, l := range c.Locations {
 			fmt.Fprintf(w, "  in:         %s\n", l)
 		}
+		if inv.unused(c) {
+			fmt.Fprintf(w, "  not in use: only in copies of revisions no static pod runs\n")
+		}
 	}
 	fmt.Fprintf(w, "\nCA BUNDLES\n")
 	for _, b := range inv.Bundles {
@@ -65,6 +73,18 @@ func (inv *Inventory) WriteTable(w io.Writer) error {
 	return nil
 }
 
+// writeCertTable writes one line per certificate: name, kind, key, not-after and time left, in aligned columns.
+func writeCertTable(w io.Writer, certs []*Certificate) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "CERTIFICATE\tKIND\tKEY\tNOT AFTER\tLEFT\n")
+	for _, c := range certs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Name, kindOf(c), c.KeyType, c.NotAfter.Format(time.RFC3339), c.TimeLeft)
+	}
+	return tw.Flush()
+}
+
+func (inv *Inventory) unused(c *Certificate) bool { return slices.Contains(inv.Unused, c) }
+
 func kindOf(c *Certificate) string {
 	switch {
 	case c.IsCA && c.SelfSigned:
@@ -76,11 +96,11 @@ func kindOf(c *Certificate) string {
 }
 
 // WriteTree prints every certificate under the certificate that signed it; certificates whose signer is not
-// present are roots of their own.
+// present are roots of their own. Those not in use are marked so.
 func (inv *Inventory) WriteTree(w io.Writer) {
 	children := map[string][]*Certificate{}
 	var roots []*Certificate
-	for _, c := range inv.Certificates {
+	for _, c := range slices.Concat(inv.Certificates, inv.Unused) {
 		if c.Signer == "" {
 			roots = append(roots, c)
 			continue
@@ -96,6 +116,9 @@ func (inv *Inventory) WriteTree(w io.Writer) {
 		note := ""
 		if c.Signer == "" && !c.SelfSigned {
 			note = " (signer not present: " + c.Issuer + ")"
+		}
+		if inv.unused(c) {
+			note += " (not in use)"
 		}
 		fmt.Fprintf(w, "%s%s [%s, %s left]%s\n", indent, c.Name, kindOf(c), c.TimeLeft, note)
 		kids := children[c.Name]

@@ -43,17 +43,16 @@ const (
 
 // netEnv is one rendered case and what the rules are computed from.
 type netEnv struct {
-	r                     *rendertest.Render
-	service, cluster      []netip.Prefix
-	nodeIPs               []netip.Addr
-	preferred             netip.Addr // the node's first IP of the first service network's family
-	proxy                 configv1.ProxyStatus
-	proxied               bool
-	domain, discoveryZone string
-	controlPlaneReplicas  int64
-	machine               []netip.Prefix
-	userNoProxy           string
-	apiInt                string
+	r                *rendertest.Render
+	service, cluster []netip.Prefix
+	nodeIPs          []netip.Addr
+	preferred        netip.Addr // the node's first IP of the first service network's family
+	proxy            configv1.ProxyStatus
+	proxied          bool
+	domain           string
+	machine          []netip.Prefix
+	userNoProxy      string
+	apiInt           string
 }
 
 func netRender(t *testing.T, c netCase) *netEnv {
@@ -90,14 +89,6 @@ func netRender(t *testing.T, c netCase) *netEnv {
 	if ic.Proxy != nil {
 		e.userNoProxy = ic.Proxy.NoProxy
 	}
-	if ic.ControlPlane != nil && ic.ControlPlane.Replicas != nil {
-		e.controlPlaneReplicas = *ic.ControlPlane.Replicas
-	}
-	infra, err := r.Cluster.ConfigInformers.Config().V1().Infrastructures().Lister().Get("cluster")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.discoveryZone = infra.Status.EtcdDiscoveryDomain
 	return e
 }
 
@@ -335,13 +326,10 @@ var netRules = []struct {
 			}
 			return
 		}
-		set := map[string]bool{"127.0.0.1": true, "localhost": true, ".svc": true, ".cluster.local": true, e.apiInt: true,
-			e.service[0].String(): true}
-		for _, c := range append(append([]netip.Prefix(nil), e.cluster...), e.machine...) {
+		// Every service network (both families on dual stack) and no etcd host.
+		set := map[string]bool{"127.0.0.1": true, "localhost": true, ".svc": true, ".cluster.local": true, e.apiInt: true}
+		for _, c := range append(append(append([]netip.Prefix(nil), e.cluster...), e.machine...), e.service...) {
 			set[c.String()] = true
-		}
-		for i := int64(0); i < e.controlPlaneReplicas; i++ {
-			set[fmt.Sprintf("etcd-%d.%s", i, e.discoveryZone)] = true
 		}
 		for _, u := range strings.Split(e.userNoProxy, ",") {
 			if u = strings.TrimSpace(u); u != "" {

@@ -36,7 +36,8 @@ func TestRenderShortLeaves(t *testing.T) {
 		t.Errorf("earliest expiry %s (%s), want %s after the render", s.EarliestExpiry, s.EarliestExpirySubject, leaf)
 	}
 	var out, warn bytes.Buffer
-	s.Print(&out, &warn, dir)
+	s.Print(&out, dir)
+	s.PrintWarnings(&warn)
 	if !strings.Contains(warn.String(), "warning: {certValidity} 7m0s") || strings.Contains(out.String(), "warning") {
 		t.Errorf("the summary does not warn about 7-minute leaves on its own stream:\n%s\nwarnings:\n%s", out.String(), warn.String())
 	}

@@ -7,12 +7,15 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/render-static/render-static/internal/testtools"
 	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/inventory"
 	"github.com/render-static/render-static/pkg/state"
 )
 
@@ -45,11 +48,15 @@ func readTree(t *testing.T, dir string) (map[string][]byte, map[string]fs.FileMo
 	return files, modes
 }
 
-// certsOf is the inventory name of every certificate of a render directory, by fingerprint.
+// certsOf is the inventory name of every certificate of a render directory, in use or not, by fingerprint.
 func certsOf(t *testing.T, dir string) map[string]string {
 	t.Helper()
+	inv, err := inventory.Read(dir, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := map[string]string{}
-	for _, c := range certsByName(t, dir) {
+	for _, c := range slices.Concat(inv.Certificates, inv.Unused) {
 		out[c.Fingerprint] = c.Name
 	}
 	return out
@@ -136,7 +143,8 @@ func TestStateContinues(t *testing.T) {
 	before := certsOf(t, dir)
 	moved := o
 	moved.NodeIP = "192.168.126.11"
-	if _, err := Render(ctx, moved); err != nil {
+	summary, err := Render(ctx, moved)
+	if err != nil {
 		t.Fatal(err)
 	}
 	after := certsOf(t, dir)
@@ -161,10 +169,21 @@ func TestStateContinues(t *testing.T) {
 	if strings.Join(reissued, ",") != strings.Join(want, ",") {
 		t.Errorf("new node IP reissued %v; want exactly %v", reissued, want)
 	}
+	// The previous ones stay in revision 1's copies, which no static pod runs any more: listed apart, and not what
+	// the summary's earliest expiry names.
+	inv, err := inventory.Read(dir, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, n := range want {
-		if _, ok := after[b[n]]; !ok {
+		if c := inv.ByFingerprint(b[n]); c == nil {
 			t.Errorf("the previous %s is gone; revision 1's copy keeps it", n)
+		} else if !slices.Contains(inv.Unused, c) {
+			t.Errorf("the previous %s, only in revision 1's copy (%s), is listed in use", n, c.Name)
 		}
+	}
+	if e := inv.Earliest(); e == nil || summary.EarliestExpirySubject != e.Name || slices.ContainsFunc(inv.Unused, func(c *inventory.Certificate) bool { return c.Name == summary.EarliestExpirySubject }) {
+		t.Errorf("the summary's earliest expiry names %q; want the first certificate in use, %+v", summary.EarliestExpirySubject, e)
 	}
 	third, _ := readTree(t, dir)
 	if _, ok := third["rootfs/etc/kubernetes/static-pod-resources/etcd-pod-2/secrets/etcd-all-certs/etcd-peer-master-0.crt"]; !ok {

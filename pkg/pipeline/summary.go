@@ -26,7 +26,8 @@ type Summary struct {
 	// (WriteTime: until the directory is in place and durable). The rest of Elapsed is setting up: reading the
 	// inputs (and a saved state), building the cluster and the loops.
 	KeygenTime, LoopsTime, ExportTime, IgnitionTime, WriteTime time.Duration
-	// Warnings are printed after the summary: inputs that render but need care (leaves of minutes).
+	// Warnings are inputs that render but need care (leaves of minutes): PrintWarnings writes them, the command
+	// to stderr, apart from the summary.
 	Warnings []string
 	// PeakRSSMB, when not 0, is printed: the command sets it to its process's peak RSS (a fleet's renders share
 	// one process, so Render leaves it 0).
@@ -48,8 +49,8 @@ type Summary struct {
 	PendingUpdate string
 }
 
-// Print writes the summary to w and the warnings to warn.
-func (s Summary) Print(w, warn io.Writer, dir string) {
+// Print writes the summary to w (the warnings: PrintWarnings).
+func (s Summary) Print(w io.Writer, dir string) {
 	fmt.Fprintf(w, "rendered %s\n", filepath.Join(dir, "aio.ign"))
 	if s.Cluster != "" {
 		how := "a new cluster"
@@ -87,8 +88,12 @@ func (s Summary) Print(w, warn io.Writer, dir string) {
 	if s.Crypto != "" {
 		fmt.Fprintf(w, "  crypto:           %s\n", s.Crypto)
 	}
+}
+
+// PrintWarnings writes the warnings, one "warning: ..." line each.
+func (s Summary) PrintWarnings(w io.Writer) {
 	for _, warning := range s.Warnings {
-		fmt.Fprintf(warn, "warning: %s\n", warning)
+		fmt.Fprintf(w, "warning: %s\n", warning)
 	}
 }
 
@@ -97,10 +102,7 @@ func (s Summary) Print(w, warn io.Writer, dir string) {
 // and ConfigMaps among manifests (what the tree holds under the manifests directory) are read from their objects
 // rather than parsed back from their YAML.
 func earliestExpiry(t *export.Tree, manifests []export.Manifest) (time.Time, string) {
-	files := map[string][]byte{}
-	for _, f := range t.Files() {
-		files[f.Path] = f.Contents
-	}
+	files := filesByPath(t)
 	c, err := inventory.EarliestWith(files, inventoryManifests(files, manifests), time.Now())
 	if err != nil {
 		return time.Time{}, "unknown: " + err.Error()
@@ -109,6 +111,22 @@ func earliestExpiry(t *export.Tree, manifests []export.Manifest) (time.Time, str
 		return c.NotAfter, c.Name
 	}
 	return time.Time{}, "none"
+}
+
+// Inventory is the inventory of the output's node files at now, as `render-static certs` lists them (the Secrets
+// and ConfigMaps among the manifests read from their objects): what renew names its certificates after.
+func (o *Output) Inventory(now time.Time) (*inventory.Inventory, error) {
+	files := filesByPath(o.Tree)
+	return inventory.FromFilesWith(files, inventoryManifests(files, o.Manifests), now)
+}
+
+// filesByPath are the contents of a tree's files by node path.
+func filesByPath(t *export.Tree) map[string][]byte {
+	files := map[string][]byte{}
+	for _, f := range t.Files() {
+		files[f.Path] = f.Contents
+	}
+	return files
 }
 
 // inventoryManifests are the core Secrets and ConfigMaps among manifests as the inventory reads them, by node

@@ -119,14 +119,13 @@ func signerSecrets(t *testing.T, dir string) map[string][]byte {
 	return out
 }
 
-// renewedNames are the names of the renewed certificates of a kind; a CSR's is without the " (<CN>)" the report
-// adds.
+// renewedNames are the objects whose certificates of a kind were renewed ("secret <namespace>/<name>",
+// "certificatesigningrequest <name>").
 func renewedNames(r *Report, kind string) []string {
 	var out []string
 	for _, c := range r.Renewed {
 		if c.Kind == kind {
-			n, _, _ := strings.Cut(c.Name, " (")
-			out = append(out, n)
+			out = append(out, c.Objects...)
 		}
 	}
 	sort.Strings(out)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/openshift/library-go/pkg/operator/certrotation"
@@ -48,15 +48,21 @@ const (
 	KindStatus   = "status"   // the status of an API object that has one, patched after the object
 )
 
-// Renewal is one certificate renew reissued.
+// Renewal is one certificate renew reissued, however many objects hold it (a secret and the copies resource sync
+// keeps of it in other namespaces are one certificate).
 type Renewal struct {
-	// Name is the certificate as `render-static certs` names it ("secret <namespace>/<name>").
-	Name string `json:"name"`
+	// Name is the new certificate as `render-static certs` names it ("secret <namespace>/<name>", "file <path>
+	// (user <name> client)", ...), SHA256 its fingerprint there.
+	Name   string `json:"name"`
+	SHA256 string `json:"sha256"`
 	// Kind is "leaf" or "signer".
 	Kind        string    `json:"kind"`
 	Reason      string    `json:"reason"`
 	OldNotAfter time.Time `json:"oldNotAfter"`
 	NewNotAfter time.Time `json:"newNotAfter"`
+	// Objects are the API objects whose certificate renew reissued to this one ("secret <namespace>/<name>",
+	// "certificatesigningrequest <name>"), sorted.
+	Objects []string `json:"objects"`
 }
 
 // Component is one static pod's revisions: From is what the node runs, To what the update installs (equal: no new
@@ -129,9 +135,11 @@ func (r *Report) Print(w io.Writer) {
 	default:
 		fmt.Fprintf(w, "renew %s: %d certificates renewed\n", r.Dir, len(r.Renewed))
 	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, c := range r.Renewed {
-		fmt.Fprintf(w, "  %-6s %-70s %s -> %s  (%s)\n", c.Kind, c.Name, c.OldNotAfter.UTC().Format(time.RFC3339), c.NewNotAfter.UTC().Format(time.RFC3339), c.Reason)
+		fmt.Fprintf(tw, "  %s\t%s\t%s -> %s\t(%s)\n", c.Kind, c.Name, c.OldNotAfter.UTC().Format(time.RFC3339), c.NewNotAfter.UTC().Format(time.RFC3339), c.Reason)
 	}
+	_ = tw.Flush()
 	for _, n := range r.Unconsumed {
 		fmt.Fprintf(w, "  warning: %s was due but no loop reissued it\n", n)
 	}
@@ -172,7 +180,11 @@ func compare(ctx context.Context, o Options, st *state.State, m *marker, eng *pi
 	for _, l := range m.unconsumed {
 		rep.Unconsumed = append(rep.Unconsumed, l.String())
 	}
-	renewed, bundles, err := renewals(ctx, o, st, m, eng)
+	inv, err := out.Inventory(o.Now)
+	if err != nil {
+		return nil, nil, err
+	}
+	renewed, bundles, err := renewals(ctx, o, st, m, eng, inv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -373,49 +385,67 @@ func markReason(o Options) string {
 	return fmt.Sprintf("within %s: expires before %s", o.Within, o.Now.Add(o.Within).UTC().Format(time.RFC3339))
 }
 
-// renewal is the leaf Renewal of a certificate whose PEM changed from oldPEM to newPEM, for reason unless it was
-// marked (then markReason's); newPEM's first certificate comes back with it. The caller names it.
-func renewal(o Options, marked bool, oldPEM, newPEM []byte, reason string) (Renewal, *x509.Certificate, error) {
+// renewals collects the Renewals of certificates, one per new certificate, named as the render's inventory names it.
+type renewalSet struct {
+	o      Options
+	inv    *inventory.Inventory
+	byFP   map[string]*Renewal
+	list   []*Renewal
+	marked map[string]bool // by object key ("namespace/name", "/name" for a CSR)
+}
+
+// add records that object (its key, and how it is named: "secret ns/name") holds a certificate whose PEM changed
+// from oldPEM to newPEM, for reason unless it was marked (then markReason's). A signer is one by its certificate
+// or its label (signer).
+func (rs *renewalSet) add(object, key string, oldPEM, newPEM []byte, reason string, signer bool) error {
 	nc, err := firstCert(newPEM)
 	if err != nil {
-		return Renewal{}, nil, err
+		return err
 	}
-	r := Renewal{Kind: "leaf", NewNotAfter: nc.NotAfter, Reason: reason}
-	if oc, err := firstCert(oldPEM); err == nil {
+	fp := sum(nc.Raw)
+	r := rs.byFP[fp]
+	if r == nil {
+		r = &Renewal{Name: object, SHA256: fp, Kind: "leaf", NewNotAfter: nc.NotAfter, Reason: reason}
+		if c := rs.inv.ByFingerprint(fp); c != nil {
+			r.Name = c.Name
+		}
+		rs.byFP[fp] = r
+		rs.list = append(rs.list, r)
+	}
+	if oc, err := firstCert(oldPEM); err == nil && (r.OldNotAfter.IsZero() || oc.NotAfter.Before(r.OldNotAfter)) {
 		r.OldNotAfter = oc.NotAfter
 	}
-	if marked {
-		r.Reason = markReason(o)
+	if rs.marked[key] {
+		r.Reason = markReason(rs.o)
 	}
-	return r, nc, nil
+	if signer || nc.IsCA {
+		r.Kind = "signer"
+	}
+	r.Objects = append(r.Objects, object)
+	return nil
 }
 
 // renewals compares every secret and CA bundle of the state with the cluster after renew: a secret whose tls.crt
 // changed was renewed, a configmap whose ca-bundle.crt changed is a changed bundle. Revision copies (new objects)
-// are not renewals.
-func renewals(ctx context.Context, o Options, st *state.State, m *marker, eng *pipeline.Engine) ([]Renewal, []string, error) {
-	marked := map[string]bool{}
+// are not renewals. The objects that now hold the same certificate are one renewal, named after inv (the new
+// render's certificates, as `render-static certs` lists them).
+func renewals(ctx context.Context, o Options, st *state.State, m *marker, eng *pipeline.Engine, inv *inventory.Inventory) ([]Renewal, []string, error) {
+	rs := &renewalSet{o: o, inv: inv, byFP: map[string]*Renewal{}, marked: map[string]bool{}}
 	for _, l := range m.marked {
-		marked[l.Namespace+"/"+l.Name] = true
+		rs.marked[l.Namespace+"/"+l.Name] = true
 	}
 	kube := eng.Cluster.Kube
 	secrets, err := listed[*corev1.Secret](kube.CoreV1().Secrets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{}))
 	if err != nil {
 		return nil, nil, err
 	}
-	var out []Renewal
 	tlsCert := func(s *corev1.Secret) []byte { return s.Data[corev1.TLSCertKey] }
 	err = changed(indexed[*corev1.Secret](st.Objects), secrets, tlsCert, func(key string, old, s *corev1.Secret) error {
-		r, nc, err := renewal(o, marked[key], tlsCert(old), tlsCert(s),
-			"due by library-go's rule (expired, past 80% of its validity or its refresh time, or its signer left the bundle)")
-		if err != nil {
+		signer := s.Labels[certrotation.ManagedCertificateTypeLabelName] == string(certrotation.CertificateTypeSigner)
+		if err := rs.add("secret "+key, key, tlsCert(old), tlsCert(s),
+			"due by library-go's rule (expired, past 80% of its validity or its refresh time, or its signer left the bundle)", signer); err != nil {
 			return fmt.Errorf("secret %s: tls.crt: %w", key, err)
 		}
-		r.Name = "secret " + key
-		if nc.IsCA || s.Labels[certrotation.ManagedCertificateTypeLabelName] == string(certrotation.CertificateTypeSigner) {
-			r.Kind = "signer"
-		}
-		out = append(out, r)
 		return nil
 	})
 	if err != nil {
@@ -428,17 +458,19 @@ func renewals(ctx context.Context, o Options, st *state.State, m *marker, eng *p
 	}
 	issued := func(csr *certificatesv1.CertificateSigningRequest) []byte { return csr.Status.Certificate }
 	err = changed(indexed[*certificatesv1.CertificateSigningRequest](st.Objects), csrs, issued, func(key string, old, csr *certificatesv1.CertificateSigningRequest) error {
-		r, nc, err := renewal(o, marked[key], issued(old), issued(csr),
-			"signed again by the render's stand-in for CSR approval (expired or its signer changed)")
-		if err != nil {
+		if err := rs.add("certificatesigningrequest "+csr.Name, key, issued(old), issued(csr),
+			"signed again by the render's stand-in for CSR approval (expired or its signer changed)", false); err != nil {
 			return fmt.Errorf("certificatesigningrequest %s: %w", csr.Name, err)
 		}
-		r.Name = "certificatesigningrequest " + csr.Name + " (" + nc.Subject.CommonName + ")"
-		out = append(out, r)
 		return nil
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	out := make([]Renewal, 0, len(rs.list))
+	for _, r := range rs.list {
+		sort.Strings(r.Objects)
+		out = append(out, *r)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Kind != out[j].Kind {

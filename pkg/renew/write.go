@@ -21,7 +21,8 @@ An update for the running all-in-one node, made by "render-static renew". On the
     aio-update apply <this directory>      verify, install, wait for the pods, update the API objects
     aio-update rollback                    put back the pod manifests and files the last apply replaced
 
-update.json says what it does: the certificates renewed (old and new not-after), each component's revision
+update.json says what it does: the certificates renewed (named as render-static certs names them, old and new
+not-after, the objects holding each), each component's revision
 from -> to, and every file with its place on the node, mode and sha256. files.tsv and components.tsv are the
 same, for aio-update. Apply the updates of a render directory in order: update.json names the one before
 ("previous"); the earlier ones are kept in ../updates/<id>.
