@@ -19,7 +19,7 @@ func (inv *Inventory) WriteJSON(w io.Writer) error {
 }
 
 // UnusedHeading introduces the certificates not in use (Inventory.Unused) in WriteTable.
-const UnusedHeading = "NOT IN USE: only in copies kept for revisions no static pod runs (never counted by --expiring-within)"
+const UnusedHeading = "NOT IN USE: only in copies kept for revisions no static pod runs (never counted as expiring)"
 
 // WriteTable writes a table of every certificate in use (soonest expiry first), then of those not in use, their
 // details, the CA bundles, and the signer tree.
