@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/render-static/render-static/internal/faultpoint"
-	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/internal/testkit/testtools"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/state"
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/internal/testkit/testtools"
 	"github.com/render-static/render-static/pkg/fleet"
 	"github.com/render-static/render-static/pkg/installconfig"
 )

@@ -16,7 +16,7 @@ import (
 	ignitionconfig "github.com/coreos/ignition/v2/config/v3_2"
 	ignitiontypes "github.com/coreos/ignition/v2/config/v3_2/types"
 
-	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/internal/testkit/testtools"
 	"github.com/render-static/render-static/pkg/inventory"
 	"github.com/render-static/render-static/pkg/node"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/internal/testkit/testtools"
 )
 
 func repo(p string) string { return filepath.Join("..", "..", p) }

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/internal/testkit/testtools"
 )
 
 // TestVersionFromBuildInfo: the version of the -ldflags, else the module's ("(devel)" is devel); the commit with

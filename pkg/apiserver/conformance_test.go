@@ -12,7 +12,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/render-static/render-static/internal/rendertest"
+	"github.com/render-static/render-static/internal/testkit/rendertest"
 	"github.com/render-static/render-static/pkg/conformance"
 	"github.com/render-static/render-static/pkg/operator"
 )

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/user"
 
-	"github.com/render-static/render-static/internal/rendertest"
+	"github.com/render-static/render-static/internal/testkit/rendertest"
 	"github.com/render-static/render-static/pkg/apiserver"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"

@@ -16,8 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/keyutil"
 
-	"github.com/render-static/render-static/internal/rendertest"
-	"github.com/render-static/render-static/internal/upstreamtest"
+	"github.com/render-static/render-static/internal/testkit/rendertest"
+	"github.com/render-static/render-static/internal/testkit/upstreamtest"
 	"github.com/render-static/render-static/pkg/apiserver"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"

@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/render-static/render-static/internal/rendertest"
+	"github.com/render-static/render-static/internal/testkit/rendertest"
 )
 
 // TestNetworkVariants: IPv6, dual-stack and proxy install-configs render kube-apiserver with the values their

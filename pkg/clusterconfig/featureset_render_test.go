@@ -11,7 +11,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/render-static/render-static/internal/rendertest"
+	"github.com/render-static/render-static/internal/testkit/rendertest"
 	"github.com/render-static/render-static/pkg/node"
 )
 

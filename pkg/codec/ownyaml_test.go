@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/internal/testkit/testtools"
 	"github.com/render-static/render-static/manifests"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/codec"

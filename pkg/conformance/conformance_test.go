@@ -12,7 +12,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/render-static/render-static/internal/treetest"
+	"github.com/render-static/render-static/internal/testkit/treetest"
 )
 
 // expectedDir is the conformance reference of the repository (testdata/conformance/README.md).

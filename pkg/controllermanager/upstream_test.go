@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/util/keyutil"
 	"sigs.k8s.io/yaml"
 
-	"github.com/render-static/render-static/internal/rendertest"
-	"github.com/render-static/render-static/internal/upstreamtest"
+	"github.com/render-static/render-static/internal/testkit/rendertest"
+	"github.com/render-static/render-static/internal/testkit/upstreamtest"
 	"github.com/render-static/render-static/pkg/controllermanager"
 )
 

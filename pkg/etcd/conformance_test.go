@@ -2,7 +2,7 @@ package etcd_test
 
 import (
 	"bufio"
-	"github.com/render-static/render-static/internal/rendertest"
+	"github.com/render-static/render-static/internal/testkit/rendertest"
 	"os"
 	"os/exec"
 	"path/filepath"

@@ -2,7 +2,7 @@ package etcd_test
 
 import (
 	"context"
-	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/internal/testkit/testtools"
 	"os/exec"
 	"slices"
 	"sort"

@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/render-static/render-static/internal/rendertest"
+	"github.com/render-static/render-static/internal/testkit/rendertest"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/etcd"
 	"github.com/render-static/render-static/pkg/export"

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/internal/testkit/testtools"
 )
 
 // The etcd scripts (manifests/etcd/scripts, laid down in etcd-certs/configmaps/etcd-scripts) run for real here: on

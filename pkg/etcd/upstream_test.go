@@ -16,8 +16,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/render-static/render-static/internal/rendertest"
-	"github.com/render-static/render-static/internal/upstreamtest"
+	"github.com/render-static/render-static/internal/testkit/rendertest"
+	"github.com/render-static/render-static/internal/testkit/upstreamtest"
 	"github.com/render-static/render-static/pkg/etcd"
 )
 

@@ -5,7 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/internal/testkit/testtools"
 	"io"
 	"io/fs"
 	"math/rand/v2"

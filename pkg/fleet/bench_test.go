@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/internal/testkit/testtools"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/pipeline"
 )

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/render-static/render-static/internal/treetest"
+	"github.com/render-static/render-static/internal/testkit/treetest"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/pipeline"

@@ -34,7 +34,7 @@ import (
 	"k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/certificate"
 
-	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/internal/testkit/testtools"
 	"github.com/render-static/render-static/pkg/export"
 )
 

@@ -3,7 +3,7 @@ package node
 import (
 	"bufio"
 	"fmt"
-	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/internal/testkit/testtools"
 	"os"
 	"os/exec"
 	"path"

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/internal/testkit/testtools"
 	"github.com/render-static/render-static/pkg/certs"
 )
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/internal/testkit/testtools"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/node"
 )

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/render-static/render-static/internal/testtools"
-	"github.com/render-static/render-static/internal/treetest"
+	"github.com/render-static/render-static/internal/testkit/testtools"
+	"github.com/render-static/render-static/internal/testkit/treetest"
 	"github.com/render-static/render-static/pkg/node"
 )
 

@@ -23,7 +23,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/render-static/render-static/internal/treetest"
+	"github.com/render-static/render-static/internal/testkit/treetest"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/inventory"

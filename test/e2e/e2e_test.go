@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/internal/testkit/testtools"
 )
 
 // explicit: RENDER_STATIC_E2E=1 asks for the end-to-end run itself; then not being root fails too.

@@ -19,7 +19,7 @@ import (
 
 	"github.com/creack/pty"
 
-	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/internal/testkit/testtools"
 )
 
 // The lab driven the way a user drives it: a user's shell in a real pseudo-terminal types `make lab` (and

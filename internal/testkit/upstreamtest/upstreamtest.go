@@ -26,8 +26,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/render-static/render-static/internal/rendertest"
-	"github.com/render-static/render-static/internal/testtools"
+	"github.com/render-static/render-static/internal/testkit/rendertest"
+	"github.com/render-static/render-static/internal/testkit/testtools"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/export"
