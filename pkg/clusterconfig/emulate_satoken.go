@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/render-static/render-static/internal/keptparse"
+	"github.com/render-static/render-static/internal/parsecache"
 	"github.com/render-static/render-static/pkg/loops"
 )
 
@@ -85,7 +85,7 @@ func ServiceAccountKeySeeds() ([]runtime.Object, error) {
 func LegacyServiceAccountTokens(c *loops.Cluster) loops.Loop {
 	all := c.KubeFactory().Core().V1()
 	// The loop's Sync never runs concurrently with itself: the kept signer's token map needs no lock.
-	var kept keptparse.Value[*legacySigner]
+	var kept parsecache.Value[*legacySigner]
 	return loops.Loop{Name: "emulate/legacy-serviceaccount-token-controller", Sync: func(ctx context.Context) error {
 		keySecret, err := all.Secrets().Lister().Secrets(SAPrivateKeyNamespace).Get(SAPrivateKeySecret)
 		if apierrors.IsNotFound(err) {

@@ -18,7 +18,7 @@ package controllermanager
 import (
 	"github.com/openshift/library-go/pkg/crypto"
 
-	"github.com/render-static/render-static/internal/keptparse"
+	"github.com/render-static/render-static/internal/parsecache"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
@@ -48,7 +48,7 @@ type Component struct {
 	operator.Base
 	// signer is the csr-signer CA parsed last (csrSigner): two loops read it every pass, and parsing it (its RSA
 	// key's validation) is most of their cost. The CA is only read.
-	signer keptparse.Value[*crypto.CA]
+	signer parsecache.Value[*crypto.CA]
 }
 
 // New registers the operator resource (operator.openshift.io/v1 KubeControllerManager "cluster", managed, log

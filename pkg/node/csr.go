@@ -20,7 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/render-static/render-static/internal/keptparse"
+	"github.com/render-static/render-static/internal/parsecache"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/loops"
 )
@@ -73,7 +73,7 @@ func (n *Node) approverIdentity() clientIdentity {
 // certificate and key bytes are the same (parsing depends on nothing else).
 func (n *Node) CSRApprovalLoop() loops.Loop {
 	secrets := n.cluster.KubeFactory().Core().V1().Secrets().Lister()
-	var kept keptparse.Value[kubeSigner]
+	var kept parsecache.Value[kubeSigner]
 	return loops.Loop{Name: CSRApprovalLoopName, Sync: func(ctx context.Context) error {
 		s, err := secrets.Secrets(SignerNamespace).Get(SignerName)
 		if err != nil {

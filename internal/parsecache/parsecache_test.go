@@ -1,4 +1,4 @@
-package keptparse
+package parsecache
 
 import (
 	"errors"

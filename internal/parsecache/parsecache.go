@@ -1,10 +1,10 @@
-// Package keptparse keeps what was parsed from some bytes while those bytes stay the same.
+// Package parsecache keeps what was parsed from some bytes while those bytes stay the same.
 //
 // Several loops read a certificate or key from a Secret on every pass and parse it again (an RSA key's
 // validation is most of what such a loop costs), though the bytes change only when the Secret is rotated.
 // A Value keeps the last parse's result together with a copy of its input: parsing depends on nothing else,
 // so the same bytes give back the same result, errors included.
-package keptparse
+package parsecache
 
 import (
 	"bytes"
