@@ -23,6 +23,7 @@ import (
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/standins"
 )
 
 const node = "sno-0"
@@ -104,7 +105,7 @@ func renderFlavor(t *testing.T, config, ips string, flavor clusterconfig.Flavor,
 		t.Fatal(err)
 	}
 	comp := apiserver.New(c, in)
-	runner, rev, tree, err := rendertest.Standalone(context.Background(), c, comp, clusterconfig.Emulations(c, in))
+	runner, rev, tree, err := rendertest.Standalone(context.Background(), c, comp, standins.Emulations(c, in))
 	if err != nil {
 		t.Fatalf("%s: %v", config, err)
 	}

@@ -100,7 +100,7 @@ func Objects(in *Inputs) ([]runtime.Object, error) {
 				CPUPartitioning:        cpuPartitioning(ic),
 			},
 		},
-		network(ic),
+		NetworkConfig(ic),
 		&configv1.DNS{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: configv1.DNSSpec{BaseDomain: domain}},
 		&configv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: configv1.IngressSpec{Domain: "apps." + domain}},
 		&configv1.APIServer{
@@ -114,7 +114,7 @@ func Objects(in *Inputs) ([]runtime.Object, error) {
 		&configv1.Authentication{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}},
 		// A single node must run workloads: the scheduler config makes the control-plane node schedulable.
 		&configv1.Scheduler{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: configv1.SchedulerSpec{MastersSchedulable: true}},
-		proxy(ic),
+		ProxyConfig(ic),
 		&configv1.Image{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}},
 	}
 	if ingressEnabled(ic) {
@@ -147,7 +147,8 @@ func cpuPartitioning(ic *installconfig.InstallConfig) configv1.CPUPartitioningMo
 	return configv1.CPUPartitioningNone
 }
 
-func network(ic *installconfig.InstallConfig) *configv1.Network {
+// NetworkConfig is network.config.openshift.io/cluster as the installer makes it from the install-config.
+func NetworkConfig(ic *installconfig.InstallConfig) *configv1.Network {
 	n := &configv1.Network{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
 	n.Spec.NetworkType = ic.Networking.NetworkType
 	for _, cn := range ic.Networking.ClusterNetwork {
@@ -159,7 +160,8 @@ func network(ic *installconfig.InstallConfig) *configv1.Network {
 	return n
 }
 
-func proxy(ic *installconfig.InstallConfig) *configv1.Proxy {
+// ProxyConfig is proxy.config.openshift.io/cluster as the installer makes it from the install-config.
+func ProxyConfig(ic *installconfig.InstallConfig) *configv1.Proxy {
 	p := &configv1.Proxy{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
 	if ic.Proxy != nil {
 		p.Spec.HTTPProxy = ic.Proxy.HTTPProxy

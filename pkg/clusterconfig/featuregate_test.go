@@ -1,6 +1,8 @@
 package clusterconfig
 
 import (
+	"github.com/render-static/render-static/pkg/loops"
+	"k8s.io/apimachinery/pkg/runtime"
 	"slices"
 	"testing"
 
@@ -97,7 +99,14 @@ func TestFeatureGatesAccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := testCluster(t, nil, fg)
+	cluster := func(objs ...runtime.Object) *loops.Cluster {
+		c, err := loops.NewCluster(nil, nil, objs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := cluster(fg)
 	gates, err := FeatureGates(c, in).CurrentFeatureGates()
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +118,7 @@ func TestFeatureGatesAccess(t *testing.T) {
 	if _, err := FeatureGates(c, other).CurrentFeatureGates(); err == nil {
 		t.Errorf("no error for a payload version the FeatureGate has no entry for")
 	}
-	empty := testCluster(t, nil)
+	empty := cluster()
 	if _, err := FeatureGates(empty, in).CurrentFeatureGates(); err == nil {
 		t.Errorf("no error without a FeatureGate")
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/controllermanager"
+	"github.com/render-static/render-static/pkg/standins"
 )
 
 const (
@@ -225,7 +226,7 @@ func TestServiceCAAndSAKey(t *testing.T) {
 	r := sno(t)
 	ctx := t.Context()
 	kube := r.Cluster.Kube.CoreV1()
-	signing, err := kube.Secrets(clusterconfig.ServiceCANamespace).Get(ctx, clusterconfig.ServiceCASigningKey, metav1.GetOptions{})
+	signing, err := kube.Secrets(standins.ServiceCANamespace).Get(ctx, standins.ServiceCASigningKey, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

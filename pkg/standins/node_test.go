@@ -1,4 +1,4 @@
-package clusterconfig
+package standins
 
 import (
 	"context"
@@ -11,13 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/loops"
 )
 
-func testInputs(t *testing.T, ips ...string) *Inputs {
+func testInputs(t *testing.T, ips ...string) *clusterconfig.Inputs {
 	t.Helper()
-	in := &Inputs{
+	in := &clusterconfig.Inputs{
 		InstallConfig: &installconfig.InstallConfig{ControlPlane: &installconfig.MachinePool{Architecture: "arm64"}},
 		NodeName:      "sno-0", InfraID: "sno-x7k2p",
 	}
@@ -58,7 +59,7 @@ func syncTwice(t *testing.T, c *loops.Cluster, l loops.Loop) {
 }
 
 func TestNodeEmulation(t *testing.T) {
-	c := testCluster(t, Namespaces)
+	c := testCluster(t, clusterconfig.Namespaces)
 	in := testInputs(t, "192.168.126.10", "fd00::10")
 	l := NodeEmulation(c, in)
 	if l.Name != "emulate/kubelet-node-registration" {

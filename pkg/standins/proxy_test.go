@@ -1,4 +1,4 @@
-package clusterconfig
+package standins
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/installconfig"
 )
 
@@ -44,10 +45,10 @@ func TestProxyStatus(t *testing.T) {
 		{"no proxy", base([]string{"172.30.0.0/16"}, []string{"10.128.0.0/14"}, nil), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := &Inputs{InstallConfig: tc.ic}
+			in := &clusterconfig.Inputs{InstallConfig: tc.ic}
 			infra := &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
 				Status: configv1.InfrastructureStatus{APIServerInternalURL: tc.ic.APIServerInternalURL()}}
-			c := testCluster(t, Namespaces, infra, network(tc.ic), proxy(tc.ic))
+			c := testCluster(t, clusterconfig.Namespaces, infra, clusterconfig.NetworkConfig(tc.ic), clusterconfig.ProxyConfig(tc.ic))
 			if err := NetworkStatus(c).Sync(context.Background()); err != nil {
 				t.Fatal(err)
 			}

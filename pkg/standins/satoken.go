@@ -1,9 +1,8 @@
-package clusterconfig
+package standins
 
 import (
 	"context"
 	"crypto"
-	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
@@ -18,57 +17,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/render-static/render-static/internal/parsecache"
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
 )
-
-// The service-account token signing key pair, where the installer puts it for a new cluster: the private key
-// for kube-controller-manager's token signer, the public key for kube-apiserver's token verification.
-const (
-	SAPrivateKeyNamespace = "openshift-config"
-	SAPrivateKeySecret    = "initial-service-account-private-key"
-	SAPrivateKeyKey       = "service-account.key"
-	SAPublicKeyNamespace  = "openshift-config-managed"
-	SAPublicKeyConfigMap  = "sa-token-signing-certs"
-	SAPublicKeyKey        = "service-account-001.pub"
-
-	// ServerCANamespace/ServerCAConfigMap is the CA bundle of kube-apiserver's serving certificates that token
-	// secrets carry as ca.crt (kube-apiserver publishes it there).
-	ServerCANamespace = "openshift-config-managed"
-	ServerCAConfigMap = "kube-apiserver-server-ca"
-
-	saTokenKeyBits = 2048
-)
-
-// ServiceAccountKeySeeds makes the service-account token signing key pair of one render, as the installer
-// seeds it: secret openshift-config/initial-service-account-private-key (service-account.key, PKCS#1 PEM) and
-// configmap openshift-config-managed/sa-token-signing-certs (service-account-001.pub, PKIX PEM). The pipeline
-// adds them to the cluster's seeds.
-func ServiceAccountKeySeeds() ([]runtime.Object, error) {
-	key, err := rsa.GenerateKey(rand.Reader, saTokenKeyBits)
-	if err != nil {
-		return nil, fmt.Errorf("service-account key: %w", err)
-	}
-	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	if err != nil {
-		return nil, err
-	}
-	priv := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
-	pub := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
-	return []runtime.Object{
-		&corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: SAPrivateKeyNamespace, Name: SAPrivateKeySecret},
-			Type:       corev1.SecretTypeOpaque,
-			Data:       map[string][]byte{SAPrivateKeyKey: priv},
-		},
-		&corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: SAPublicKeyNamespace, Name: SAPublicKeyConfigMap},
-			Data:       map[string]string{SAPublicKeyKey: string(pub)},
-		},
-	}, nil
-}
 
 // LegacyServiceAccountTokens stands in for kube-controller-manager's legacy service-account token controller
 // (loop "emulate/legacy-serviceaccount-token-controller"): every secret of type
@@ -87,19 +40,19 @@ func LegacyServiceAccountTokens(c *loops.Cluster) loops.Loop {
 	// The loop's Sync never runs concurrently with itself: the kept signer's token map needs no lock.
 	var kept parsecache.Value[*legacySigner]
 	return loops.Loop{Name: "emulate/legacy-serviceaccount-token-controller", Sync: func(ctx context.Context) error {
-		keySecret, err := all.Secrets().Lister().Secrets(SAPrivateKeyNamespace).Get(SAPrivateKeySecret)
+		keySecret, err := all.Secrets().Lister().Secrets(clusterconfig.SAPrivateKeyNamespace).Get(clusterconfig.SAPrivateKeySecret)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		keyPEM := keySecret.Data[SAPrivateKeyKey]
+		keyPEM := keySecret.Data[clusterconfig.SAPrivateKeyKey]
 		signer, err := kept.Get(func() (*legacySigner, error) { return newLegacySigner(keyPEM) }, keyPEM)
 		if err != nil {
-			return fmt.Errorf("%s/%s %s: %w", SAPrivateKeyNamespace, SAPrivateKeySecret, SAPrivateKeyKey, err)
+			return fmt.Errorf("%s/%s %s: %w", clusterconfig.SAPrivateKeyNamespace, clusterconfig.SAPrivateKeySecret, clusterconfig.SAPrivateKeyKey, err)
 		}
-		ca, err := all.ConfigMaps().Lister().ConfigMaps(ServerCANamespace).Get(ServerCAConfigMap)
+		ca, err := all.ConfigMaps().Lister().ConfigMaps(clusterconfig.ServerCANamespace).Get(clusterconfig.ServerCAConfigMap)
 		if apierrors.IsNotFound(err) || (err == nil && ca.Data["ca-bundle.crt"] == "") {
 			return nil
 		}

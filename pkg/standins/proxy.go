@@ -1,4 +1,4 @@
-package clusterconfig
+package standins
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	configlisters "github.com/openshift/client-go/config/listers/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
 )
 
@@ -27,7 +28,7 @@ import (
 // No etcd host: the operator added etcd-<i>.<etcd discovery domain> per control-plane replica until January 2021
 // (cluster-network-operator commit 2e41b30, "remove unused etcd records from proxy config"); with the empty
 // discovery domain of a platform-none cluster that was the entry "etcd-0.".
-func ProxyStatus(c *loops.Cluster, in *Inputs) loops.Loop {
+func ProxyStatus(c *loops.Cluster, in *clusterconfig.Inputs) loops.Loop {
 	cfg := c.ConfigInformers.Config().V1()
 	return loops.Loop{Name: "emulate/cluster-network-operator-proxy", Sync: func(ctx context.Context) error {
 		p, err := cfg.Proxies().Lister().Get("cluster")
@@ -55,7 +56,7 @@ const noProxyEverything = "*"
 
 // noProxy is the status noProxy of a proxy whose spec sets something (see ProxyStatus); like the operator, it fails
 // while the Network status has no service or cluster network yet.
-func noProxy(p *configv1.Proxy, infras configlisters.InfrastructureLister, networks configlisters.NetworkLister, in *Inputs) (string, error) {
+func noProxy(p *configv1.Proxy, infras configlisters.InfrastructureLister, networks configlisters.NetworkLister, in *clusterconfig.Inputs) (string, error) {
 	if p.Spec.NoProxy == noProxyEverything {
 		return noProxyEverything, nil
 	}

@@ -1,4 +1,4 @@
-package clusterconfig
+package standins
 
 import (
 	"context"
@@ -10,11 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/clusterconfig"
 )
 
 func TestServiceCA(t *testing.T) {
 	ctx := context.Background()
-	c := testCluster(t, Namespaces)
+	c := testCluster(t, clusterconfig.Namespaces)
 	in := testInputs(t, "192.168.126.10")
 	l := ServiceCA(c, in)
 	if l.Name != "emulate/service-ca-operator" {

@@ -1,4 +1,4 @@
-package clusterconfig
+package standins
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
 )
 
@@ -40,7 +41,7 @@ const (
 //
 // The loop is concurrent (pkg/loops, turn.go): the CA's key is made while the loops ahead of it run; its
 // footprint is the namespace, the signing key and both bundles, which no other loop writes.
-func ServiceCA(c *loops.Cluster, in *Inputs) loops.Loop {
+func ServiceCA(c *loops.Cluster, in *clusterconfig.Inputs) loops.Loop {
 	turn := loops.NewTurn()
 	kube := turn.CoreV1(c.Kube.CoreV1())
 	return loops.Loop{Name: "emulate/service-ca-operator", Sync: func(ctx context.Context) error {
@@ -92,7 +93,7 @@ func validCA(s *corev1.Secret) bool {
 	return cert.IsCA && time.Now().Before(cert.NotAfter)
 }
 
-func newServiceCASecret(in *Inputs) (*corev1.Secret, error) {
+func newServiceCASecret(in *clusterconfig.Inputs) (*corev1.Secret, error) {
 	name := fmt.Sprintf("%s@%d", serviceCASignerNamePrefix, time.Now().Unix())
 	cfg, err := crypto.MakeSelfSignedCAConfigForDuration(name, in.Lifetimes.Signer)
 	if err != nil {

@@ -1,4 +1,4 @@
-package clusterconfig
+package standins
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
 )
 
@@ -44,7 +45,7 @@ func KubeletVersion() string {
 //
 // The condition and heartbeat times are those of the first write and are kept afterwards, so a second pass writes
 // nothing.
-func NodeEmulation(c *loops.Cluster, in *Inputs) loops.Loop {
+func NodeEmulation(c *loops.Cluster, in *clusterconfig.Inputs) loops.Loop {
 	lister := c.KubeFactory().Core().V1().Nodes().Lister()
 	return loops.Loop{Name: "emulate/kubelet-node-registration", Sync: func(ctx context.Context) error {
 		want := desiredNode(in)
@@ -82,7 +83,7 @@ func NodeEmulation(c *loops.Cluster, in *Inputs) loops.Loop {
 }
 
 // desiredNode is the node as its kubelet registers it, without condition times.
-func desiredNode(in *Inputs) *corev1.Node {
+func desiredNode(in *clusterconfig.Inputs) *corev1.Node {
 	addrs := make([]corev1.NodeAddress, 0, len(in.NodeIPs)+1)
 	for _, ip := range in.NodeIPs {
 		addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip.String()})
@@ -110,7 +111,7 @@ func desiredNode(in *Inputs) *corev1.Node {
 }
 
 // nodeArchitecture is the control plane's architecture from the install-config (amd64 by default).
-func nodeArchitecture(in *Inputs) string {
+func nodeArchitecture(in *clusterconfig.Inputs) string {
 	if cp := in.InstallConfig.ControlPlane; cp != nil && cp.Architecture != "" {
 		return cp.Architecture
 	}

@@ -1,4 +1,4 @@
-package clusterconfig
+package standins
 
 import (
 	"context"
@@ -12,12 +12,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestLegacyServiceAccountTokens(t *testing.T) {
-	seeds, err := ServiceAccountKeySeeds()
+	seeds, err := clusterconfig.ServiceAccountKeySeeds()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,9 +28,9 @@ func TestLegacyServiceAccountTokens(t *testing.T) {
 		Type: corev1.SecretTypeServiceAccountToken,
 	}
 	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "plain"}, Data: map[string][]byte{"a": []byte("b")}}
-	ca := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ServerCANamespace, Name: ServerCAConfigMap},
+	ca := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: clusterconfig.ServerCANamespace, Name: clusterconfig.ServerCAConfigMap},
 		Data: map[string]string{"ca-bundle.crt": "CA"}}
-	c := testCluster(t, []string{"ns1", SAPrivateKeyNamespace, SAPublicKeyNamespace}, append(seeds, token, other, ca)...)
+	c := testCluster(t, []string{"ns1", clusterconfig.SAPrivateKeyNamespace, clusterconfig.SAPublicKeyNamespace}, append(seeds, token, other, ca)...)
 	loop := LegacyServiceAccountTokens(c)
 	ctx := context.Background()
 	get := func() *corev1.Secret {
@@ -70,7 +71,7 @@ func TestLegacyServiceAccountTokens(t *testing.T) {
 	var pubPEM string
 	for _, o := range seeds {
 		if cm, ok := o.(*corev1.ConfigMap); ok {
-			pubPEM = cm.Data[SAPublicKeyKey]
+			pubPEM = cm.Data[clusterconfig.SAPublicKeyKey]
 		}
 	}
 	b, _ := pem.Decode([]byte(pubPEM))
@@ -142,7 +143,7 @@ func TestLegacyServiceAccountTokensWaitForKey(t *testing.T) {
 		Type:       corev1.SecretTypeServiceAccountToken,
 	}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "client"}}
-	c := testCluster(t, []string{"ns1", SAPrivateKeyNamespace, SAPublicKeyNamespace}, token, sa)
+	c := testCluster(t, []string{"ns1", clusterconfig.SAPrivateKeyNamespace, clusterconfig.SAPublicKeyNamespace}, token, sa)
 	if err := LegacyServiceAccountTokens(c).Sync(context.Background()); err != nil {
 		t.Fatalf("without the key the controller must wait, got %v", err)
 	}
@@ -155,7 +156,7 @@ func TestLegacyServiceAccountTokensWaitForKey(t *testing.T) {
 // runs; a run after one input changed (the key, the account's UID, a new token secret) writes the token that
 // input gives, exactly what a loop without anything kept writes.
 func TestLegacyServiceAccountTokensKeptOnlyWhileInputsSame(t *testing.T) {
-	seeds, err := ServiceAccountKeySeeds()
+	seeds, err := clusterconfig.ServiceAccountKeySeeds()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,10 +167,10 @@ func TestLegacyServiceAccountTokensKeptOnlyWhileInputsSame(t *testing.T) {
 			Type: corev1.SecretTypeServiceAccountToken,
 		}
 	}
-	ca := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ServerCANamespace, Name: ServerCAConfigMap},
+	ca := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: clusterconfig.ServerCANamespace, Name: clusterconfig.ServerCAConfigMap},
 		Data: map[string]string{"ca-bundle.crt": "CA"}}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "client", UID: "uid-1"}}
-	c := testCluster(t, []string{"ns1", SAPrivateKeyNamespace, SAPublicKeyNamespace}, append(seeds, token("client-token"), ca, sa)...)
+	c := testCluster(t, []string{"ns1", clusterconfig.SAPrivateKeyNamespace, clusterconfig.SAPublicKeyNamespace}, append(seeds, token("client-token"), ca, sa)...)
 	ctx := context.Background()
 	loop := LegacyServiceAccountTokens(c)
 	// check runs the loop, which must write (wantWrite) or not, and compares every token with what a new loop
@@ -204,11 +205,11 @@ func TestLegacyServiceAccountTokensKeptOnlyWhileInputsSame(t *testing.T) {
 	check("nothing changed", false)
 
 	// A new key: every token is signed again.
-	newKeys, err := ServiceAccountKeySeeds()
+	newKeys, err := clusterconfig.ServiceAccountKeySeeds()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Kube.CoreV1().Secrets(SAPrivateKeyNamespace).Update(ctx, newKeys[0].(*corev1.Secret), metav1.UpdateOptions{}); err != nil {
+	if _, err := c.Kube.CoreV1().Secrets(clusterconfig.SAPrivateKeyNamespace).Update(ctx, newKeys[0].(*corev1.Secret), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	check("new key", true)

@@ -1,4 +1,8 @@
-package clusterconfig
+// Package standins holds the operator stand-ins: loops that do, offline, what operators that do not run in an
+// all-in-one cluster would have done and the control-plane operators read (the network and proxy status, the
+// service CA, the Node the kubelet registers, kube-controller-manager's legacy service-account tokens). Each is a
+// loop named "emulate/<what it stands in for>", run before the components' loops (Emulations).
+package standins
 
 import (
 	"context"
@@ -6,15 +10,15 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
 )
 
 // Emulations are the loops that stand in for operators that do not run in an all-in-one cluster but whose
 // outputs the control-plane operators read. Each is a loop of its own, named "emulate/<what it stands in for>",
 // so the trace shows what was emulated.
-func Emulations(c *loops.Cluster, in *Inputs) []loops.Loop {
+func Emulations(c *loops.Cluster, in *clusterconfig.Inputs) []loops.Loop {
 	return []loops.Loop{NetworkStatus(c), ProxyStatus(c, in), LegacyServiceAccountTokens(c),
 		NodeEmulation(c, in),
 		ServiceCA(c, in),
@@ -50,15 +54,4 @@ func NetworkStatus(c *loops.Cluster) loops.Loop {
 		_, err = c.Config.ConfigV1().Networks().UpdateStatus(ctx, next, metav1.UpdateOptions{})
 		return err
 	}}
-}
-
-// Namespaces are the namespaces the emulations and seeds use.
-var Namespaces = []string{"openshift-config", "openshift-config-managed", "kube-system"}
-
-// DynamicKinds are the kinds static resources create through the dynamic client (custom resources without
-// typed clients), with their list kinds.
-var DynamicKinds = map[schema.GroupVersionResource]string{
-	{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"}:                                 "ServiceMonitorList",
-	{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheusrules"}:                                 "PrometheusRuleList",
-	{Group: "controlplane.operator.openshift.io", Version: "v1alpha1", Resource: "podnetworkconnectivitychecks"}: "PodNetworkConnectivityCheckList",
 }
