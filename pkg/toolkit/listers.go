@@ -1,4 +1,4 @@
-package operator
+package toolkit
 
 import (
 	configlisters "github.com/openshift/client-go/config/listers/config/v1"

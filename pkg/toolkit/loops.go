@@ -3,7 +3,7 @@
 // service-account CA, the localhost-recovery token check, the api-int kubeconfig, pod templates and pod
 // configmaps, TLS and proxy settings of the observed config, image tags, --flag=value arguments, the config
 // observers' listers, the inputs a component reads from others, and the embeddable component Base.
-package operator
+package toolkit
 
 import (
 	"bytes"
