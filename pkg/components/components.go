@@ -1,7 +1,7 @@
 // Package components is the registry: the one list of the control-plane components a render runs, in the order
 // their loops run within a pass. Everything that needs the list derives from it: the pipeline's engine (which
 // components, which namespaces), the default images (--images), conformance (--component), the CLI's flag help
-// and the e2e tests. Adding a component is one package (embedding pkg/operator's Base, declaring its name,
+// and the e2e tests. Adding a component is one package (embedding pkg/toolkit's Base, declaring its name,
 // namespaces, images, inputs and constructor) and one line here.
 package components
 

@@ -17,7 +17,7 @@ package controllermanager
 // directory of RHCOS's kubelet, and the recycler pod template (it names the OpenShift tools image; upstream's
 // default recycler applies).
 //
-// The in-pod paths, the pod data and the TLS and bind flags are pkg/operator's, shared with kube-scheduler.
+// The in-pod paths, the pod data and the TLS and bind flags are pkg/toolkit's, shared with kube-scheduler.
 
 import (
 	"context"
