@@ -40,7 +40,7 @@ func renderedObjects(tb testing.TB) []map[string]interface{} {
 			rendered.err = err
 			return
 		}
-		eng, err := pipeline.RunEngine(context.Background(), in)
+		eng, err := pipeline.Settle(context.Background(), in)
 		if err != nil {
 			rendered.err = err
 			return

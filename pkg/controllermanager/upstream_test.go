@@ -38,7 +38,7 @@ var upstreamPod = &upstreamtest.Pod{
 	Forbidden: []string{"cluster-policy"},
 	Port:      10257,
 	ProxyEnv: func(r *upstreamtest.Render) ([]string, error) {
-		proxy, err := r.Engine.Cluster.ConfigInformers.Config().V1().Proxies().Lister().Get("cluster")
+		proxy, err := r.Settled.Cluster.ConfigInformers.Config().V1().Proxies().Lister().Get("cluster")
 		if err != nil {
 			return nil, err
 		}

@@ -48,7 +48,7 @@ func maskKeys(s string, depth int) string {
 // key material and times masked: the trace (without the count of loops a pass skipped), every file of the node
 // (the manifests included), every state file (every object with its UID and resourceVersion, every operator
 // resource with its conditions in order); and how many loop runs the passes skipped (loops.Loop.Unchanged).
-func renderObserved(t *testing.T, config, nodeIP string, opts EngineOptions) (map[string]string, int) {
+func renderObserved(t *testing.T, config, nodeIP string, opts SettleOptions) (map[string]string, int) {
 	t.Helper()
 	o := Options{InstallConfig: repo(config), NodeIP: nodeIP, NodeName: "sno-0",
 		Dir: filepath.Join(t.TempDir(), "out"), CertValidity: certs.DefaultLeafValidity, InfraID: "sno-x7k2p"}
@@ -56,7 +56,7 @@ func renderObserved(t *testing.T, config, nodeIP string, opts EngineOptions) (ma
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := RunEngineWith(context.Background(), in, nil, nil, opts)
+	eng, err := SettleWith(context.Background(), in, nil, nil, opts)
 	if err != nil {
 		t.Fatalf("%+v: %v", opts, err)
 	}
@@ -126,7 +126,7 @@ func firstDifference(a, b string) string {
 // renders are compared first, so that the masking is shown to hide only what differs anyway.
 func TestConcurrentEngineMatchesSequential(t *testing.T) {
 	config, ip := "examples/sno/install-config.yaml", "192.168.126.10"
-	reference := EngineOptions{Parallelism: 1, RunUnchanged: true}
+	reference := SettleOptions{Parallelism: 1, RunUnchanged: true}
 	want, skipped := renderObserved(t, config, ip, reference)
 	if !strings.Contains(want["trace.txt"], "cert-rotation/ServiceNetworkServing") {
 		t.Fatalf("the trace has no cert-rotation loop:\n%s", want["trace.txt"])
@@ -142,7 +142,7 @@ func TestConcurrentEngineMatchesSequential(t *testing.T) {
 		runs = runs[:2]
 	}
 	for _, par := range runs {
-		got, skipped := renderObserved(t, config, ip, EngineOptions{Parallelism: par})
+		got, skipped := renderObserved(t, config, ip, SettleOptions{Parallelism: par})
 		if skipped == 0 {
 			t.Errorf("parallelism %d: no loop run was skipped", par)
 		}

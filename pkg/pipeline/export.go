@@ -65,9 +65,9 @@ func (o *Output) Validated() error {
 	return err
 }
 
-// Export builds the node's files, the manifests and the Ignition config from a settled engine; the Ignition config
+// Export builds the node's files, the manifests and the Ignition config from a settled cluster; the Ignition config
 // is validated (export.Ignition).
-func Export(ctx context.Context, e *Engine) (*Output, error) {
+func Export(ctx context.Context, e *Settled) (*Output, error) {
 	out, err := exportValidating(ctx, e)
 	if err != nil {
 		return nil, err
@@ -84,7 +84,7 @@ func Export(ctx context.Context, e *Engine) (*Output, error) {
 // (Render). Its steps: the manifests (exportManifests), the node's files (nodeFiles: the installer layout of every
 // static pod, the admin kubeconfig, the node side), then Ignition built, the state captured and the earliest expiry
 // found at once (none depends on another).
-func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
+func exportValidating(ctx context.Context, e *Settled) (*Output, error) {
 	t := time.Now()
 	in := e.Inputs
 	objs, manifests, whole, err := exportManifests(e)
@@ -138,7 +138,7 @@ func exportValidating(ctx context.Context, e *Engine) (*Output, error) {
 // manifests (those of objects left as loaded were made while the loops ran) and each object's YAML whole for the
 // state, from one encoding of what they share; then filters what must not reach a cluster without operators and
 // adds the CRDs of the exported custom kinds, the manifests pruned to them, sorted.
-func exportManifests(e *Engine) ([]runtime.Object, []export.Manifest, map[runtime.Object][]byte, error) {
+func exportManifests(e *Settled) ([]runtime.Object, []export.Manifest, map[runtime.Object][]byte, error) {
 	objs, err := export.Objects(e.Cluster)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("export manifests: %w", err)
@@ -168,7 +168,7 @@ func exportManifests(e *Engine) ([]runtime.Object, []export.Manifest, map[runtim
 
 // nodeFiles is every file of the node: the manifests for the first-boot apply, every component's static pod at its
 // revision as the installer pod lays it out, the admin kubeconfig, /etc/hostname and the node side's files.
-func nodeFiles(ctx context.Context, e *Engine, manifests []export.Manifest) (*export.Tree, []byte, error) {
+func nodeFiles(ctx context.Context, e *Settled, manifests []export.Manifest) (*export.Tree, []byte, error) {
 	tree := export.NewTree()
 	for _, m := range manifests {
 		mode := fs.FileMode(0644)
@@ -208,9 +208,9 @@ func nodeFiles(ctx context.Context, e *Engine, manifests []export.Manifest) (*ex
 	return tree, kubeconfig, nil
 }
 
-// captureState is the state of the settled engine, whose objects are objs; whole holds the YAML of some of them
+// captureState is the state of the settled cluster, whose objects are objs; whole holds the YAML of some of them
 // (export.ManifestsAndWholeOf).
-func captureState(e *Engine, objs []runtime.Object, whole map[runtime.Object][]byte) (*state.State, error) {
+func captureState(e *Settled, objs []runtime.Object, whole map[runtime.Object][]byte) (*state.State, error) {
 	nodeKeys, err := e.Node.SaveKeys()
 	if err != nil {
 		return nil, err
@@ -230,9 +230,9 @@ func captureState(e *Engine, objs []runtime.Object, whole map[runtime.Object][]b
 	return st, nil
 }
 
-// previousIgnition is the aio.ign beside the state the engine continued, parsed (export.ParsePreviousIgnition)
+// previousIgnition is the aio.ign beside the state the render continued, parsed (export.ParsePreviousIgnition)
 // while the loops ran; nothing to reuse for a new cluster.
-func (e *Engine) previousIgnition() *export.PreviousIgnition {
+func (e *Settled) previousIgnition() *export.PreviousIgnition {
 	if e.previousIgn == nil {
 		return export.ParsePreviousIgnition(previousIgnition(e.From))
 	}
@@ -240,7 +240,7 @@ func (e *Engine) previousIgnition() *export.PreviousIgnition {
 	return prev
 }
 
-// previousIgnition is the aio.ign beside the state the engine continued, when it was encoded as this render
+// previousIgnition is the aio.ign beside the state the render continued, when it was encoded as this render
 // encodes (nil otherwise): Ignition keeps its encoding of every file that did not change.
 func previousIgnition(from *state.State) []byte {
 	if from == nil || from.LoadedFrom == "" || from.IgnitionEncoder != export.EncoderID {
@@ -255,7 +255,7 @@ func previousIgnition(from *state.State) []byte {
 
 // adminKubeconfig points at the external API name and trusts the API server's serving CA bundle, which the
 // registry names (components.ServingCA: kube-apiserver's union of every serving CA).
-func adminKubeconfig(ctx context.Context, e *Engine) ([]byte, error) {
+func adminKubeconfig(ctx context.Context, e *Settled) ([]byte, error) {
 	ca := components.ServingCA
 	cm, err := e.Cluster.Kube.CoreV1().ConfigMaps(ca.Namespace).Get(ctx, ca.Name, metav1.GetOptions{})
 	if err != nil {

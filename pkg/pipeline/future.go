@@ -35,7 +35,7 @@ func (fu *future[T]) Get() (T, error) {
 	return fu.v, fu.err
 }
 
-// Wait waits for the work to end, result unused (an engine that fails early still waits for what it started).
+// Wait waits for the work to end, result unused (a settle that fails early still waits for what it started).
 func (fu *future[T]) Wait() {
 	if fu != nil {
 		<-fu.done

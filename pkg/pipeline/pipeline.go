@@ -3,7 +3,7 @@
 //  0. The directory (dir.go, OpenDir): held for the run, its state loaded and checked, the saved inputs taken as
 //     defaults, inputs of another cluster refused.
 //  1. The inputs (Validate): the install-config and the other inputs, every problem at once.
-//  2. The engine (engine.go, RunEngineWith): seed the in-memory cluster with what the installer would give it
+//  2. Settling (settle.go, SettleWith): seed the in-memory cluster with what the installer would give it
 //     (seed), build it with every component's loops and the node side's (assemble), run them in order to a
 //     fixpoint and make the revisions (converge).
 //  3. The export (export.go, exportValidating): every object the fakes hold as manifests (exportManifests), the
@@ -69,7 +69,7 @@ type Options struct {
 	Flavor string
 	// Fresh starts a new cluster even when Dir holds a previous render's state (pkg/state).
 	Fresh bool
-	// Parallelism is EngineOptions.Parallelism: how the loops run, never what they write (0: the default).
+	// Parallelism is SettleOptions.Parallelism: how the loops run, never what they write (0: the default).
 	Parallelism int
 }
 
@@ -215,7 +215,7 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 		return nil, errs
 	}
 	faultpoint.Hang(ctx, "engine")
-	eng, err := RunEngineWith(ctx, in, d.State, nil, EngineOptions{Parallelism: o.Parallelism})
+	eng, err := SettleWith(ctx, in, d.State, nil, SettleOptions{Parallelism: o.Parallelism})
 	if err != nil {
 		return nil, err
 	}

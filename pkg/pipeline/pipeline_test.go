@@ -78,7 +78,7 @@ func render(t *testing.T, config, nodeIP string) *rendered {
 	if err != nil {
 		t.Fatalf("validate: %v", err)
 	}
-	eng, err := RunEngine(context.Background(), in)
+	eng, err := Settle(context.Background(), in)
 	if err != nil {
 		t.Fatalf("engine: %v", err)
 	}

@@ -26,7 +26,7 @@ type story struct {
 }
 
 // tell puts the story into s.
-func (st *story) tell(s *Summary, o Options, e *Engine) {
+func (st *story) tell(s *Summary, o Options, e *Settled) {
 	in := e.Inputs
 	var ips []string
 	for _, ip := range in.NodeIPs {
@@ -45,7 +45,7 @@ func (st *story) tell(s *Summary, o Options, e *Engine) {
 
 // revisionLines says each component's revision, and for one that rolled, from which and which of its revisioned
 // resources changed (what made library-go's revision controller make the new revision).
-func revisionLines(e *Engine) []string {
+func revisionLines(e *Settled) []string {
 	var out []string
 	for _, comp := range e.Components {
 		from, to := e.PreviousRevisions[comp.Name()], e.Revisions[comp.Name()]
@@ -61,7 +61,7 @@ func revisionLines(e *Engine) []string {
 
 // changedRevisioned names the revisioned configmaps and secrets of comp whose revision from and revision to copies
 // differ.
-func changedRevisioned(e *Engine, comp Component, from, to int) []string {
+func changedRevisioned(e *Settled, comp Component, from, to int) []string {
 	sp := comp.StaticPod()
 	core := e.Cluster.Kube.CoreV1()
 	get := func(secret bool, name string, rev int) (map[string][]byte, bool) {
@@ -107,7 +107,7 @@ func changedRevisioned(e *Engine, comp Component, from, to int) []string {
 
 // newSigners names the signers (CA certificates in Secrets) that are not the saved state's: made by library-go's
 // rotation rules (a signer past 80% of its validity), never silently otherwise (the state is whole, state.Load).
-func newSigners(st *state.State, e *Engine) []string {
+func newSigners(st *state.State, e *Settled) []string {
 	if st == nil {
 		return nil
 	}

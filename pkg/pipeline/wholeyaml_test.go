@@ -27,7 +27,7 @@ func TestManifestsAndStateShareEncodings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			eng, err := RunEngine(context.Background(), in)
+			eng, err := Settle(context.Background(), in)
 			if err != nil {
 				t.Fatal(err)
 			}

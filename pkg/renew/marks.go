@@ -29,10 +29,10 @@ import (
 // the controller reissues.
 //
 // So renew marks a leaf due by setting its not-after annotation one second before now, before the converge phase
-// (EngineHooks.BeforeConverge); the controller then finds it "already expired" and issues a new key and
+// (SettleHooks.BeforeConverge); the controller then finds it "already expired" and issues a new key and
 // certificate with its own validity, signer, names and annotations. After the converge phase, every mark the
 // controllers did not consume (the certificate is still the one that was marked) gets its original annotation
-// back (EngineHooks.AfterConverge), so nothing else changes. Signers are never marked: they follow library-go's
+// back (SettleHooks.AfterConverge), so nothing else changes. Signers are never marked: they follow library-go's
 // own rule (signer.go, needNewSigningCertKeyPair: expired, past 80% of validity, or past not-before+refresh).
 
 // leaf is a target certificate library-go manages, or a node credential the render signed (CSR), as found before
@@ -126,7 +126,7 @@ func (m *marker) due(l leaf) bool {
 	return m.force || l.NotAfter.Before(m.now.Add(m.within))
 }
 
-// before is EngineHooks.BeforeConverge: it records every operator's revision and marks the due leaves.
+// before is SettleHooks.BeforeConverge: it records every operator's revision and marks the due leaves.
 func (m *marker) before(ctx context.Context, c *loops.Cluster) error {
 	m.revisions = map[string]int{}
 	for name, oc := range c.OperatorClients() {
@@ -190,7 +190,7 @@ func (m *marker) markCSRs(ctx context.Context, c *loops.Cluster) error {
 	return nil
 }
 
-// after is EngineHooks.AfterConverge: a marked leaf whose certificate is still the marked one gets its original
+// after is SettleHooks.AfterConverge: a marked leaf whose certificate is still the marked one gets its original
 // not-after annotation back.
 func (m *marker) after(ctx context.Context, c *loops.Cluster) error {
 	for _, l := range m.marked {

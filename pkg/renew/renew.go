@@ -72,7 +72,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 
 	m := &marker{now: o.Now, within: o.Within, force: o.Force}
-	eng, err := pipeline.RunEngineFrom(ctx, in, st, &pipeline.EngineHooks{BeforeConverge: m.before, AfterConverge: m.after})
+	eng, err := pipeline.SettleFrom(ctx, in, st, &pipeline.SettleHooks{BeforeConverge: m.before, AfterConverge: m.after})
 	if err != nil {
 		return nil, err
 	}

@@ -175,7 +175,7 @@ func sum(b []byte) string {
 func modeString(m fs.FileMode) string { return fmt.Sprintf("%04o", m.Perm()) }
 
 // compare builds the report and the update from the state renew started from, the old aio.ign and the new render.
-func compare(ctx context.Context, o Options, st *state.State, m *marker, eng *pipeline.Engine, out *pipeline.Output, oldIgn []byte) (*Report, *Update, error) {
+func compare(ctx context.Context, o Options, st *state.State, m *marker, eng *pipeline.Settled, out *pipeline.Output, oldIgn []byte) (*Report, *Update, error) {
 	rep := &Report{Dir: o.Dir, EarliestExpiry: out.Summary.EarliestExpiry, EarliestExpirySubject: out.Summary.EarliestExpirySubject}
 	for _, l := range m.unconsumed {
 		rep.Unconsumed = append(rep.Unconsumed, l.String())
@@ -429,7 +429,7 @@ func (rs *renewalSet) add(object, key string, oldPEM, newPEM []byte, reason stri
 // changed was renewed, a configmap whose ca-bundle.crt changed is a changed bundle. Revision copies (new objects)
 // are not renewals. The objects that now hold the same certificate are one renewal, named after inv (the new
 // render's certificates, as `render-static certs` lists them).
-func renewals(ctx context.Context, o Options, st *state.State, m *marker, eng *pipeline.Engine, inv *inventory.Inventory) ([]Renewal, []string, error) {
+func renewals(ctx context.Context, o Options, st *state.State, m *marker, eng *pipeline.Settled, inv *inventory.Inventory) ([]Renewal, []string, error) {
 	rs := &renewalSet{o: o, inv: inv, byFP: map[string]*Renewal{}, marked: map[string]bool{}}
 	for _, l := range m.marked {
 		rs.marked[l.Namespace+"/"+l.Name] = true

@@ -64,7 +64,7 @@ func InstallConfig() string { return Reference("install-config.yaml") }
 // Render is one render's state and output.
 type Render struct {
 	Inputs    *clusterconfig.Inputs
-	Engine    *pipeline.Engine
+	Settled    *pipeline.Settled
 	Cluster   *loops.Cluster
 	Result    *loops.Result
 	Revisions map[string]int
@@ -78,7 +78,7 @@ type Render struct {
 }
 
 // Component returns a component of the render by name.
-func (r *Render) Component(name string) pipeline.Component { return r.Engine.Component(name) }
+func (r *Render) Component(name string) pipeline.Component { return r.Settled.Component(name) }
 
 // File returns a node file of the render (with or without the leading slash).
 func (r *Render) File(p string) (export.File, bool) { return r.files.File(p) }
@@ -124,12 +124,12 @@ func (fs Files) Pod(file string) (*corev1.Pod, error) {
 }
 
 // Pipeline renders in memory as render-static does: validate the options, run the engine, export.
-func Pipeline(o pipeline.Options) (*clusterconfig.Inputs, *pipeline.Engine, *pipeline.Output, error) {
+func Pipeline(o pipeline.Options) (*clusterconfig.Inputs, *pipeline.Settled, *pipeline.Output, error) {
 	in, err := pipeline.Validate(o)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	eng, err := pipeline.RunEngine(context.Background(), in)
+	eng, err := pipeline.Settle(context.Background(), in)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -175,7 +175,7 @@ func render(config, nodeIPs string) (*Render, error) {
 	if err := o.Write(out); err != nil {
 		return nil, err
 	}
-	r := &Render{Inputs: in, Engine: eng, Cluster: eng.Cluster, Result: eng.Result, Revisions: eng.Revisions,
+	r := &Render{Inputs: in, Settled: eng, Cluster: eng.Cluster, Result: eng.Result, Revisions: eng.Revisions,
 		Tree: o.Tree, Dir: out, Took: time.Since(start), CPU: cpuTime() - startCPU, files: FilesOf(o.Tree)}
 	return r, nil
 }

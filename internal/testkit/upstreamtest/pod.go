@@ -181,7 +181,7 @@ func (s *Pod) TestPod(t *testing.T) {
 	for _, tc := range Cases {
 		t.Run(tc.Name, func(t *testing.T) {
 			r := s.Render(t, tc)
-			if rev := r.Engine.Revisions[s.Component]; rev != 1 {
+			if rev := r.Settled.Revisions[s.Component]; rev != 1 {
 				t.Errorf("revision %d, want 1", rev)
 			}
 			pod, err := r.Pod(s.PodFile)
@@ -416,7 +416,7 @@ func CheckArgs[I any](t *testing.T, r *Render, podFile string, inputs func() I, 
 // ObservedConfig returns the component's observed config of the render, a fresh copy each call.
 func (r *Render) ObservedConfig(t *testing.T, component string) func() map[string]any {
 	t.Helper()
-	spec, _, _, err := r.Engine.Component(component).Operator().GetStaticPodOperatorState()
+	spec, _, _, err := r.Settled.Component(component).Operator().GetStaticPodOperatorState()
 	if err != nil {
 		t.Fatal(err)
 	}

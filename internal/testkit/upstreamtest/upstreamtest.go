@@ -58,7 +58,7 @@ var Cases = []Case{
 type Render struct {
 	Case   Case
 	Inputs *clusterconfig.Inputs
-	Engine *pipeline.Engine
+	Settled *pipeline.Settled
 	Tree   *export.Tree
 	Took   time.Duration
 	files  rendertest.Files
@@ -86,7 +86,7 @@ func render(c Case) (*Render, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Render{Case: c, Inputs: in, Engine: eng, Tree: o.Tree, Took: time.Since(start), files: rendertest.FilesOf(o.Tree)}, nil
+	return &Render{Case: c, Inputs: in, Settled: eng, Tree: o.Tree, Took: time.Since(start), files: rendertest.FilesOf(o.Tree)}, nil
 }
 
 // File returns a node file of the render (with or without the leading slash).

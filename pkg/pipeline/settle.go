@@ -22,8 +22,8 @@ import (
 	"github.com/render-static/render-static/pkg/staticpod"
 )
 
-// Engine is the state of a render after its loops settled.
-type Engine struct {
+// Settled is the state of a render after its loops settled.
+type Settled struct {
 	Inputs     *clusterconfig.Inputs
 	Cluster    *loops.Cluster
 	Admin      *certs.Admin
@@ -37,7 +37,7 @@ type Engine struct {
 	Loops                        int
 	// KeygenTime is key generation outside the loops; LoopsTime is the loops (which generate most keys).
 	KeygenTime, LoopsTime time.Duration
-	// From is the saved state the engine continued (nil: a new cluster).
+	// From is the saved state the render continued (nil: a new cluster).
 	From *state.State
 	// previousIgn is the aio.ign beside From, parsed while the loops ran (nil: parse it when needed).
 	previousIgn *future[*export.PreviousIgnition]
@@ -46,7 +46,7 @@ type Engine struct {
 }
 
 // Component returns the named component, or nil.
-func (e *Engine) Component(name string) Component {
+func (e *Settled) Component(name string) Component {
 	for _, c := range e.Components {
 		if c.Name() == name {
 			return c
@@ -55,32 +55,32 @@ func (e *Engine) Component(name string) Component {
 	return nil
 }
 
-// RunEngine seeds the cluster and drives the loops in two phases:
+// Settle seeds the cluster and drives the loops in two phases:
 //
 //	converge: the emulations, then every component's loops in registry order, repeated to a fixpoint;
 //	revision: every component's revision controller, to a fixpoint (it makes revision 1 and then nothing).
 //
 // A phase that does not settle, or a *Degraded=True condition left at the end, fails the render.
-func RunEngine(ctx context.Context, in *clusterconfig.Inputs) (*Engine, error) {
-	return RunEngineFrom(ctx, in, nil, nil)
+func Settle(ctx context.Context, in *clusterconfig.Inputs) (*Settled, error) {
+	return SettleFrom(ctx, in, nil, nil)
 }
 
-// EngineHooks run around the converge phase: renew marks certificates due before it and takes its marks back
+// SettleHooks run around the converge phase: renew marks certificates due before it and takes its marks back
 // after it (pkg/renew).
-type EngineHooks struct {
+type SettleHooks struct {
 	BeforeConverge, AfterConverge func(ctx context.Context, c *loops.Cluster) error
 }
 
-// RunEngineFrom is RunEngine continuing from a saved state (nil: a new cluster). With a state, the cluster starts
+// SettleFrom is Settle continuing from a saved state (nil: a new cluster). With a state, the cluster starts
 // with every saved object and operator resource, the admin credential and service-account keys are the saved
 // ones, and only the installer's objects derived from the inputs are taken afresh (pkg/state): the loops then
 // change only what an input change touches.
-func RunEngineFrom(ctx context.Context, in *clusterconfig.Inputs, st *state.State, hooks *EngineHooks) (*Engine, error) {
-	return RunEngineWith(ctx, in, st, hooks, EngineOptions{})
+func SettleFrom(ctx context.Context, in *clusterconfig.Inputs, st *state.State, hooks *SettleHooks) (*Settled, error) {
+	return SettleWith(ctx, in, st, hooks, SettleOptions{})
 }
 
-// EngineOptions say how the engine runs, never what it renders.
-type EngineOptions struct {
+// SettleOptions say how the loops run, never what they render.
+type SettleOptions struct {
 	// Parallelism bounds the concurrent loops of a pass computing before their turn at once (loops.Runner): 1
 	// runs every loop after the one ahead of it finished; more lets the cert-rotation loops make their keys while
 	// the loops ahead of them run, with the same writes in the same order. 0 means DefaultParallelism.
@@ -94,10 +94,10 @@ type EngineOptions struct {
 // its slot back, and the loop that has the turn computes too).
 func DefaultParallelism() int { return goruntime.GOMAXPROCS(0) }
 
-// RunEngineWith is RunEngineFrom with options. Its steps: seed the cluster (seed), build it with every component's
+// SettleWith is SettleFrom with options. Its steps: seed the cluster (seed), build it with every component's
 // loops in registry order and the node side after them (assemble), converge to a fixpoint and make the revisions
 // (converge). Meanwhile, what the export needs that the loops do not change is prepared (futures, future.go).
-func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.State, hooks *EngineHooks, opts EngineOptions) (*Engine, error) {
+func SettleWith(ctx context.Context, in *clusterconfig.Inputs, st *state.State, hooks *SettleHooks, opts SettleOptions) (*Settled, error) {
 	if err := CheckCryptoMode(in.InstallConfig); err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 	if err != nil {
 		return nil, err
 	}
-	defer sd.admin.Wait() // an engine that fails early still waits for what it started
+	defer sd.admin.Wait() // a settle that fails early still waits for what it started
 	keygen := time.Since(t)
 	a, err := assemble(ctx, in, st, sd)
 	if err != nil {
@@ -148,7 +148,7 @@ func RunEngineWith(ctx context.Context, in *clusterconfig.Inputs, st *state.Stat
 		return nil, err
 	}
 	succeeded = true
-	return &Engine{
+	return &Settled{
 		Inputs: in, Cluster: a.cluster, Admin: admin, Components: a.comps, Node: a.node, Revisions: revs, PreviousRevisions: a.savedRevs,
 		Result: result, Loops: len(a.converging.Loops) + len(a.revising.Loops),
 		KeygenTime: keygen, LoopsTime: time.Since(t), From: st, previousIgn: previousIgn, ahead: ahead,
@@ -251,7 +251,7 @@ func (a *assembly) close() {
 
 // converge runs the converge phase to its fixpoint (with renew's hooks around it), then the revision phase, and
 // fails on a *Degraded=True condition left at the end.
-func (a *assembly) converge(ctx context.Context, hooks *EngineHooks, opts EngineOptions) (*loops.Result, error) {
+func (a *assembly) converge(ctx context.Context, hooks *SettleHooks, opts SettleOptions) (*loops.Result, error) {
 	r := &loops.Runner{Cluster: a.cluster, MaxPasses: 10, Parallelism: opts.Parallelism, RunUnchanged: opts.RunUnchanged}
 	if hooks != nil && hooks.BeforeConverge != nil {
 		if err := hooks.BeforeConverge(ctx, a.cluster); err != nil {
