@@ -64,7 +64,7 @@ func InstallConfig() string { return Reference("install-config.yaml") }
 // Render is one render's state and output.
 type Render struct {
 	Inputs    *clusterconfig.Inputs
-	Settled    *pipeline.Settled
+	Settled   *pipeline.Settled
 	Cluster   *loops.Cluster
 	Result    *loops.Result
 	Revisions map[string]int

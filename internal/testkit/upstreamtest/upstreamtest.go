@@ -56,12 +56,12 @@ var Cases = []Case{
 
 // Render is one upstream-flavor render.
 type Render struct {
-	Case   Case
-	Inputs *clusterconfig.Inputs
+	Case    Case
+	Inputs  *clusterconfig.Inputs
 	Settled *pipeline.Settled
-	Tree   *export.Tree
-	Took   time.Duration
-	files  rendertest.Files
+	Tree    *export.Tree
+	Took    time.Duration
+	files   rendertest.Files
 }
 
 var renders rendertest.Once[Case, *Render]
