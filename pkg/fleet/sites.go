@@ -8,14 +8,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
-	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -50,29 +48,6 @@ type siteFields struct {
 	NodeName string `yaml:"nodeName"`
 	NodeIP   string `yaml:"nodeIP"`
 	InfraID  string `yaml:"infraID"`
-}
-
-// decodeStrict decodes one YAML document into v, refusing unknown fields; its error says what is wrong at which
-// line ("line 2: field nodeIp not found"), without the file.
-func decodeStrict(raw []byte, v any) error {
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	err := dec.Decode(v)
-	if err == nil || errors.Is(err, io.EOF) {
-		return nil
-	}
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		lines := make([]string, len(te.Errors))
-		for i, e := range te.Errors {
-			if j := strings.Index(e, " in type "); j > 0 {
-				e = e[:j] // the Go type says nothing to the reader of the file
-			}
-			lines[i] = e
-		}
-		return errors.New(strings.Join(lines, "; "))
-	}
-	return errors.New(strings.TrimPrefix(err.Error(), "yaml: "))
 }
 
 // Load reads the site list: a directory holding one folder per site (install-config.yaml + site.yaml), or a
@@ -150,7 +125,7 @@ func loadDir(dir string) ([]Site, error) {
 		case err != nil:
 			s.problems = append(s.problems, installconfig.FieldError{Field: sitePath, Detail: err.Error()})
 		default:
-			if err := decodeStrict(raw, &f); err != nil {
+			if err := inputfile.DecodeStrict(raw, &f); err != nil {
 				s.problems = append(s.problems, installconfig.FieldError{Field: sitePath, Detail: err.Error()})
 			}
 		}
@@ -170,7 +145,7 @@ func loadList(file string) ([]Site, error) {
 		return nil, fmt.Errorf("%s: empty", file)
 	}
 	var sites []Site
-	if err := decodeStrict(raw, &sites); err != nil {
+	if err := inputfile.DecodeStrict(raw, &sites); err != nil {
 		return nil, fmt.Errorf("%s: not a YAML list of sites (name, installConfig, nodeIP, nodeName, infraID): %w", file, err)
 	}
 	base := filepath.Dir(file)
