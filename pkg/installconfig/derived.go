@@ -142,3 +142,35 @@ func (ic *InstallConfig) Warnings() []string {
 	}
 	return out
 }
+
+// DefaultComputeReplicas is the installer's number of workers of a compute pool that does not say, and of the
+// default pool it adds when the install-config has none (openshift/installer pkg/types/defaults/installconfig.go,
+// machinepools.go).
+const DefaultComputeReplicas = 3
+
+// ComputeReplicas is the number of workers the install-config asks for with the control plane: every compute
+// pool's replicas, with the installer's defaults (DefaultComputeReplicas for a pool that does not say, one such
+// pool when compute is not given).
+func (ic *InstallConfig) ComputeReplicas() int64 {
+	if len(ic.Compute) == 0 {
+		return DefaultComputeReplicas
+	}
+	var n int64
+	for _, p := range ic.Compute {
+		if p.Replicas == nil {
+			n += DefaultComputeReplicas
+		} else if *p.Replicas > 0 {
+			n += *p.Replicas
+		}
+	}
+	return n
+}
+
+// Architecture is the cluster's architecture: the control plane's, the installer's amd64 when not given (a compute
+// pool of another architecture is refused, validate.go machinePools).
+func (ic *InstallConfig) Architecture() string {
+	if ic.ControlPlane != nil {
+		return arch(ic.ControlPlane)
+	}
+	return "amd64"
+}

@@ -362,7 +362,8 @@ var (
 
 const nodeIPFlag = NodeIPInput
 
-func (v *validator) nodeIPs(ips []netip.Addr, ni *netInfo) {
+// nodeIPs checks a node's addresses (the input field names them) against the networks.
+func (v *validator) nodeIPs(nodeIPFlag string, ips []netip.Addr, ni *netInfo) {
 	if len(ips) == 0 {
 		return
 	}
@@ -424,7 +425,10 @@ func (v *validator) nodeIPs(ips []netip.Addr, ni *netInfo) {
 // ParseNodeIPs parses the --node-ip flag: one IP address, or two
 // comma-separated addresses of different families (dual stack), the primary
 // first. Problems are returned as an ErrorList with the field NodeIPInput.
-func ParseNodeIPs(s string) ([]netip.Addr, error) {
+func ParseNodeIPs(s string) ([]netip.Addr, error) { return ParseNodeIPsOf(nodeIPFlag, s) }
+
+// ParseNodeIPsOf is ParseNodeIPs of another node's addresses, named field in the problems (a worker's).
+func ParseNodeIPsOf(nodeIPFlag, s string) ([]netip.Addr, error) {
 	var errs ErrorList
 	add := func(format string, args ...any) {
 		errs = append(errs, FieldError{Field: nodeIPFlag, Detail: fmt.Sprintf(format, args...)})
@@ -460,4 +464,14 @@ func ParseNodeIPs(s string) ([]netip.Addr, error) {
 		return nil, errs
 	}
 	return ips, nil
+}
+
+// CheckNodeIPs checks another node's addresses (a worker's, named field in the problems) against the networks of a
+// valid install-config, by the rules of the node's own (--node-ip): usable unicast addresses in a machine network,
+// outside the cluster and service networks, of the cluster's families with the primary first.
+func (ic *InstallConfig) CheckNodeIPs(field string, ips []netip.Addr) ErrorList {
+	nets := (&validator{ic: ic}).networking() // the install-config is valid: its networks' problems are none
+	v := &validator{ic: ic}
+	v.nodeIPs(field, ips, nets)
+	return v.errs
 }

@@ -228,7 +228,8 @@ type MachineNetworkEntry struct {
 // MachinePool is controlPlane or one entry of compute.
 type MachinePool struct {
 	Name string `json:"name,omitempty"`
-	// Replicas must be 1 for controlPlane and 0 for compute pools.
+	// Replicas must be 1 for controlPlane; for a compute pool it is the number of workers rendered with the
+	// control plane (ComputeReplicas), the installer's 3 when not given.
 	Replicas *int64 `json:"replicas,omitempty"`
 	// Platform only accepts {} (no platform-specific settings).
 	Platform *MachinePoolPlatform `json:"platform,omitempty"`

@@ -57,7 +57,7 @@ func (ic *InstallConfig) validate(nodeIPs []netip.Addr) ErrorList {
 	v.mirrors()
 	v.settings()
 	v.unsupported()
-	v.nodeIPs(nodeIPs, nets)
+	v.nodeIPs(nodeIPFlag, nodeIPs, nets)
 	return v.errs
 }
 
@@ -145,11 +145,13 @@ func (v *validator) machinePools() {
 	for i := range ic.Compute {
 		p := &ic.Compute[i]
 		base := fmt.Sprintf("compute[%d]", i)
-		switch {
-		case p.Replicas == nil:
-			v.addf(base+".replicas", "must be 0 for single node (default is 3)")
-		case *p.Replicas != 0:
-			v.addf(base+".replicas", "must be 0 for single node, got %d", *p.Replicas)
+		// Workers beside the single control-plane node: openshift-install's bootstrap-in-place asks only for one
+		// control-plane replica (pkg/asset/ignition/bootstrap verifyBootstrapInPlace), and its general validation
+		// only for no negative count (pkg/types/validation/machinepools.go ValidateMachinePool). Not given, a
+		// pool has the installer's default of 3 (pkg/types/defaults/machinepools.go). Each worker is named by
+		// the workers input (pipeline.InWorkers).
+		if p.Replicas != nil && *p.Replicas < 0 {
+			v.addf(base+".replicas", "%d: the number of replicas must not be negative", *p.Replicas)
 		}
 		// The installer allows the "edge" pool on AWS only (validateComputeEdge).
 		switch {

@@ -184,11 +184,13 @@ func TestValidate(t *testing.T) {
 		{name: "another network plugin", mutate: func(ic *InstallConfig) { ic.Networking.NetworkType = "Calico" }},
 		{name: "replicas", mutate: func(ic *InstallConfig) {
 			ic.ControlPlane.Replicas = nil
-			ic.Compute[0].Replicas = ptr(int64(2))
+			ic.Compute[0].Replicas = ptr(int64(-2))
 		}, want: []string{
 			"controlPlane.replicas: required; must be 1 for single node",
-			"compute[0].replicas: must be 0 for single node, got 2",
+			"compute[0].replicas: -2: the number of replicas must not be negative",
 		}},
+		// Workers beside the single control-plane node, as openshift-install takes them (pipeline names them).
+		{name: "workers", mutate: func(ic *InstallConfig) { ic.Compute[0].Replicas = ptr(int64(2)) }},
 		{name: "pool settings", mutate: func(ic *InstallConfig) {
 			ic.ControlPlane.Architecture = "x86_64"
 			ic.Compute[0].Hyperthreading = "enabled"
@@ -422,4 +424,45 @@ func TestDerivedOnInvalidConfig(t *testing.T) {
 	_ = empty.ServiceIPs()
 	_ = empty.TrustBundle()
 	_ = empty.Warnings()
+}
+
+// TestComputeReplicas: the workers an install-config asks for, with the installer's defaults: 3 for a pool that
+// does not say, and one such pool when compute is not given.
+func TestComputeReplicas(t *testing.T) {
+	for _, c := range []struct {
+		compute []MachinePool
+		want    int64
+	}{
+		{[]MachinePool{{Name: "worker", Replicas: ptr(int64(0))}}, 0},
+		{[]MachinePool{{Name: "worker", Replicas: ptr(int64(2))}}, 2},
+		{[]MachinePool{{Name: "worker"}}, 3},
+		{nil, 3},
+		{[]MachinePool{{Name: "worker", Replicas: ptr(int64(1))}, {Name: "other", Replicas: ptr(int64(2))}}, 3},
+	} {
+		ic := baseConfig()
+		ic.Compute = c.compute
+		if got := ic.ComputeReplicas(); got != c.want {
+			t.Errorf("compute %+v: %d workers, want %d", c.compute, got, c.want)
+		}
+	}
+}
+
+// TestCheckNodeIPs: another node's addresses (a worker's) are checked by the node's own rules, named by their
+// field.
+func TestCheckNodeIPs(t *testing.T) {
+	ic := baseConfig()
+	ip := func(s string) []netip.Addr { return []netip.Addr{netip.MustParseAddr(s)} }
+	if errs := ic.CheckNodeIPs("workers[0].nodeIP", ip("192.168.126.11")); len(errs) != 0 {
+		t.Errorf("a good worker IP: %v", errs)
+	}
+	errs := ic.CheckNodeIPs("workers[1].nodeIP", ip("172.30.0.5"))
+	want := []string{"workers[1].nodeIP: 172.30.0.5 is not in any networking.machineNetwork (192.168.126.0/24)",
+		"workers[1].nodeIP: 172.30.0.5 is inside networking.serviceNetwork[0] 172.30.0.0/16"}
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Error())
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

@@ -111,12 +111,7 @@ func desiredNode(in *clusterconfig.Inputs) *corev1.Node {
 }
 
 // nodeArchitecture is the control plane's architecture from the install-config (amd64 by default).
-func nodeArchitecture(in *clusterconfig.Inputs) string {
-	if cp := in.InstallConfig.ControlPlane; cp != nil && cp.Architecture != "" {
-		return cp.Architecture
-	}
-	return "amd64"
-}
+func nodeArchitecture(in *clusterconfig.Inputs) string { return in.InstallConfig.Architecture() }
 
 // mergeNodeConditions sets want's conditions over have's, keeping a condition's times while its status holds.
 func mergeNodeConditions(have, want []corev1.NodeCondition) []corev1.NodeCondition {
