@@ -31,6 +31,16 @@ type Inputs struct {
 	Lifetimes certs.Lifetimes
 	Images    Images
 	Flavor    Flavor
+	// Workers are the worker nodes beside the control-plane node: the install-config's compute replicas
+	// (rendered with the control plane: day 1) and those added later (`render-static worker`: day 2).
+	Workers []Worker
+}
+
+// Worker is a worker node: its name (the kubelet's system:node:<name> identity) and its IPs (primary first, of
+// the control-plane node's families).
+type Worker struct {
+	Name string
+	IPs  []netip.Addr
 }
 
 // Flavor says which control-plane binaries the static pods run.
@@ -54,6 +64,38 @@ func ParseFlavor(s string) (Flavor, error) {
 	}
 	return "", fmt.Errorf("%q is not a flavor (openshift or upstream)", s)
 }
+
+// MastersSchedulable says whether the control-plane node runs workloads: the installer makes it so when the
+// install-config asks for no workers (openshift/installer pkg/asset/manifests/scheduler.go: Scheduler
+// spec.mastersSchedulable). Workers added later leave it so: the control-plane node stays in the worker pool
+// (seed 004).
+func (in *Inputs) MastersSchedulable() bool { return in.InstallConfig.ComputeReplicas() == 0 }
+
+// Topologies are the Infrastructure's control-plane and infrastructure topologies, as the installer decides them
+// from the install-config (openshift/installer pkg/asset/manifests/topologies.go, determineTopologies): one
+// control-plane replica is SingleReplica; the infrastructure follows the control plane with no workers, is
+// SingleReplica with one and HighlyAvailable with more. Seed 004 proposed SingleReplica for every platform-none
+// single node; the installer kept HighlyAvailable for two workers or more and pins ingress to the control plane
+// instead (IngressDefaultPlacement), which keeps *.apps on the control-plane node either way. Decided at
+// install time: workers added later change neither (seed 004: the topology is read-only).
+func (in *Inputs) Topologies() (controlPlane, infrastructure configv1.TopologyMode) {
+	controlPlane = configv1.SingleReplicaTopologyMode
+	switch n := in.InstallConfig.ComputeReplicas(); {
+	case n == 0:
+		infrastructure = controlPlane
+	case n == 1:
+		infrastructure = configv1.SingleReplicaTopologyMode
+	default:
+		infrastructure = configv1.HighlyAvailableTopologyMode
+	}
+	return controlPlane, infrastructure
+}
+
+// IngressDefaultPlacement is the Ingress status.defaultPlacement the installer gives a platform-none cluster with
+// a single control-plane node, workers or not (openshift/installer pkg/asset/manifests/ingress.go): the ingress
+// operator then places the default router on the control-plane node, with as many replicas as the control-plane
+// topology says (one), so that *.apps, pointed at that node, keeps working when workers join (seed 004).
+const IngressDefaultPlacement = configv1.DefaultPlacementControlPlane
 
 // NodeIP is the node's primary IP.
 func (in *Inputs) NodeIP() netip.Addr { return in.NodeIPs[0] }
@@ -81,6 +123,7 @@ func NewInfraID(clusterName string) string {
 func Objects(in *Inputs) ([]runtime.Object, error) {
 	ic := in.InstallConfig
 	domain := ic.ClusterDomain()
+	controlPlaneTopology, infrastructureTopology := in.Topologies()
 	objs := []runtime.Object{
 		&configv1.Infrastructure{
 			ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
@@ -95,14 +138,15 @@ func Objects(in *Inputs) ([]runtime.Object, error) {
 				EtcdDiscoveryDomain:    "",
 				APIServerURL:           ic.APIServerURL(),
 				APIServerInternalURL:   ic.APIServerInternalURL(),
-				ControlPlaneTopology:   configv1.SingleReplicaTopologyMode,
-				InfrastructureTopology: configv1.SingleReplicaTopologyMode,
+				ControlPlaneTopology:   controlPlaneTopology,
+				InfrastructureTopology: infrastructureTopology,
 				CPUPartitioning:        cpuPartitioning(ic),
 			},
 		},
 		NetworkConfig(ic),
 		&configv1.DNS{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: configv1.DNSSpec{BaseDomain: domain}},
-		&configv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: configv1.IngressSpec{Domain: "apps." + domain}},
+		&configv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: configv1.IngressSpec{Domain: "apps." + domain},
+			Status: configv1.IngressStatus{DefaultPlacement: IngressDefaultPlacement}},
 		&configv1.APIServer{
 			ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
 			Spec: configv1.APIServerSpec{
@@ -112,8 +156,8 @@ func Objects(in *Inputs) ([]runtime.Object, error) {
 			},
 		},
 		&configv1.Authentication{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}},
-		// A single node must run workloads: the scheduler config makes the control-plane node schedulable.
-		&configv1.Scheduler{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: configv1.SchedulerSpec{MastersSchedulable: true}},
+		// A single node must run workloads: without workers the control-plane node is schedulable.
+		&configv1.Scheduler{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: configv1.SchedulerSpec{MastersSchedulable: in.MastersSchedulable()}},
 		ProxyConfig(ic),
 		&configv1.Image{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}},
 	}
@@ -203,9 +247,10 @@ func ingressEnabled(ic *installconfig.InstallConfig) bool {
 	return false
 }
 
-// defaultIngressController is the default IngressController of a single-replica infrastructure topology: one
-// replica, pinned to the control-plane node so that *.apps keeps pointing at it when workers join later (the
-// ingress operator makes the same choice when Infrastructure status.infrastructureTopology is SingleReplica).
+// defaultIngressController is the default IngressController the ingress operator makes from Ingress
+// status.defaultPlacement ControlPlane (IngressDefaultPlacement) and a SingleReplica control-plane topology (its
+// ensureDefaultIngressController, DetermineReplicas and the deployment's node selector): one replica, pinned to
+// the control-plane node, so that *.apps keeps pointing at it with or without workers.
 func defaultIngressController() *operatorv1.IngressController {
 	replicas := int32(1)
 	return &operatorv1.IngressController{

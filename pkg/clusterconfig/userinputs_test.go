@@ -120,3 +120,59 @@ func TestCapabilitiesIngress(t *testing.T) {
 		}
 	}
 }
+
+// TestTopologiesByWorkers: the Infrastructure's topologies, the Scheduler and the Ingress placement as the
+// installer makes them for one control-plane node on platform none (pkg/asset/manifests topologies.go,
+// scheduler.go, ingress.go, and the installer's own cases "none-platform single node with 0 or 1 day-1 workers" and
+// "none-platform single-node with multiple day-1 workers"): the infrastructure follows the control plane with no
+// worker, is SingleReplica with one and HighlyAvailable with more; the control plane runs workloads only without
+// workers; ingress is placed on the control plane either way, with the default IngressController pinned there.
+func TestTopologiesByWorkers(t *testing.T) {
+	for _, c := range []struct {
+		replicas       *int64
+		infrastructure configv1.TopologyMode
+		schedulable    bool
+	}{
+		{new(int64), configv1.SingleReplicaTopologyMode, true},
+		{replicas(1), configv1.SingleReplicaTopologyMode, false},
+		{replicas(2), configv1.HighlyAvailableTopologyMode, false},
+		{nil, configv1.HighlyAvailableTopologyMode, false}, // the installer's default pool of 3
+	} {
+		in := &Inputs{InstallConfig: loadConfig(t, "examples/sno/install-config.yaml")}
+		in.InstallConfig.Compute[0].Replicas = c.replicas
+		objs, err := Objects(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := 0
+		for _, o := range objs {
+			switch x := o.(type) {
+			case *configv1.Infrastructure:
+				seen++
+				if x.Status.ControlPlaneTopology != configv1.SingleReplicaTopologyMode || x.Status.InfrastructureTopology != c.infrastructure {
+					t.Errorf("replicas %v: topologies %s/%s, want SingleReplica/%s", c.replicas, x.Status.ControlPlaneTopology, x.Status.InfrastructureTopology, c.infrastructure)
+				}
+			case *configv1.Scheduler:
+				seen++
+				if x.Spec.MastersSchedulable != c.schedulable {
+					t.Errorf("replicas %v: mastersSchedulable %v", c.replicas, x.Spec.MastersSchedulable)
+				}
+			case *configv1.Ingress:
+				seen++
+				if x.Status.DefaultPlacement != configv1.DefaultPlacementControlPlane {
+					t.Errorf("replicas %v: ingress defaultPlacement %q", c.replicas, x.Status.DefaultPlacement)
+				}
+			case *operatorv1.IngressController:
+				seen++
+				if *x.Spec.Replicas != 1 || x.Spec.NodePlacement.NodeSelector.MatchLabels["node-role.kubernetes.io/master"] != "" {
+					t.Errorf("replicas %v: default IngressController %+v", c.replicas, x.Spec)
+				}
+			}
+		}
+		if seen != 4 {
+			t.Errorf("replicas %v: %d of Infrastructure, Scheduler, Ingress, IngressController", c.replicas, seen)
+		}
+	}
+}
+
+func replicas(n int64) *int64 { return &n }
