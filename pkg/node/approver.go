@@ -59,9 +59,13 @@ func ApproverNodesFile(nodes []ApproverNode) ([]byte, error) {
 	return []byte(b.String()), nil
 }
 
-// approverNodes are the nodes of this render: the all-in-one node, with its IPs.
+// approverNodes are the nodes of this render: the control-plane node and each worker, with their IPs.
 func (n *Node) approverNodes() []ApproverNode {
-	return []ApproverNode{{Name: n.in.NodeName, IPs: n.in.NodeIPs}}
+	out := []ApproverNode{{Name: n.in.NodeName, IPs: n.in.NodeIPs}}
+	for _, w := range n.in.Workers {
+		out = append(out, ApproverNode{Name: w.Name, IPs: w.IPs})
+	}
+	return out
 }
 
 // approverEnv is aio-csr-approver.sh's configuration: its kubeconfig and its list of nodes.

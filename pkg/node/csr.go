@@ -50,16 +50,31 @@ const ApproverUser = "render-static:node-csr-approver"
 // NodeUser is the node's identity.
 func NodeUser(nodeName string) string { return "system:node:" + nodeName }
 
-func (n *Node) nodeIdentity() clientIdentity {
-	return clientIdentity{csrName: "render-static-node-client-" + n.in.NodeName, signer: certificatesv1.KubeAPIServerClientKubeletSignerName,
-		user: NodeUser(n.in.NodeName), groups: []string{"system:nodes"}}
+func (n *Node) nodeIdentity() clientIdentity { return nodeIdentityOf(n.in.NodeName) }
+
+// nodeIdentityOf is the kubelet identity of a node by its name (the control-plane node's, or a worker's): one CSR
+// record per node, so that each kubelet's key and certificate are its own.
+func nodeIdentityOf(name string) clientIdentity {
+	return clientIdentity{csrName: "render-static-node-client-" + name, signer: certificatesv1.KubeAPIServerClientKubeletSignerName,
+		user: NodeUser(name), groups: []string{"system:nodes"}}
+}
+
+// identities are every client identity the node side signs: the control-plane node's kubelet, the CSR approver,
+// and each worker's kubelet.
+func (n *Node) identities() []clientIdentity {
+	ids := []clientIdentity{n.nodeIdentity(), n.approverIdentity()}
+	for _, w := range n.in.Workers {
+		ids = append(ids, nodeIdentityOf(w.Name))
+	}
+	return ids
 }
 
 func (n *Node) approverIdentity() clientIdentity {
 	return clientIdentity{csrName: "render-static-node-csr-approver", signer: certificatesv1.KubeAPIServerClientSignerName, user: ApproverUser}
 }
 
-// CSRApprovalLoop emulates, for the kubelet and for the CSR approver, what happens on a cluster when a client
+// CSRApprovalLoop emulates, for the kubelets (the control-plane node's and each worker's) and for the CSR approver,
+// what happens on a cluster when a client
 // requests its first certificate: a CSR is created, approved, and signed by kube-controller-manager with the CSR
 // signer. It waits for openshift-kube-controller-manager-operator/csr-signer (which kube-controller-manager's
 // component produces) and keeps one approved and signed CertificateSigningRequest per identity in the cluster,
@@ -87,7 +102,7 @@ func (n *Node) CSRApprovalLoop() loops.Loop {
 		if err != nil {
 			return fmt.Errorf("CSR signer %s/%s: %w", SignerNamespace, SignerName, err)
 		}
-		for _, id := range []clientIdentity{n.nodeIdentity(), n.approverIdentity()} {
+		for _, id := range n.identities() {
 			if err := n.ensureSigned(ctx, id, signer.cert, signer.signer); err != nil {
 				return err
 			}

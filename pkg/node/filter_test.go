@@ -205,7 +205,7 @@ func TestSelfDescription(t *testing.T) {
 		t.Errorf("found %d of Infrastructure, Scheduler, IngressController", seen)
 	}
 	// The node registers in the pool the IngressController is pinned to.
-	if !slices.Contains(NodeLabels, "node-role.kubernetes.io/master") {
+	if !slices.Contains(NodeLabels(in), "node-role.kubernetes.io/master") {
 		t.Error("the kubelet does not register the node as master")
 	}
 

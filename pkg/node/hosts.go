@@ -27,9 +27,19 @@ func APINames(in *clusterconfig.Inputs) []string {
 // whole (Ignition overwrites it) rather than appended to, so the result is the same on every boot of the
 // config and can be tested; the loopback lines are the ones RHCOS ships.
 func Hosts(in *clusterconfig.Inputs) []byte {
+	return hosts(in, "this node")
+}
+
+// WorkerHosts is a worker's /etc/hosts: the same names on the control-plane node's primary IP, where
+// kube-apiserver listens (the worker's kubelet uses api-int).
+func WorkerHosts(in *clusterconfig.Inputs) []byte {
+	return hosts(in, "the control-plane node "+in.NodeName)
+}
+
+func hosts(in *clusterconfig.Inputs, where string) []byte {
 	var b strings.Builder
 	b.WriteString(rhcosHosts)
-	fmt.Fprintf(&b, "# render-static: the API of cluster %s is on this node.\n", in.InstallConfig.Metadata.Name)
+	fmt.Fprintf(&b, "# render-static: the API of cluster %s is on %s.\n", in.InstallConfig.Metadata.Name, where)
 	fmt.Fprintf(&b, "%s %s\n", in.NodeIP(), strings.Join(APINames(in), " "))
 	return []byte(b.String())
 }

@@ -23,20 +23,39 @@ const crioEndpoint = "unix:///var/run/crio/crio.sock"
 // the kubelet's default lies under /usr, which is read-only on RHCOS.
 const VolumePluginDir = "/etc/kubernetes/kubelet-plugins/volume/exec"
 
-// NodeLabels are the node's labels: a single control-plane node that also runs workloads (mastersSchedulable).
-// OpenShift's kubelet accepts node-role labels at registration; an upstream kubelet refuses to start with labels
-// in the kubernetes.io and k8s.io namespaces outside its allowed list (k8s.io/kubelet's IsKubeletLabel,
-// pkg/kubelet/apis/well_known_labels.go), so for it those are set through the API after registration, as kubeadm's
-// mark-control-plane phase does (RegistrationLabels, APILabels).
-var NodeLabels = []string{
-	"node-role.kubernetes.io/control-plane",
-	"node-role.kubernetes.io/master",
-	"node-role.kubernetes.io/worker",
-	"node.openshift.io/os_id=rhcos",
+// The node labels of the roles (the machine-config operator's kubelet units, templates/master and
+// templates/worker 01-*-kubelet/_base/units/kubelet.service.yaml, --node-labels), and the taint of a control-plane
+// node that runs no workloads (the master unit's --register-with-taints; with mastersSchedulable the
+// machine-config operator's node controller removes it and adds the worker role: pkg/controller/node,
+// reconcileMaster).
+const (
+	RoleControlPlane   = "node-role.kubernetes.io/control-plane"
+	RoleMaster         = "node-role.kubernetes.io/master"
+	RoleWorker         = "node-role.kubernetes.io/worker"
+	osLabel            = "node.openshift.io/os_id=rhcos"
+	ControlPlaneTaint  = RoleMaster + "=:NoSchedule"
+	registerTaintsFlag = "--register-with-taints="
+)
+
+// NodeLabels are the control-plane node's labels: control plane and master, and worker too when it runs workloads
+// (clusterconfig.Inputs.MastersSchedulable: no workers asked for at install), as the machine-config operator's
+// node controller leaves them. OpenShift's kubelet accepts node-role labels at registration; an upstream kubelet
+// refuses to start with labels in the kubernetes.io and k8s.io namespaces outside its allowed list
+// (k8s.io/kubelet's IsKubeletLabel, pkg/kubelet/apis/well_known_labels.go), so for it those are set through the
+// API after registration, as kubeadm's mark-control-plane phase does (RegistrationLabels, APILabels).
+func NodeLabels(in *clusterconfig.Inputs) []string {
+	out := []string{RoleControlPlane, RoleMaster}
+	if in.MastersSchedulable() {
+		out = append(out, RoleWorker)
+	}
+	return append(out, osLabel)
 }
 
+// WorkerLabels are a worker's labels (the machine-config operator's worker kubelet unit).
+var WorkerLabels = []string{RoleWorker, osLabel}
+
 // restrictedLabel reports whether an upstream kubelet refuses a label at registration: a key in the kubernetes.io
-// or k8s.io namespace (or a subdomain of them) that is not one of the kubelet's own (none of NodeLabels is).
+// or k8s.io namespace (or a subdomain of them) that is not one of the kubelet's own (none of the role labels is).
 func restrictedLabel(label string) bool {
 	key, _, _ := strings.Cut(label, "=")
 	prefix, _, ok := strings.Cut(key, "/")
@@ -54,9 +73,13 @@ func restrictedLabel(label string) bool {
 // RegistrationLabels are the labels kubelet.service passes (--node-labels): all of NodeLabels for OpenShift's
 // kubelet, the unrestricted ones for an upstream kubelet.
 func RegistrationLabels(in *clusterconfig.Inputs) []string {
+	return registrationLabels(NodeLabels(in), in.Flavor)
+}
+
+func registrationLabels(labels []string, flavor clusterconfig.Flavor) []string {
 	var out []string
-	for _, l := range NodeLabels {
-		if in.Flavor != clusterconfig.FlavorUpstream || !restrictedLabel(l) {
+	for _, l := range labels {
+		if flavor != clusterconfig.FlavorUpstream || !restrictedLabel(l) {
 			out = append(out, l)
 		}
 	}
@@ -65,13 +88,15 @@ func RegistrationLabels(in *clusterconfig.Inputs) []string {
 
 // APILabels are the labels the first-boot apply sets on the Node through the API (key=value, "key=" for an empty
 // value): the rest of NodeLabels.
-func APILabels(in *clusterconfig.Inputs) []string {
+func APILabels(in *clusterconfig.Inputs) []string { return apiLabels(NodeLabels(in), in.Flavor) }
+
+func apiLabels(labels []string, flavor clusterconfig.Flavor) []string {
 	reg := map[string]bool{}
-	for _, l := range RegistrationLabels(in) {
+	for _, l := range registrationLabels(labels, flavor) {
 		reg[l] = true
 	}
 	var out []string
-	for _, l := range NodeLabels {
+	for _, l := range labels {
 		if !reg[l] {
 			if !strings.Contains(l, "=") {
 				l += "="
@@ -87,12 +112,18 @@ func APILabels(in *clusterconfig.Inputs) []string {
 // authorization, serving certificates requested by CSR (serverTLSBootstrap) and client certificate rotation.
 // Node name and IPs are flags (--hostname-override, --node-ip) in kubelet.service.
 func KubeletConfiguration(in *clusterconfig.Inputs) (*kubeletv1beta1.KubeletConfiguration, error) {
+	return kubeletConfiguration(in, in.NodeIPs)
+}
+
+// kubeletConfiguration is KubeletConfiguration of a node with these IPs: a worker's is the control-plane node's
+// but for the address it listens on, which follows its own IPs' families.
+func kubeletConfiguration(in *clusterconfig.Inputs, nodeIPs []netip.Addr) (*kubeletv1beta1.KubeletConfiguration, error) {
 	dns, err := clusterDNSIP(in)
 	if err != nil {
 		return nil, err
 	}
 	address := "0.0.0.0"
-	for _, ip := range in.NodeIPs {
+	for _, ip := range nodeIPs {
 		if ip.Is6() {
 			// "::" listens on both families; the API server reaches the kubelet at the node's InternalIP(s).
 			address = "::"
@@ -193,21 +224,38 @@ func pruneZero(m map[string]any, isZero func(any) bool) bool {
 }
 
 // kubeletFlags are what kubelet.service passes besides --config: the node's name and IPs (primary first), its
-// kubeconfig, and the registration labels.
+// kubeconfig, the registration labels, and the control-plane taint when it runs no workloads.
 func kubeletFlags(in *clusterconfig.Inputs) []string {
-	ips := make([]string, len(in.NodeIPs))
-	for i, ip := range in.NodeIPs {
+	return kubeletFlagsOf(in.NodeName, in.NodeIPs, RegistrationLabels(in), controlPlaneTaints(in))
+}
+
+// controlPlaneTaints are the taints the control-plane node registers with: ControlPlaneTaint when it runs no
+// workloads.
+func controlPlaneTaints(in *clusterconfig.Inputs) []string {
+	if in.MastersSchedulable() {
+		return nil
+	}
+	return []string{ControlPlaneTaint}
+}
+
+// kubeletFlagsOf are kubeletFlags of a node (the control-plane node, or a worker).
+func kubeletFlagsOf(name string, nodeIPs []netip.Addr, labels, taints []string) []string {
+	ips := make([]string, len(nodeIPs))
+	for i, ip := range nodeIPs {
 		ips[i] = ip.String()
 	}
-	return []string{
+	flags := []string{
 		"--config=" + KubeletConfigPath,
 		"--kubeconfig=" + KubeletKubeconfigPath,
 		"--runtime-cgroups=/system.slice/crio.service",
 		"--node-ip=" + strings.Join(ips, ","),
-		"--hostname-override=" + in.NodeName,
-		"--node-labels=" + strings.Join(RegistrationLabels(in), ","),
-		"--v=2",
+		"--hostname-override=" + name,
+		"--node-labels=" + strings.Join(labels, ","),
 	}
+	if len(taints) > 0 {
+		flags = append(flags, registerTaintsFlag+strings.Join(taints, ","))
+	}
+	return append(flags, "--v=2")
 }
 
 // crioDropin makes CRI-O read the cluster's pull secret and use the payload's pause image (registry credentials
@@ -223,7 +271,10 @@ pause_image_auth_file = %q
 
 // proxyEnv is the environment CRI-O pulls images with when the install-config sets a proxy: the proxies, and a
 // no-proxy list of the user's entries plus everything that must never go through a proxy on this node.
-func proxyEnv(in *clusterconfig.Inputs) map[string]string {
+func proxyEnv(in *clusterconfig.Inputs) map[string]string { return proxyEnvOf(in, in.NodeIPs) }
+
+// proxyEnvOf is proxyEnv on a node with these IPs (a worker's own).
+func proxyEnvOf(in *clusterconfig.Inputs, nodeIPs []netip.Addr) map[string]string {
 	p := in.InstallConfig.Proxy
 	if p == nil || (p.HTTPProxy == "" && p.HTTPSProxy == "") {
 		return nil
@@ -243,7 +294,7 @@ func proxyEnv(in *clusterconfig.Inputs) map[string]string {
 	for _, s := range []string{"localhost", "127.0.0.1", "::1", ".svc", ".cluster.local", "api-int." + in.InstallConfig.ClusterDomain()} {
 		add(s)
 	}
-	for _, ip := range in.NodeIPs {
+	for _, ip := range nodeIPs {
 		add(ip.String())
 	}
 	for _, set := range [][]netip.Prefix{in.InstallConfig.MachineCIDRs(), in.InstallConfig.ClusterCIDRs(), in.InstallConfig.ServiceCIDRs()} {
@@ -283,3 +334,6 @@ func configMapKey(cm *corev1.ConfigMap, key string) ([]byte, error) {
 	}
 	return []byte(v), nil
 }
+
+// cutLabel splits a label as the kubelet's --node-labels takes it ("key=value", or "key" for an empty value).
+func cutLabel(l string) (key, value string, ok bool) { return strings.Cut(l, "=") }

@@ -176,8 +176,8 @@ func TestNodeLabelsByFlavor(t *testing.T) {
 		if cmdline != strings.Join(reg, ",") {
 			t.Errorf("%s: --node-labels=%s, want %s", flavor, cmdline, strings.Join(reg, ","))
 		}
-		if len(reg)+len(api) != len(NodeLabels) {
-			t.Errorf("%s: registration %v + API %v do not cover %v", flavor, reg, api, NodeLabels)
+		if len(reg)+len(api) != len(NodeLabels(in)) {
+			t.Errorf("%s: registration %v + API %v do not cover %v", flavor, reg, api, NodeLabels(in))
 		}
 		for _, l := range reg {
 			if flavor == clusterconfig.FlavorUpstream && restrictedLabel(l) {

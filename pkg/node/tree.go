@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"path"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,60 +48,10 @@ func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
 	add := t.AddFile
 
 	// The kubelet and CRI-O.
-	cfg, err := KubeletConfiguration(in)
+	serverCA, err := n.addKubelet(ctx, t, kubeletNode{name: in.NodeName, ips: in.NodeIPs, what: "all-in-one node", role: "master",
+		labels: RegistrationLabels(in), taints: controlPlaneTaints(in), hosts: Hosts(in)})
 	if err != nil {
 		return nil, err
-	}
-	kubeletConf, err := MarshalKubeletConfiguration(cfg)
-	if err != nil {
-		return nil, err
-	}
-	clientCA, err := n.bundle(ctx, kubeletClientCA.Namespace, kubeletClientCA.Name, kubeletClientCA.Key)
-	if err != nil {
-		return nil, fmt.Errorf("kubelet client CA: %w", err)
-	}
-	serverCA, err := n.bundle(ctx, apiServerCA.Namespace, apiServerCA.Name, apiServerCA.Key)
-	if err != nil {
-		return nil, fmt.Errorf("kube-apiserver serving CA: %w", err)
-	}
-	kubeletKubeconfig, err := n.kubeconfig(ctx, n.nodeIdentity(), serverCA, "kubelet")
-	if err != nil {
-		return nil, err
-	}
-	unit, err := renderTemplate("kubelet.service", map[string]any{"StaticPodPath": StaticPodPath, "Flags": kubeletFlags(in)})
-	if err != nil {
-		return nil, err
-	}
-	for _, f := range []struct {
-		path string
-		mode fs.FileMode
-		data []byte
-	}{
-		{KubeletConfigPath, 0644, kubeletConf},
-		{KubeletClientCAPath, 0644, clientCA},
-		{KubeletKubeconfigPath, 0600, kubeletKubeconfig},
-		{PullSecretPath, 0600, pullSecret(in)},
-		{CRIODropinPath, 0644, []byte(crioDropin(in))},
-		{HostsPath, 0644, Hosts(in)},
-	} {
-		if err := add(f.path, f.mode, f.data); err != nil {
-			return nil, err
-		}
-	}
-	if err := t.AddUnit(export.Unit{Name: KubeletUnit, Contents: unit, Enabled: true}); err != nil {
-		return nil, err
-	}
-	if err := addUserInputs(t, in.InstallConfig); err != nil {
-		return nil, err
-	}
-	if env := proxyEnv(in); env != nil {
-		dropin := "[Service]\n"
-		for _, l := range envLines(env) {
-			dropin += l + "\n"
-		}
-		if err := t.AddUnit(export.Unit{Name: "crio.service", Dropins: []export.Dropin{{Name: "10-render-static-proxy.conf", Contents: dropin}}}); err != nil {
-			return nil, err
-		}
 	}
 
 	// The CSR approver.
@@ -179,6 +130,88 @@ func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
 	return t, nil
 }
 
+// kubeletNode is what differs between the kubelets a render configures: the control-plane node's and each
+// worker's.
+type kubeletNode struct {
+	name  string
+	ips   []netip.Addr
+	what  string // in the unit's description: "all-in-one node", "worker node"
+	role  string // the machine-config pool: master, worker
+	hosts []byte // /etc/hosts
+	// labels are those the kubelet registers with, taints those it registers with.
+	labels, taints []string
+	// declared: the control plane declares the node's Node (WorkerNodes), so the kubelet registers none.
+	declared bool
+}
+
+// addKubelet adds a node's kubelet and CRI-O: kubelet.service, kubelet.conf, the kubelet's client CA and its
+// kubeconfig (its own client certificate, as the render's CSR approval signed it), the pull secret and CRI-O's
+// drop-ins, /etc/hosts, and the node files of the install-config's user inputs. It returns the bundle that verifies
+// kube-apiserver's serving certificates.
+func (n *Node) addKubelet(ctx context.Context, t *export.Tree, k kubeletNode) (serverCA []byte, err error) {
+	in := n.in
+	cfg, err := kubeletConfiguration(in, k.ips)
+	if err != nil {
+		return nil, err
+	}
+	if k.declared {
+		cfg.RegisterNode = new(bool)
+	}
+	kubeletConf, err := MarshalKubeletConfiguration(cfg)
+	if err != nil {
+		return nil, err
+	}
+	clientCA, err := n.bundle(ctx, kubeletClientCA.Namespace, kubeletClientCA.Name, kubeletClientCA.Key)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet client CA: %w", err)
+	}
+	serverCA, err = n.bundle(ctx, apiServerCA.Namespace, apiServerCA.Name, apiServerCA.Key)
+	if err != nil {
+		return nil, fmt.Errorf("kube-apiserver serving CA: %w", err)
+	}
+	kubeletKubeconfig, err := n.kubeconfig(ctx, nodeIdentityOf(k.name), serverCA, "kubelet")
+	if err != nil {
+		return nil, err
+	}
+	unit, err := renderTemplate("kubelet.service", map[string]any{"Node": k.what, "StaticPodPath": StaticPodPath,
+		"Flags": kubeletFlagsOf(k.name, k.ips, k.labels, k.taints)})
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range []struct {
+		path string
+		mode fs.FileMode
+		data []byte
+	}{
+		{KubeletConfigPath, 0644, kubeletConf},
+		{KubeletClientCAPath, 0644, clientCA},
+		{KubeletKubeconfigPath, 0600, kubeletKubeconfig},
+		{PullSecretPath, 0600, pullSecret(in)},
+		{CRIODropinPath, 0644, []byte(crioDropin(in))},
+		{HostsPath, 0644, k.hosts},
+	} {
+		if err := t.AddFile(f.path, f.mode, f.data); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.AddUnit(export.Unit{Name: KubeletUnit, Contents: unit, Enabled: true}); err != nil {
+		return nil, err
+	}
+	if err := addUserInputs(t, in.InstallConfig, k.role); err != nil {
+		return nil, err
+	}
+	if env := proxyEnvOf(in, k.ips); env != nil {
+		dropin := "[Service]\n"
+		for _, l := range envLines(env) {
+			dropin += l + "\n"
+		}
+		if err := t.AddUnit(export.Unit{Name: "crio.service", Dropins: []export.Dropin{{Name: "10-render-static-proxy.conf", Contents: dropin}}}); err != nil {
+			return nil, err
+		}
+	}
+	return serverCA, nil
+}
+
 // kubeconfig is the api-int kubeconfig (context user) of a node-side client identity: its certificate as the
 // render's CSR approval signed it, trusting serverCA.
 func (n *Node) kubeconfig(ctx context.Context, id clientIdentity, serverCA []byte, user string) ([]byte, error) {
@@ -200,10 +233,10 @@ func (n *Node) bundle(ctx context.Context, ns, name, key string) ([]byte, error)
 
 // addUserInputs adds the node files of the install-config fields the user sets: the mirrors' registries.conf, the
 // user CA bundle's trust anchor, cpuPartitioningMode AllNodes' workload pinning and fips' encapsulated
-// MachineConfig (userinputs.go).
-func addUserInputs(t *export.Tree, ic *installconfig.InstallConfig) error {
+// MachineConfig of the node's machine-config pool (role) (userinputs.go). Every one applies to every node.
+func addUserInputs(t *export.Tree, ic *installconfig.InstallConfig, role string) error {
 	kubeletPinning, crioPinning := workloadPinning(ic)
-	fips, err := fipsMachineConfig(ic)
+	fips, err := fipsMachineConfig(ic, role)
 	if err != nil {
 		return fmt.Errorf("fips: %w", err)
 	}

@@ -262,11 +262,11 @@ func workloadPinning(ic *installconfig.InstallConfig) (kubelet, crio []byte) {
 }
 
 // fipsMachineConfig is the MachineConfig aio.ign encapsulates for fips: true (see EncapsulatedMachineConfigPath):
-// the installer's 99-master-fips (openshift/installer pkg/asset/machines/machineconfig ForFIPSEnabled: role label
-// master, an Ignition config of nothing but its version, fips true), serialized as the machine-config server
-// serializes the node's config into the file (encoding/json of the MachineConfig); the Ignition version is
-// aio.ign's own. nil when fips is not set.
-func fipsMachineConfig(ic *installconfig.InstallConfig) ([]byte, error) {
+// the installer's 99-<role>-fips (openshift/installer pkg/asset/machines/machineconfig ForFIPSEnabled: role label
+// master, or worker for a worker's config, an Ignition config of nothing but its version, fips true), serialized
+// as the machine-config server serializes the node's config into the file (encoding/json of the MachineConfig);
+// the Ignition version is aio.ign's own. nil when fips is not set.
+func fipsMachineConfig(ic *installconfig.InstallConfig, role string) ([]byte, error) {
 	if !ic.FIPS {
 		return nil, nil
 	}
@@ -277,8 +277,8 @@ func fipsMachineConfig(ic *installconfig.InstallConfig) ([]byte, error) {
 	}
 	mc := mcfgv1.MachineConfig{
 		TypeMeta: metav1.TypeMeta{APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfig"},
-		ObjectMeta: metav1.ObjectMeta{Name: "99-master-fips",
-			Labels: map[string]string{"machineconfiguration.openshift.io/role": "master"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "99-" + role + "-fips",
+			Labels: map[string]string{"machineconfiguration.openshift.io/role": role}},
 		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: ign}, FIPS: true},
 	}
 	return json.Marshal(&mc)

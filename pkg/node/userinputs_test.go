@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/installconfig"
 )
 
@@ -225,6 +227,19 @@ func TestFIPSMachineConfig(t *testing.T) {
 	ign, rpt, err := ignitionconfig.Parse(mc.Spec.Config.Raw)
 	if err != nil || rpt.IsFatal() || ign.Ignition.Version != "3.2.0" {
 		t.Errorf("spec.config %s: version %q, %v %v", mc.Spec.Config.Raw, ign.Ignition.Version, err, rpt)
+	}
+	// A worker's is the installer's 99-worker-fips, of the worker pool.
+	w := workerOf(f.in, "worker-0")
+	f.in.Workers = []clusterconfig.Worker{w}
+	f.converge(t)
+	wt, err := f.n.WorkerTree(context.Background(), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wmc mcfgv1.MachineConfig
+	if err := json.Unmarshal(fileOf(t, wt, EncapsulatedMachineConfigPath).Contents, &wmc); err != nil || wmc.Name != "99-worker-fips" ||
+		wmc.Labels["machineconfiguration.openshift.io/role"] != "worker" || !wmc.Spec.FIPS {
+		t.Errorf("the worker's MachineConfig %+v (%v)", wmc, err)
 	}
 
 	g := newFixture(t, disconnectedConfig, "", true)
