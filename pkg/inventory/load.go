@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -36,10 +37,46 @@ func Load(src string) (map[string][]byte, error) {
 	}
 	if fi, err := os.Stat(filepath.Join(src, "rootfs")); err == nil && fi.IsDir() {
 		if _, err := os.Stat(filepath.Join(src, "aio.ign")); err == nil {
-			return readRoot(filepath.Join(src, "rootfs"), []string{"."})
+			files, err := readRoot(filepath.Join(src, "rootfs"), []string{"."})
+			if err != nil {
+				return nil, err
+			}
+			return files, readWorkers(src, files)
 		}
 	}
 	return readRoot(src, NodeDirs)
+}
+
+// WorkersDir is where a render directory keeps each worker's folder (pipeline.WorkersDir), whose rootfs/ is what
+// the worker's Ignition config lays down.
+const WorkersDir = "workers"
+
+// WorkerPath is a worker's node file as the inventory names it: "<worker>:<path on the worker>", apart from the
+// control-plane node's own paths.
+func WorkerPath(worker, nodePath string) string { return worker + ":" + nodePath }
+
+// readWorkers adds the files of every worker's rootfs/ in a render directory, by WorkerPath.
+func readWorkers(dir string, files map[string][]byte) error {
+	entries, err := os.ReadDir(filepath.Join(dir, WorkersDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // no workers
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		wf, err := readRoot(filepath.Join(dir, WorkersDir, e.Name(), "rootfs"), []string{"."})
+		if err != nil {
+			return err
+		}
+		for p, data := range wf {
+			files[WorkerPath(e.Name(), p)] = data
+		}
+	}
+	return nil
 }
 
 // readRoot reads the regular files under the given directories of root, keyed by their absolute node path.

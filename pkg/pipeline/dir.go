@@ -153,6 +153,13 @@ func (d *Dir) withSaved(o Options) (Options, *story) {
 		o.Flavor = si.Flavor
 		saved("flavor")
 	}
+	if o.Workers == "" && o.WorkersData == nil && len(si.Workers) > 0 {
+		o.Workers, o.WorkersData = filepath.Join(d.Path, state.Dir, "render.json")+" inputs.workers", WorkersData(si.Workers)
+		saved("workers")
+	}
+	if o.AddedWorkers == nil {
+		o.AddedWorkers = si.AddedWorkers
+	}
 	if o.InfraID == "" {
 		o.InfraID = d.State.InfraID
 	}
@@ -244,6 +251,9 @@ func (d *Dir) changedInputs(o Options) []string {
 	}
 	if si.Images != now.Images {
 		out = append(out, "images")
+	}
+	if !slices.Equal(si.Workers, now.Workers) {
+		out = append(out, "workers")
 	}
 	return out
 }

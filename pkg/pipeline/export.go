@@ -31,6 +31,8 @@ type Output struct {
 	Summary         Summary
 	// State is what a later run needs to continue this cluster (DIR/state, secret; pkg/state).
 	State *state.State
+	// Workers are the worker nodes' files (DIR/workers/<name>: workers.go).
+	Workers []WorkerOutput
 
 	// validation is Ignition's validation (export.Built.Validate), run while Render writes the output; nil when
 	// Ignition was validated before the Output was made.
@@ -95,6 +97,10 @@ func exportValidating(ctx context.Context, e *Settled) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	workers, err := workerOutputs(ctx, e)
+	if err != nil {
+		return nil, err
+	}
 	exportTime := time.Since(t)
 
 	t = time.Now()
@@ -108,7 +114,7 @@ func exportValidating(ctx context.Context, e *Settled) (*Output, error) {
 		return built{ign, prev}, err
 	})
 	expiry := goFuture(func() (expiring, error) {
-		at, name := earliestExpiry(tree, manifests)
+		at, name := earliestExpiry(tree, workers, manifests)
 		return expiring{at, name}, nil
 	})
 	st, err := captureState(e, objs, whole)
@@ -122,7 +128,7 @@ func exportValidating(ctx context.Context, e *Settled) (*Output, error) {
 	ignTime := time.Since(t) // building Ignition, and meanwhile the state (and part of the earliest expiry)
 
 	return &Output{
-		Tree: tree, Manifests: manifests, State: st, Ignition: b.ign.Raw, AdminKubeconfig: kubeconfig, Trace: e.Result.Trace(),
+		Tree: tree, Manifests: manifests, State: st, Ignition: b.ign.Raw, AdminKubeconfig: kubeconfig, Trace: e.Result.Trace(), Workers: workers,
 		Summary: Summary{
 			Loops: e.Loops, Passes: e.Result.TotalPasses(), Objects: len(manifests), Files: len(tree.Files()),
 			IgnitionBytes: len(b.ign.Raw), Warnings: warnings(in),
@@ -151,6 +157,12 @@ func exportManifests(e *Settled) ([]runtime.Object, []export.Manifest, map[runti
 	}
 	// What must not reach a cluster without operators is decided in one place (pkg/node, docs/node.md).
 	manifests, _ = node.FilterExport(manifests)
+	// The workers' Nodes the control plane declares before they register (their role labels).
+	workerNodes, err := node.WorkerNodes(e.Inputs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	manifests = append(manifests, workerNodes...)
 	// The CRDs of the exported custom kinds, so the first-boot apply can create them first; their variants follow
 	// the exported FeatureGate's feature set.
 	crds, err := export.CRDs(manifests, export.FeatureSet(manifests))
@@ -296,6 +308,9 @@ func (o *Output) Fill(tmp string) error {
 		}
 	}
 	plan.File("trace.txt", 0644, []byte(o.Trace))
+	if err := planWorkers(&plan, o.Workers); err != nil {
+		return err
+	}
 	if err := plan.Write(tmp); err != nil {
 		return err
 	}

@@ -46,6 +46,7 @@ const (
 	InImages        = "images"
 	InFlavor        = "flavor"
 	InFresh         = "fresh"
+	InWorkers       = "workers"
 )
 
 // Options are a render's inputs. A zero field is one not given: a render that continues the cluster saved in Dir
@@ -67,6 +68,13 @@ type Options struct {
 	ImagesData []byte
 	// Flavor is "openshift" (the default) or "upstream".
 	Flavor string
+	// Workers is the workers file (WorkersData, when not nil, its contents): the workers the install-config's
+	// compute replicas ask for, each with nodeName and nodeIP (workers.go); not given, none.
+	Workers     string
+	WorkersData []byte
+	// AddedWorkers are the workers added to the cluster after its first render (`render-static worker`); a render
+	// continuing a saved cluster takes the saved ones.
+	AddedWorkers []state.Worker
 	// Fresh starts a new cluster even when Dir holds a previous render's state (pkg/state).
 	Fresh bool
 	// Parallelism is SettleOptions.Parallelism: how the loops run, never what they write (0: the default).
@@ -108,6 +116,7 @@ func (o Options) readFiles() (Options, installconfig.ErrorList) {
 	}
 	read(InInstallConfig, &o.InstallConfig, &o.InstallConfigData)
 	read(InImages, &o.Images, &o.ImagesData)
+	read(InWorkers, &o.Workers, &o.WorkersData)
 	return o, errs
 }
 
@@ -166,6 +175,12 @@ func validate(o Options, errs installconfig.ErrorList) (*clusterconfig.Inputs, e
 		// Field problems name their field; problems of the whole file (unreadable, empty, not YAML) the input.
 		errs = append(errs, asFieldErrors(InInstallConfig, err)...)
 	}
+	var workers []clusterconfig.Worker
+	if ic != nil && !errs.Has(InWorkers) {
+		var werrs installconfig.ErrorList
+		workers, werrs = validateWorkers(o, ic, nodeIPs)
+		errs = append(errs, werrs...)
+	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -173,7 +188,8 @@ func validate(o Options, errs installconfig.ErrorList) (*clusterconfig.Inputs, e
 	if infraID == "" {
 		infraID = clusterconfig.NewInfraID(ic.Metadata.Name)
 	}
-	return &clusterconfig.Inputs{InstallConfig: ic, NodeName: o.NodeName, NodeIPs: nodeIPs, InfraID: infraID, Lifetimes: lt, Images: images, Flavor: flavor}, nil
+	return &clusterconfig.Inputs{InstallConfig: ic, NodeName: o.NodeName, NodeIPs: nodeIPs, InfraID: infraID, Lifetimes: lt, Images: images,
+		Flavor: flavor, Workers: workers}, nil
 }
 
 // asFieldErrors keeps field errors as they are and turns any other error into one naming field.
@@ -252,6 +268,7 @@ func asList(err error) bool {
 // again: the files' contents, and the flags with their defaults filled in.
 func savedInputs(o Options) state.Inputs {
 	o = o.withDefaults()
+	listed, added := savedWorkers(o)
 	return state.Inputs{InstallConfig: string(o.InstallConfigData), Images: string(o.ImagesData), NodeIP: o.NodeIP, NodeName: o.NodeName,
-		CertValidity: o.CertValidity.String(), Flavor: o.Flavor}
+		CertValidity: o.CertValidity.String(), Flavor: o.Flavor, Workers: listed, AddedWorkers: added}
 }

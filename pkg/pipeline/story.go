@@ -33,6 +33,9 @@ func (st *story) tell(s *Summary, o Options, e *Settled) {
 		ips = append(ips, ip.String())
 	}
 	s.Node = in.NodeName + ", " + strings.Join(ips, ", ")
+	for _, w := range in.Workers {
+		s.Workers = append(s.Workers, w.Name+" "+joinIPs(w.IPs))
+	}
 	s.Cluster = fmt.Sprintf("%s.%s, infra ID %s", in.InstallConfig.Metadata.Name, in.InstallConfig.BaseDomain, in.InfraID)
 	s.Flavor = string(in.Flavor)
 	s.Continued = st.dir.State != nil

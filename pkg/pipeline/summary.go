@@ -42,6 +42,7 @@ type Summary struct {
 	Cluster       string
 	Continued     bool
 	Node, Flavor  string
+	Workers       []string // "<name> <IPs>", each with its worker.ign in the directory
 	FromState     []string
 	Changed       []string
 	Revisions     []string
@@ -59,6 +60,9 @@ func (s Summary) Print(w io.Writer, dir string) {
 		}
 		fmt.Fprintf(w, "  cluster:          %s (%s)\n", s.Cluster, how)
 		fmt.Fprintf(w, "  node:             %s\n", s.Node)
+		if len(s.Workers) > 0 {
+			fmt.Fprintf(w, "  workers:          %s (%s)\n", strings.Join(s.Workers, "; "), filepath.Join(dir, WorkersDir, "<name>", WorkerIgnition))
+		}
 		fmt.Fprintf(w, "  flavor:           %s\n", s.Flavor)
 	}
 	if len(s.FromState) > 0 {
@@ -101,8 +105,8 @@ func (s Summary) PrintWarnings(w io.Writer) {
 // included), named as `render-static certs` names it (pkg/inventory): by what it is, not by its CN. The Secrets
 // and ConfigMaps among manifests (what the tree holds under the manifests directory) are read from their objects
 // rather than parsed back from their YAML.
-func earliestExpiry(t *export.Tree, manifests []export.Manifest) (time.Time, string) {
-	files := filesByPath(t)
+func earliestExpiry(t *export.Tree, workers []WorkerOutput, manifests []export.Manifest) (time.Time, string) {
+	files := filesByPath(t, workers)
 	c, err := inventory.EarliestWith(files, inventoryManifests(files, manifests), time.Now())
 	if err != nil {
 		return time.Time{}, "unknown: " + err.Error()
@@ -116,15 +120,21 @@ func earliestExpiry(t *export.Tree, manifests []export.Manifest) (time.Time, str
 // Inventory is the inventory of the output's node files at now, as `render-static certs` lists them (the Secrets
 // and ConfigMaps among the manifests read from their objects): what renew names its certificates after.
 func (o *Output) Inventory(now time.Time) (*inventory.Inventory, error) {
-	files := filesByPath(o.Tree)
+	files := filesByPath(o.Tree, o.Workers)
 	return inventory.FromFilesWith(files, inventoryManifests(files, o.Manifests), now)
 }
 
-// filesByPath are the contents of a tree's files by node path.
-func filesByPath(t *export.Tree) map[string][]byte {
+// filesByPath are the contents of a tree's files by node path, and the workers' by inventory.WorkerPath (as
+// `render-static certs --dir` reads a render directory).
+func filesByPath(t *export.Tree, workers []WorkerOutput) map[string][]byte {
 	files := map[string][]byte{}
 	for _, f := range t.Files() {
 		files[f.Path] = f.Contents
+	}
+	for _, w := range workers {
+		for _, f := range w.Tree.Files() {
+			files[inventory.WorkerPath(w.Name, f.Path)] = f.Contents
+		}
 	}
 	return files
 }

@@ -114,6 +114,16 @@ type Inputs struct {
 	NodeName      string `json:"nodeName"`
 	CertValidity  string `json:"certValidity"`
 	Flavor        string `json:"flavor"`
+	// Workers are the workers file's workers (rendered with the control plane: the install-config's compute
+	// replicas); AddedWorkers those `render-static worker` added later, in the order they were added.
+	Workers      []Worker `json:"workers,omitempty"`
+	AddedWorkers []Worker `json:"addedWorkers,omitempty"`
+}
+
+// Worker is one worker node as the workers file names it: its node name, and its IPs as --node-ip takes them.
+type Worker struct {
+	NodeName string `json:"nodeName" yaml:"nodeName"`
+	NodeIP   string `json:"nodeIP" yaml:"nodeIP"`
 }
 
 // Admin returns the saved admin credential.

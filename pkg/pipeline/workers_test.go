@@ -1,0 +1,221 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	v32 "github.com/coreos/ignition/v2/config/v3_2"
+	"github.com/vincent-petithory/dataurl"
+
+	"github.com/render-static/render-static/internal/testkit/testtools"
+	"github.com/render-static/render-static/internal/testkit/treetest"
+	"github.com/render-static/render-static/pkg/installconfig"
+	"github.com/render-static/render-static/pkg/state"
+)
+
+// withReplicas is the bundled example's install-config asking for n workers (compute[0].replicas).
+func withReplicas(t *testing.T, n string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(repo("examples/sno/install-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := bytes.Replace(b, []byte("compute:\n- name: worker\n  replicas: 0\n"), []byte("compute:\n- name: worker\n  replicas: "+n+"\n"), 1)
+	if n == "" {
+		out = bytes.Replace(b, []byte("compute:\n- name: worker\n  replicas: 0\n"), nil, 1)
+	}
+	if bytes.Equal(out, b) && n != "0" {
+		t.Fatal("the bundled example's compute section changed: update withReplicas")
+	}
+	return out
+}
+
+// TestValidateWorkers: the workers of a render are the workers file's, as many as the install-config's compute
+// replicas ask for (the installer's 3 when compute does not say), and the added ones; each a DNS-1123 name and IPs
+// as the node's own are checked, of the control-plane node's families, every name and IP a node's own. Every
+// problem is reported at once, named by the file's path (workers[i].nodeName) or the added worker's.
+func TestValidateWorkers(t *testing.T) {
+	opts := func(replicas, workers string, added ...state.Worker) Options {
+		o := Options{InstallConfig: "install-config.yaml", InstallConfigData: withReplicas(t, replicas), NodeIP: "192.168.126.10",
+			NodeName: "master-0", Dir: "aio", InfraID: "sno-x7k2p", AddedWorkers: added}
+		if workers != "" {
+			o.Workers, o.WorkersData = "workers.yaml", []byte(workers)
+		}
+		return o
+	}
+	two := "- nodeName: worker-0\n  nodeIP: 192.168.126.11\n- nodeName: worker-1\n  nodeIP: 192.168.126.12\n"
+	for _, c := range []struct {
+		name string
+		o    Options
+		want []string // problems; none: valid, with workers wantWorkers
+		// wantWorkers are the valid render's workers, "name ips".
+		wantWorkers []string
+	}{
+		{name: "none", o: opts("0", "")},
+		{name: "two", o: opts("2", two), wantWorkers: []string{"worker-0 192.168.126.11", "worker-1 192.168.126.12"}},
+		{name: "added", o: opts("2", two, state.Worker{NodeName: "worker-2", NodeIP: "192.168.126.13"}),
+			wantWorkers: []string{"worker-0 192.168.126.11", "worker-1 192.168.126.12", "worker-2 192.168.126.13"}},
+		{name: "unnamed", o: opts("2", ""), want: []string{"workers: the install-config asks for 2 workers (compute replicas; the installer's default pool of 3 when compute does not say), but workers names none: name each (nodeName, nodeIP), or set compute[0].replicas: 0 for a single node"}},
+		{name: "installer default", o: opts("", two), want: []string{"workers: the install-config asks for 3 workers (compute replicas; the installer's default pool of 3 when compute does not say), but workers names 2: name each, and add workers to a running cluster with render-static worker"}},
+		{name: "too many", o: opts("1", two), want: []string{"workers: the install-config asks for 1 worker (compute replicas; the installer's default pool of 3 when compute does not say), but workers names 2: name each, and add workers to a running cluster with render-static worker"}},
+		{name: "not a list", o: opts("1", "nodeName: worker-0\n"), want: []string{"workers: workers.yaml: line 1: cannot unmarshal !!map into []state.Worker"}},
+		{name: "unknown field", o: opts("1", "- nodeName: worker-0\n  nodeIp: 192.168.126.11\n"), want: []string{"workers: workers.yaml: line 2: field nodeIp not found"}},
+		{name: "every problem", o: opts("4", "- nodeName: master-0\n  nodeIP: 192.168.126.10\n- nodeName: Worker_1\n  nodeIP: 10.0.0.1\n"+
+			"- nodeName: worker-2\n  nodeIP: 192.168.126.12,fd00::12\n- nodeIP: 192.168.126.13\n",
+			state.Worker{NodeName: "worker-2", NodeIP: "192.168.126.13"}), want: []string{
+			"workers[0].nodeName: master-0 is already the name of the control-plane node: every node needs a name of its own",
+			"workers[0].nodeIP: 192.168.126.10 is already the IP of the control-plane node master-0: every node needs addresses of its own",
+			`workers[1].nodeName: "Worker_1" is not a valid node name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+			"workers[1].nodeIP: 10.0.0.1 is not in any networking.machineNetwork (192.168.126.0/24)",
+			"workers[2].nodeIP: two addresses were given but the cluster is not dual stack (networking.serviceNetwork is IPv4 only)",
+			"workers[2].nodeIP: fd00::12 is not in any networking.machineNetwork (192.168.126.0/24)",
+			"workers[3].nodeName: required",
+			"addedWorkers[0].nodeName: worker-2 is already the name of worker worker-2 (workers[2]): every node needs a name of its own",
+			"addedWorkers[0].nodeIP: 192.168.126.13 is already the IP of workers[3]: every node needs addresses of its own",
+		}},
+		{name: "families", o: opts("1", "- nodeName: worker-0\n  nodeIP: fd00::12\n"), want: []string{
+			"workers[0].nodeIP: fd00::12 is IPv6 but the cluster's primary IP family is IPv4 (networking.serviceNetwork[0] 172.30.0.0/16)",
+			"workers[0].nodeIP: fd00::12 is not in any networking.machineNetwork (192.168.126.0/24)",
+		}},
+		{name: "no address", o: opts("1", "- nodeName: worker-0\n"), want: []string{"workers[0].nodeIP: required"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in, err := Validate(c.o)
+			if len(c.want) == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, w := range in.Workers {
+					got = append(got, w.Name+" "+joinIPs(w.IPs))
+				}
+				if !slices.Equal(got, c.wantWorkers) {
+					t.Errorf("workers %q, want %q", got, c.wantWorkers)
+				}
+				return
+			}
+			list, ok := err.(installconfig.ErrorList)
+			if !ok {
+				t.Fatalf("error %v, want the problems", err)
+			}
+			var got []string
+			for _, e := range list.Named(nil) { // references to other inputs by their input names
+				got = append(got, e.Error())
+			}
+			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestRenderWorkers: a render with day-1 workers (the bundled example with compute replicas 2 and its workers
+// file, upstream flavor) writes DIR/workers/<name>/: worker.ign (0600) and rootfs/, exactly what worker.ign lays
+// down; the state keeps the workers; the cluster objects say what the installer says for one control-plane node and
+// two workers (infrastructure HighlyAvailable, masters not schedulable, ingress on the control plane) and declare
+// the workers' Nodes; the control-plane node registers with the master taint; its approver lists the workers. A
+// re-render of the directory is byte-identical, workers included.
+func TestRenderWorkers(t *testing.T) {
+	testtools.Long(t, "renders the whole cluster twice")
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "aio")
+	o := Options{InstallConfig: repo("examples/sno-workers/install-config.yaml"), NodeIP: "192.168.126.10", Dir: dir,
+		Workers: repo("examples/sno-workers/workers.yaml"), Flavor: "upstream"}
+	s, err := Render(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.Workers, []string{"worker-0 192.168.126.11", "worker-1 192.168.126.12"}) {
+		t.Errorf("summary workers %q", s.Workers)
+	}
+	tree := treetest.Read(t, dir)
+	for _, w := range []string{"worker-0", "worker-1"} {
+		ign := filepath.Join(WorkersDir, w, WorkerIgnition)
+		f, ok := tree[ign]
+		if !ok || f.Mode.Perm() != 0600 {
+			t.Fatalf("%s: %+v, want a 0600 file", ign, f)
+		}
+		cfg, rpt, err := v32.Parse(f.Contents)
+		if err != nil || len(rpt.Entries) > 0 {
+			t.Fatalf("%s does not parse as spec 3.2: %v %v", ign, err, rpt)
+		}
+		laid := map[string]bool{}
+		for _, fl := range cfg.Storage.Files {
+			du, err := dataurl.DecodeString(*fl.Contents.Source)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := du.Data
+			if fl.Contents.Compression != nil && *fl.Contents.Compression == "gzip" {
+				data = gunzip(t, data)
+			}
+			rf, ok := tree[filepath.Join(WorkersDir, w, "rootfs", fl.Path)]
+			if !ok || !bytes.Equal(rf.Contents, data) || int(rf.Mode.Perm()) != *fl.Mode {
+				t.Errorf("%s: %s is not in rootfs/ as worker.ign lays it down", w, fl.Path)
+			}
+			laid[fl.Path] = true
+		}
+		for p := range tree {
+			if rel, ok := strings.CutPrefix(p, filepath.Join(WorkersDir, w, "rootfs")); ok && tree[p].Mode.IsRegular() && !laid[rel] &&
+				!strings.HasPrefix(rel, "/etc/systemd/") {
+				t.Errorf("%s: rootfs/%s is not in worker.ign", w, rel)
+			}
+		}
+		if len(cfg.Passwd.Users) != 1 || len(cfg.Passwd.Users[0].SSHAuthorizedKeys) == 0 {
+			t.Errorf("%s: no ssh key for core", ign)
+		}
+	}
+	st, err := state.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Inputs.Workers) != 2 || st.Inputs.Workers[1] != (state.Worker{NodeName: "worker-1", NodeIP: "192.168.126.12"}) {
+		t.Errorf("saved workers %+v", st.Inputs.Workers)
+	}
+	for file, want := range map[string]string{
+		"manifests/05_cluster_infrastructure.config.openshift.io_cluster.yaml": "  infrastructureTopology: HighlyAvailable\n",
+		"manifests/05_cluster_scheduler.config.openshift.io_cluster.yaml":      "  mastersSchedulable: false\n",
+		"manifests/05_cluster_ingress.config.openshift.io_cluster.yaml":        "  defaultPlacement: ControlPlane\n",
+		"manifests/05_cluster_node_worker-1.yaml":                              "    node-role.kubernetes.io/worker: \"\"\n",
+		"rootfs/etc/systemd/system/kubelet.service":                            "--register-with-taints=node-role.kubernetes.io/master=:NoSchedule",
+		"rootfs/etc/kubernetes/aio-csr-approver.nodes":                         "\nworker-0 192.168.126.11\nworker-1 192.168.126.12\n",
+	} {
+		if !strings.Contains(string(tree[file].Contents), want) {
+			t.Errorf("%s has no %q:\n%s", file, want, tree[file].Contents)
+		}
+	}
+
+	// A re-render: every input the state's, nothing issued, every file the same.
+	if _, err := Render(ctx, Options{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	again := treetest.Read(t, dir)
+	for p, f := range tree {
+		if (strings.HasSuffix(p, ".ign") || strings.HasPrefix(p, WorkersDir+"/")) && f.Mode.IsRegular() && !bytes.Equal(again[p].Contents, f.Contents) {
+			t.Errorf("the re-render changed %s", p)
+		}
+	}
+}
+
+// TestWorkerFolderModes: a worker's folder holds its key: the folder is 0700, worker.ign 0600.
+func TestWorkerFolderModes(t *testing.T) {
+	testtools.Long(t, "renders the whole cluster")
+	dir := filepath.Join(t.TempDir(), "aio")
+	o := Options{InstallConfigData: withReplicas(t, "1"), InstallConfig: "install-config.yaml", NodeIP: "192.168.126.10", Dir: dir,
+		WorkersData: []byte("- nodeName: w1\n  nodeIP: 192.168.126.40\n"), Workers: "workers.yaml"}
+	if _, err := Render(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]fs.FileMode{filepath.Join(WorkersDir, "w1"): 0o700 | fs.ModeDir, filepath.Join(WorkersDir, "w1", WorkerIgnition): 0o600} {
+		st, err := os.Stat(filepath.Join(dir, p))
+		if err != nil || st.Mode() != want {
+			t.Errorf("%s: %v %v, want %v", p, st.Mode(), err, want)
+		}
+	}
+}
