@@ -13,11 +13,12 @@ import (
 	"github.com/render-static/render-static/pkg/installconfig"
 )
 
-// bundledExample is one render of a bundled example, as a user makes it.
-type bundledExample struct{ config, nodeName, nodeIP string }
+// bundledExample is one render of a bundled example, as a user makes it (workers: its --workers file, if any).
+type bundledExample struct{ config, nodeName, nodeIP, workers string }
 
-// bundledExamples are the bundled example as `make run` renders it (the Makefile's node IP and name) and every site
-// of examples/fleet, from the site folders and from the YAML list, with its node name and IP.
+// bundledExamples are the bundled example as `make run` renders it (the Makefile's node IP and name), every site
+// of examples/fleet, from the site folders and from the YAML list, with its node name and IP, and the example with
+// workers (examples/sno-workers, with the workers file beside it).
 func bundledExamples(t *testing.T) []bundledExample {
 	t.Helper()
 	mk, err := os.ReadFile(repo("Makefile"))
@@ -31,7 +32,8 @@ func bundledExamples(t *testing.T) []bundledExample {
 		}
 		return string(m[1])
 	}
-	out := []bundledExample{{repo(makeVar("EXAMPLE")), makeVar("EXAMPLE_NODE_NAME"), makeVar("EXAMPLE_NODE_IP")}}
+	out := []bundledExample{{repo(makeVar("EXAMPLE")), makeVar("EXAMPLE_NODE_NAME"), makeVar("EXAMPLE_NODE_IP"), ""},
+		{repo("examples/sno-workers/install-config.yaml"), "master-0", "192.168.126.10", repo("examples/sno-workers/workers.yaml")}}
 	for _, list := range []string{"examples/fleet/sites", "examples/fleet/sites.yaml"} {
 		sites, err := fleet.Load(repo(list))
 		if err != nil {
@@ -41,7 +43,7 @@ func bundledExamples(t *testing.T) []bundledExample {
 			t.Fatalf("%s: no sites", list)
 		}
 		for _, s := range sites {
-			e := bundledExample{filepath.Clean(s.InstallConfig), s.NodeName, s.NodeIP}
+			e := bundledExample{filepath.Clean(s.InstallConfig), s.NodeName, s.NodeIP, ""}
 			if !slices.Contains(out, e) {
 				out = append(out, e)
 			}
@@ -71,7 +73,11 @@ func TestExamplesRenderClean(t *testing.T) {
 	for _, e := range examples {
 		t.Run(strings.TrimPrefix(e.config, repo("examples")+"/"), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "aio")
-			code, stdout, stderr := runCLI("--install-config", e.config, "--node-name", e.nodeName, "--node-ip", e.nodeIP, "--dir", dir)
+			args := []string{"--install-config", e.config, "--node-name", e.nodeName, "--node-ip", e.nodeIP, "--dir", dir}
+			if e.workers != "" {
+				args = append(args, "--workers", e.workers)
+			}
+			code, stdout, stderr := runCLI(args...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}

@@ -171,7 +171,8 @@ func printError(w io.Writer, err error) {
 var (
 	renderFlags = map[string]string{pipeline.InInstallConfig: "--install-config", pipeline.InNodeIP: "--node-ip",
 		pipeline.InNodeName: "--node-name", pipeline.InDir: "--dir", pipeline.InCertValidity: "--cert-validity",
-		pipeline.InInfraID: "--infra-id", pipeline.InImages: "--images", pipeline.InFlavor: "--flavor", pipeline.InFresh: "--fresh"}
+		pipeline.InInfraID: "--infra-id", pipeline.InImages: "--images", pipeline.InFlavor: "--flavor", pipeline.InFresh: "--fresh",
+		pipeline.InWorkers: "--workers"}
 	renewFlags = map[string]string{pipeline.InDir: "--dir", renew.InWithin: "--within", renew.InForce: "--force",
 		pipeline.InFresh: "render-static --fresh"}
 	conformanceFlags = map[string]string{"component": "--component", pipeline.InDir: "--dir"}
@@ -274,10 +275,12 @@ listed, and --dir is left untouched.`,
 	f.StringVar(&o.Flavor, "flavor", "", "static pods to render: openshift (the operators' pods, OpenShift images) or upstream (flag-only pods for the upstream kube-apiserver, kube-controller-manager, kube-scheduler and etcd images); loops, certificates and layout are the same (default "+string(clusterconfig.FlavorOpenShift)+", or the saved one)")
 	f.BoolVar(&o.Fresh, "fresh", false, "start a new cluster (new keys) even when --dir holds a previous render's state/")
 	f.StringVar(&o.InfraID, "infra-id", "", "infrastructure name (default: the one in --dir's state, else <cluster name>-<5 random characters>, as the installer makes it)")
+	f.StringVar(&o.Workers, "workers", "", "YAML list of the workers the install-config's compute replicas ask for, each with nodeName and nodeIP (as --node-ip); each gets --dir/workers/<nodeName>/worker.ign (default: none, or the saved list)")
 	cmd.AddCommand(newConformanceCommand(stdout))
 	cmd.AddCommand(newFleetCommand(stdout))
 	cmd.AddCommand(newCertsCommand(stdout))
 	cmd.AddCommand(newRenewCommand(stdout))
+	cmd.AddCommand(newWorkerCommand(stdout))
 	cmd.AddCommand(newVersionCommand(stdout))
 	setVersionFlag(cmd)
 	return cmd

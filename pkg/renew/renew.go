@@ -14,6 +14,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/render-static/render-static/internal/faultpoint"
@@ -45,24 +47,31 @@ type Options struct {
 // Run renews the cluster of o.Dir and writes the directory and its update atomically. Bad input (no state, saved
 // inputs that no longer validate) is an installconfig.ErrorList naming the field; o.Dir is then left untouched.
 func Run(ctx context.Context, o Options) (*Report, error) {
-	start := time.Now()
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
 	if errs := o.validate(); len(errs) > 0 {
 		return nil, errs
 	}
+	return run(ctx, o, "renew", nil)
+}
+
+// run continues the cluster saved in o.Dir, with add among its workers when not nil (AddWorker), and writes the
+// directory and, when the render changed, the update for the running node. command names the run in the
+// directory's lock.
+func run(ctx context.Context, o Options, command string, add *state.Worker) (*Report, error) {
+	start := time.Now()
 	// The directory is held from before its state is read until it is replaced (pipeline.OpenDir).
-	d, err := pipeline.OpenDir(o.Dir, "renew", false)
+	d, err := pipeline.OpenDir(o.Dir, command, false)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Release()
 	st := d.State
 	if st == nil {
-		return nil, installconfig.ErrorList{noState(o.Dir)}
+		return nil, installconfig.ErrorList{noState(o.Dir, command)}
 	}
-	in, err := savedInputs(st, o.Dir)
+	in, err := savedInputs(st, o.Dir, add)
 	if err != nil {
 		return nil, err
 	}
@@ -80,8 +89,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The saved inputs stay as they were: renew changes certificates, not inputs.
+	// The saved inputs stay as they were: renew changes certificates, not inputs; a worker is added to them.
 	out.State.Inputs = st.Inputs
+	if add != nil {
+		out.State.Inputs.AddedWorkers = append(slices.Clone(st.Inputs.AddedWorkers), *add)
+	}
 
 	rep, upd, err := compare(ctx, o, st, m, eng, out, oldIgn)
 	if err != nil {
@@ -91,6 +103,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := write(ctx, d, out, upd); err != nil {
 		return nil, err
 	}
+	rep.command = command
 	rep.Elapsed = time.Since(start)
 	return rep, nil
 }
@@ -109,14 +122,15 @@ func (o Options) validate() installconfig.ErrorList {
 	return errs
 }
 
-func noState(dir string) installconfig.FieldError {
+func noState(dir, command string) installconfig.FieldError {
 	return installconfig.FieldError{Field: pipeline.InDir, Detail: fmt.Sprintf(
-		"%s holds no render state (%s/%s/): renew continues a cluster that render-static rendered into this directory", dir, dir, state.Dir)}
+		"%s holds no render state (%s/%s/): %s continues a cluster that render-static rendered into this directory", dir, dir, state.Dir, command)}
 }
 
-// savedInputs validates the inputs the state keeps, exactly as the render validated them; a problem names the
-// saved input (state/render.json inputs.<field>).
-func savedInputs(st *state.State, dir string) (*clusterconfig.Inputs, error) {
+// savedInputs validates the inputs the state keeps, exactly as the render validated them, with add among the added
+// workers when not nil; a problem names the saved input (state/render.json inputs.<field>), or, for add, the
+// worker's own input (pipeline.InNodeName, InNodeIP).
+func savedInputs(st *state.State, dir string, add *state.Worker) (*clusterconfig.Inputs, error) {
 	si := st.Inputs
 	field := func(f string) string { return state.Dir + "/render.json inputs." + f }
 	var errs installconfig.ErrorList
@@ -131,19 +145,33 @@ func savedInputs(st *state.State, dir string) (*clusterconfig.Inputs, error) {
 		return nil, errs
 	}
 	o := pipeline.Options{InstallConfig: field("installConfig"), InstallConfigData: []byte(si.InstallConfig), NodeIP: si.NodeIP,
-		NodeName: si.NodeName, Dir: dir, CertValidity: validity, InfraID: st.InfraID, Flavor: si.Flavor}
+		NodeName: si.NodeName, Dir: dir, CertValidity: validity, InfraID: st.InfraID, Flavor: si.Flavor, AddedWorkers: slices.Clone(si.AddedWorkers)}
 	if si.Images != "" {
 		o.Images, o.ImagesData = field("images"), []byte(si.Images)
+	}
+	if si.Workers != nil {
+		o.Workers, o.WorkersData = field("workers"), pipeline.WorkersData(si.Workers)
+	}
+	// The added worker's problems are its inputs' (the worker command's); the saved ones', their saved inputs'.
+	addedPrefix := fmt.Sprintf("%s[%d].", pipeline.InAddedWorkers, len(si.AddedWorkers))
+	if add != nil {
+		o.AddedWorkers = append(o.AddedWorkers, *add)
 	}
 	in, err := pipeline.Validate(o)
 	if list, ok := err.(installconfig.ErrorList); ok {
 		// Name the saved input, not the flag a render takes it from.
 		out := make(installconfig.ErrorList, 0, len(list))
 		for _, e := range list {
-			switch e.Field {
-			case pipeline.InInfraID:
+			switch {
+			case add != nil && e.Field == addedPrefix+"nodeName":
+				e.Field = pipeline.InNodeName
+			case add != nil && e.Field == addedPrefix+"nodeIP":
+				e.Field = pipeline.InNodeIP
+			case e.Field == pipeline.InInfraID:
 				e.Field = state.Dir + "/render.json infraID"
-			case pipeline.InInstallConfig, pipeline.InNodeIP, pipeline.InNodeName, pipeline.InCertValidity, pipeline.InFlavor, pipeline.InImages:
+			case slices.Contains([]string{pipeline.InInstallConfig, pipeline.InNodeIP, pipeline.InNodeName, pipeline.InCertValidity, pipeline.InFlavor,
+				pipeline.InImages, pipeline.InWorkers}, e.Field),
+				strings.HasPrefix(e.Field, pipeline.InWorkers+"["), strings.HasPrefix(e.Field, pipeline.InAddedWorkers+"["):
 				e.Field = field(e.Field)
 			default:
 				e.Field = field("installConfig") + ": " + e.Field

@@ -123,17 +123,19 @@ type Report struct {
 	EarliestExpiry        time.Time
 	EarliestExpirySubject string
 	Elapsed               time.Duration
+	// command is the run's command (renew, worker): how the report names it.
+	command string
 }
 
 // Print writes the report.
 func (r *Report) Print(w io.Writer) {
 	switch {
 	case len(r.Renewed) == 0 && r.Update == nil:
-		fmt.Fprintf(w, "renew %s: nothing was due; no new revision, no update\n", r.Dir)
+		fmt.Fprintf(w, "%s %s: nothing was due; no new revision, no update\n", r.command, r.Dir)
 	case len(r.Renewed) == 0:
-		fmt.Fprintf(w, "renew %s: no certificate renewed, but the render changed (see the update)\n", r.Dir)
+		fmt.Fprintf(w, "%s %s: no certificate renewed, but the render changed (see the update)\n", r.command, r.Dir)
 	default:
-		fmt.Fprintf(w, "renew %s: %d certificates renewed\n", r.Dir, len(r.Renewed))
+		fmt.Fprintf(w, "%s %s: %d certificates renewed\n", r.command, r.Dir, len(r.Renewed))
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, c := range r.Renewed {

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/render-static/render-static/pkg/pipeline"
+	"github.com/render-static/render-static/pkg/renew"
+)
+
+// workerFlags are the worker command's inputs as its flags.
+var workerFlags = map[string]string{pipeline.InDir: "--dir", pipeline.InNodeName: "--node-name", pipeline.InNodeIP: "--node-ip",
+	pipeline.InFresh: "render-static --fresh", pipeline.InWorkers: "render-static --workers"}
+
+func newWorkerCommand(stdout io.Writer) *cobra.Command {
+	var o renew.WorkerOptions
+	cmd := &cobra.Command{
+		Use:   "worker --dir DIR --node-name NAME --node-ip IP[,IP]",
+		Short: "Add a worker node to a rendered cluster: its worker.ign, and an update for the control-plane node",
+		Long: `worker continues the cluster saved in --dir (state/) with one worker more (seed 004, day 2) and writes
+--dir/workers/NAME/worker.ign (0600: it holds the worker's key) and rootfs/ (what it lays down): the kubelet,
+configured as the control-plane node's, with the worker role and a client certificate for system:node:NAME signed
+at render time by kube-controller-manager's CSR signer, so that it joins with no token and no approval; CRI-O
+with the pull secret, mirrors and trust bundle; /etc/hosts sending api and api-int to the control-plane node.
+The worker is kept in state/ (every later render, renew and certs knows it). The running control-plane node must
+learn of it: --dir/update holds the update (its CSR approver's list of nodes, which then approves the worker's
+serving certificate and client renewals, and nothing else of it), to apply there with "aio-update apply DIR"
+before or after the worker boots. A name or IP another node has, an IP outside the machine network or not of the
+control-plane node's families, a --dir without state: exit 1, --dir untouched.`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Annotations:   map[string]string{gcAnnotation: gcSingleRender},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pipeline.SingleRenderGC()
+			rep, err := renew.AddWorker(cmd.Context(), o)
+			if err != nil {
+				return asFlags(err, workerFlags)
+			}
+			rep.Print(stdout)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Dir, "dir", "aio", "a render's output directory (with its state/)")
+	f.StringVar(&o.NodeName, "node-name", "", "the worker's name; worker.ign sets /etc/hostname to it (required)")
+	f.StringVar(&o.NodeIP, "node-ip", "", "the worker's IP in the machine network; for dual stack two comma-separated IPs, primary first (required)")
+	return cmd
+}

@@ -1,0 +1,190 @@
+package renew
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/render-static/render-static/internal/testkit/treetest"
+	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/installconfig"
+	"github.com/render-static/render-static/pkg/node"
+	"github.com/render-static/render-static/pkg/pipeline"
+	"github.com/render-static/render-static/pkg/state"
+)
+
+// TestAddWorker: `render-static worker` on a render (upstream flavor) adds the worker to the saved inputs, writes
+// its folder (worker.ign for system:node:<name>) and an update for the control-plane node with exactly what that
+// node must learn: the CSR approver's list with the worker's line, and the worker's declared Node. aio-update
+// applies it on a node root laid down from the render before (stub client): the approver's list is replaced and the
+// Node applied; nothing else of the node changes. A second worker follows the first (its update names the
+// first's as previous, kept in updates/); a re-render keeps both; renew --force renews their render-time client
+// certificates.
+func TestAddWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("renders and adds workers")
+	}
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "aio")
+	o := pipeline.Options{InstallConfig: repo("examples/sno/install-config.yaml"), NodeIP: "192.168.126.10", NodeName: pipeline.DefaultNodeName,
+		Dir: dir, CertValidity: certs.DefaultLeafValidity, Flavor: "upstream"}
+	if _, err := pipeline.Render(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	if err := CopyTree(filepath.Join(dir, "rootfs"), root); err != nil {
+		t.Fatal(err)
+	}
+
+	rep, err := AddWorker(ctx, WorkerOptions{Dir: dir, NodeName: "worker-0", NodeIP: "192.168.126.11"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Update == nil || rep.Folder != filepath.Join(dir, pipeline.WorkersDir, "worker-0") {
+		t.Fatalf("report: update %v, folder %s", rep.Update, rep.Folder)
+	}
+	var got []string
+	for _, f := range rep.Update.Files {
+		got = append(got, f.Kind+" "+f.Path+f.Object)
+	}
+	want := []string{KindFile + " " + node.ApproverNodesPath, KindObject + " Node worker-0"}
+	if !slices.Equal(got, want) || len(rep.Renewed) != 0 {
+		t.Errorf("update %q (renewed %v), want %q and nothing renewed", got, rep.Renewed, want)
+	}
+	for _, c := range rep.Update.Components {
+		if c.From != c.To {
+			t.Errorf("adding a worker rolled %s %d -> %d", c.Name, c.From, c.To)
+		}
+	}
+	st, err := state.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(st.Inputs.AddedWorkers, []state.Worker{{NodeName: "worker-0", NodeIP: "192.168.126.11"}}) {
+		t.Errorf("saved added workers %+v", st.Inputs.AddedWorkers)
+	}
+	if _, err := os.Stat(filepath.Join(rep.Folder, pipeline.WorkerIgnition)); err != nil {
+		t.Error(err)
+	}
+	inv := certsByName(t, dir)
+	if _, ok := inv["file worker-0:"+node.KubeletKubeconfigPath+" (user kubelet client)"]; !ok {
+		t.Errorf("render-static certs does not list the worker's client certificate: %v", slices.Sorted(maps.Keys(inv)))
+	}
+
+	// On the control-plane node.
+	e := newAIOUpdateEnv(t, root)
+	before := nodeFiles(t, root)
+	out, err := e.run(t, nil, "apply", filepath.Join(dir, UpdateDir))
+	if err != nil {
+		t.Fatalf("aio-update apply: %v\n%s", err, out)
+	}
+	changed := diffFiles(before, nodeFiles(t, root))
+	if !slices.Equal(changed, []string{node.ApproverNodesPath}) {
+		t.Errorf("the update changed %v on the node, want only %s", changed, node.ApproverNodesPath)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, node.ApproverNodesPath)); !strings.HasSuffix(string(b), "\nmaster-0 192.168.126.10\nworker-0 192.168.126.11\n") {
+		t.Errorf("the approver's nodes on the node:\n%s", b)
+	}
+	applied, _ := filepath.Glob(filepath.Join(e.api, "*node_worker-0*"))
+	if len(applied) != 1 {
+		t.Errorf("the Node was not applied to the API (stub storage %s: %v)", e.api, applied)
+	}
+
+	// A second worker: its update follows the first's.
+	first := rep.Update.ID
+	rep, err = AddWorker(ctx, WorkerOptions{Dir: dir, NodeName: "worker-1", NodeIP: "192.168.126.12"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Update == nil || rep.Update.Previous != first {
+		t.Errorf("the second worker's update does not follow %s: %+v", first, rep.Update)
+	}
+	if _, err := os.Stat(filepath.Join(dir, UpdatesDir, first, "update.json")); err != nil {
+		t.Errorf("the first worker's update is not kept: %v", err)
+	}
+	if _, err := pipeline.Render(ctx, pipeline.Options{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"worker-0", "worker-1"} {
+		if _, err := os.Stat(filepath.Join(dir, pipeline.WorkersDir, w, pipeline.WorkerIgnition)); err != nil {
+			t.Errorf("a re-render dropped %s: %v", w, err)
+		}
+	}
+	renewed, err := Run(ctx, Options{Dir: dir, Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"worker-0", "worker-1"} {
+		if !slices.Contains(renewedNames(renewed, "leaf"), "certificatesigningrequest render-static-node-client-"+w) {
+			t.Errorf("renew --force did not renew %s's render-time client certificate: %v", w, renewedNames(renewed, "leaf"))
+		}
+	}
+}
+
+// TestAddWorkerBadInput: a name or an IP another node has, an IP outside the machine network or of another family,
+// missing inputs, a directory without state: errors naming the worker command's inputs, nothing written.
+func TestAddWorkerBadInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("renders")
+	}
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "aio")
+	render(t, dir, "192.168.126.10")
+	if _, err := AddWorker(ctx, WorkerOptions{Dir: dir, NodeName: "worker-0", NodeIP: "192.168.126.11"}); err != nil {
+		t.Fatal(err)
+	}
+	before := treetest.Contents(t, dir)
+	empty := t.TempDir()
+	for _, c := range []struct {
+		o    WorkerOptions
+		want []string
+	}{
+		{WorkerOptions{Dir: dir, NodeName: "master-0", NodeIP: "192.168.126.10"}, []string{
+			"nodeName: master-0 is already the name of the control-plane node: every node needs a name of its own",
+			"nodeIP: 192.168.126.10 is already the IP of the control-plane node master-0: every node needs addresses of its own"}},
+		{WorkerOptions{Dir: dir, NodeName: "worker-0", NodeIP: "192.168.126.11"}, []string{
+			"nodeName: worker-0 is already the name of worker worker-0 (added by render-static worker): every node needs a name of its own",
+			"nodeIP: 192.168.126.11 is already the IP of worker worker-0 (added by render-static worker): every node needs addresses of its own"}},
+		{WorkerOptions{Dir: dir, NodeName: "worker-1", NodeIP: "10.0.0.1"}, []string{"nodeIP: 10.0.0.1 is not in any networking.machineNetwork (192.168.126.0/24)"}},
+		{WorkerOptions{Dir: dir, NodeName: "worker-1", NodeIP: "192.168.126.12,fd00::1"}, []string{
+			"nodeIP: two addresses were given but the cluster is not dual stack (networking.serviceNetwork is IPv4 only)",
+			"nodeIP: fd00::1 is not in any networking.machineNetwork (192.168.126.0/24)"}},
+		{WorkerOptions{Dir: dir, NodeName: "Worker 1", NodeIP: "nope"}, []string{
+			`nodeName: "Worker 1" is not a valid node name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+			`nodeIP: "nope" is not an IP address`}},
+		{WorkerOptions{Dir: dir}, []string{"nodeName: required: the worker's name", "nodeIP: required: the worker's IP (two for dual stack)"}},
+		{WorkerOptions{Dir: empty, NodeName: "worker-1", NodeIP: "192.168.126.12"}, []string{
+			"dir: " + empty + " holds no render state (" + empty + "/state/): worker continues a cluster that render-static rendered into this directory"}},
+	} {
+		_, err := AddWorker(ctx, c.o)
+		var list installconfig.ErrorList
+		if !errors.As(err, &list) {
+			t.Errorf("%+v: error %v, want the problems", c.o, err)
+			continue
+		}
+		var got []string
+		for _, e := range list {
+			got = append(got, e.Error())
+		}
+		if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+			t.Errorf("%+v:\n%s\nwant:\n%s", c.o, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+		}
+	}
+	after := treetest.Contents(t, dir)
+	if d := diffFiles(prefixed(before), prefixed(after)); len(d) > 0 {
+		t.Errorf("refused workers changed the directory: %v", d)
+	}
+}
+
+func prefixed(m map[string][]byte) map[string][]byte {
+	out := map[string][]byte{}
+	for k, v := range m {
+		out["/"+k] = v
+	}
+	return out
+}
