@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"time"
 
@@ -34,20 +35,31 @@ no new update, and aio.ign stays byte-identical. Bad input exits 1 and leaves --
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations:   map[string]string{gcAnnotation: gcSingleRender},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			pipeline.SingleRenderGC()
+		RunE: singleRender(stdout, renewFlags, func(ctx context.Context) (printer, error) {
 			o.Within = within
-			rep, err := renew.Run(cmd.Context(), o)
-			if err != nil {
-				return asFlags(err, renewFlags)
-			}
-			rep.Print(stdout)
-			return nil
-		},
+			return renew.Run(ctx, o)
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Dir, "dir", "aio", "a render's output directory (with its state/)")
 	f.DurationVar(&within, "within", 0, "make every leaf certificate that expires within this duration due now (e.g. 720h)")
 	f.BoolVar(&o.Force, "force", false, "make every leaf certificate due now")
 	return cmd
+}
+
+// printer is a command's report.
+type printer interface{ Print(io.Writer) }
+
+// singleRender is the RunE of a command that makes one render from a saved cluster (renew, worker): the heap floor
+// of one render, the run, its problems said with the command's flags, its report on stdout.
+func singleRender(stdout io.Writer, flags map[string]string, run func(context.Context) (printer, error)) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		pipeline.SingleRenderGC()
+		rep, err := run(cmd.Context())
+		if err != nil {
+			return asFlags(err, flags)
+		}
+		rep.Print(stdout)
+		return nil
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -32,15 +33,9 @@ control-plane node's families, a --dir without state: exit 1, --dir untouched.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Annotations:   map[string]string{gcAnnotation: gcSingleRender},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			pipeline.SingleRenderGC()
-			rep, err := renew.AddWorker(cmd.Context(), o)
-			if err != nil {
-				return asFlags(err, workerFlags)
-			}
-			rep.Print(stdout)
-			return nil
-		},
+		RunE: singleRender(stdout, workerFlags, func(ctx context.Context) (printer, error) {
+			return renew.AddWorker(ctx, o)
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Dir, "dir", "aio", "a render's output directory (with its state/)")

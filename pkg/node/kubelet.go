@@ -270,11 +270,9 @@ pause_image_auth_file = %q
 }
 
 // proxyEnv is the environment CRI-O pulls images with when the install-config sets a proxy: the proxies, and a
-// no-proxy list of the user's entries plus everything that must never go through a proxy on this node.
-func proxyEnv(in *clusterconfig.Inputs) map[string]string { return proxyEnvOf(in, in.NodeIPs) }
-
-// proxyEnvOf is proxyEnv on a node with these IPs (a worker's own).
-func proxyEnvOf(in *clusterconfig.Inputs, nodeIPs []netip.Addr) map[string]string {
+// no-proxy list of the user's entries plus everything that must never go through a proxy on a node with these IPs (the
+// control-plane node's, or a worker's own).
+func proxyEnv(in *clusterconfig.Inputs, nodeIPs []netip.Addr) map[string]string {
 	p := in.InstallConfig.Proxy
 	if p == nil || (p.HTTPProxy == "" && p.HTTPSProxy == "") {
 		return nil

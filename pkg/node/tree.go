@@ -200,7 +200,7 @@ func (n *Node) addKubelet(ctx context.Context, t *export.Tree, k kubeletNode) (s
 	if err := addUserInputs(t, in.InstallConfig, k.role); err != nil {
 		return nil, err
 	}
-	if env := proxyEnvOf(in, k.ips); env != nil {
+	if env := proxyEnv(in, k.ips); env != nil {
 		dropin := "[Service]\n"
 		for _, l := range envLines(env) {
 			dropin += l + "\n"

@@ -22,7 +22,7 @@ import (
 // its folder (worker.ign for system:node:<name>) and an update for the control-plane node with exactly what that
 // node must learn: the CSR approver's list with the worker's line, and the worker's declared Node. aio-update
 // applies it on a node root laid down from the render before (stub client): the approver's list is replaced and the
-// Node applied; nothing else of the node changes. A second worker follows the first (its update names the
+// Node applied; nothing else of the node changes. Bad input is refused (checkAddWorkerBadInput). A second worker follows the first (its update names the
 // first's as previous, kept in updates/); a re-render keeps both; renew --force renews their render-time client
 // certificates.
 func TestAddWorker(t *testing.T) {
@@ -76,6 +76,8 @@ func TestAddWorker(t *testing.T) {
 		t.Errorf("render-static certs does not list the worker's client certificate: %v", slices.Sorted(maps.Keys(inv)))
 	}
 
+	checkAddWorkerBadInput(t, dir)
+
 	// On the control-plane node.
 	e := newAIOUpdateEnv(t, root)
 	before := nodeFiles(t, root)
@@ -126,18 +128,12 @@ func TestAddWorker(t *testing.T) {
 	}
 }
 
-// TestAddWorkerBadInput: a name or an IP another node has, an IP outside the machine network or of another family,
-// missing inputs, a directory without state: errors naming the worker command's inputs, nothing written.
-func TestAddWorkerBadInput(t *testing.T) {
-	if testing.Short() {
-		t.Skip("renders")
-	}
+// checkAddWorkerBadInput: on a render dir with worker-0 added, a name or an IP another node has, an IP outside the
+// machine network or of another family, missing inputs, a directory without state: errors naming the worker
+// command's inputs, nothing written.
+func checkAddWorkerBadInput(t *testing.T, dir string) {
+	t.Helper()
 	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "aio")
-	render(t, dir, "192.168.126.10")
-	if _, err := AddWorker(ctx, WorkerOptions{Dir: dir, NodeName: "worker-0", NodeIP: "192.168.126.11"}); err != nil {
-		t.Fatal(err)
-	}
 	before := treetest.Contents(t, dir)
 	empty := t.TempDir()
 	for _, c := range []struct {
