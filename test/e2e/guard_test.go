@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestRefusesHostNamespaces: in the host's namespaces (where `go test` normally runs) the node and the namespace
@@ -31,6 +32,16 @@ func TestRefusesHostNamespaces(t *testing.T) {
 	}
 	if err := ConfigureNetns(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "refusing") {
 		t.Errorf("ConfigureNetns in the host's network namespace = %v, want a refusal", err)
+	}
+	if err := JoinNetns(context.Background(), nil, time.Second); err == nil || !strings.Contains(err.Error(), "refusing") {
+		t.Errorf("JoinNetns in the host's network namespace = %v, want a refusal", err)
+	}
+	if err := LinkWorker(context.Background(), os.Getpid(), "aio-wk-test"); err == nil || !strings.Contains(err.Error(), "refusing") {
+		t.Errorf("LinkWorker in the host's network namespace = %v, want a refusal", err)
+	}
+	t.Setenv(EnvHostNetns, "net:[1],"+self)
+	if err := LinkWorker(context.Background(), os.Getpid(), "aio-wk-test"); err == nil || !strings.Contains(err.Error(), "refusing") {
+		t.Errorf("LinkWorker in a network namespace its creator passed down = %v, want a refusal", err)
 	}
 	if mnt, err := nsLink("self", "mnt"); err == nil {
 		if refs := hostNamespaceRefs("mnt", EnvHostMntns); len(refs) > 0 && !slices.Contains(refs, mnt) {

@@ -284,3 +284,55 @@ func TestReadHostRecord(t *testing.T) {
 		t.Error("a broken record was read without an error")
 	}
 }
+
+// TestWorkerCgroupRoot: a worker kubelet's cgroupRoot is a top cgroup the control-plane node's scope (kubepods*)
+// covers and the worker's own scope names; it is made in every cgroup v1 hierarchy (cpuset with its parent's cpus
+// and mems, so that processes can join it) and removed by a scope naming it after the boot. (The cgroups made here
+// are named after this test, never a node's.)
+func TestWorkerCgroupRoot(t *testing.T) {
+	if sc := workerScope("worker-0", "f"); workerCgroupRoot("worker-0") != "/kubepods-worker-0" || sc.cgroups != "kubepods-worker-0" || len(sc.sysctls) != 0 {
+		t.Errorf("worker-0: cgroupRoot %s, scope %+v: want /kubepods-worker-0, under the control-plane node's kubepods*, and no kernel setting",
+			workerCgroupRoot("worker-0"), sc)
+	}
+	testHierarchies(t)
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		t.Skip("cgroup v2: the worker's cgroupRoot is made on cgroup v1 only")
+	}
+	scope, name := testScope(t, 10*time.Second, time.Second)
+	hs, err := scope.save(t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := "/" + name
+	if err := MakeCgroupRoot(root); err != nil {
+		t.Fatal(err)
+	}
+	hierarchies, err := v1Hierarchies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hierarchies {
+		if _, err := os.Stat(filepath.Join(h, root)); err != nil {
+			t.Errorf("no cgroup %s in %s: %v", root, h, err)
+		}
+		if filepath.Base(h) == "cpuset" {
+			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+				if b, _ := os.ReadFile(filepath.Join(h, root, f)); strings.TrimSpace(string(b)) == "" {
+					t.Errorf("%s of %s is empty: no process could join it", f, root)
+				}
+			}
+		}
+	}
+	changed, left, err := hs.Restore(t.Logf)
+	if err != nil || len(left) > 0 {
+		t.Fatalf("restore: %v (left %v)", err, left)
+	}
+	if len(changed) != len(hierarchies) {
+		t.Errorf("restore removed %v, want the cgroup in each of %d hierarchies", changed, len(hierarchies))
+	}
+	for _, h := range hierarchies {
+		if _, err := os.Stat(filepath.Join(h, root)); err == nil {
+			t.Errorf("%s left in %s", root, h)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -60,8 +61,12 @@ func hostNamespaceRefs(kind, env string) []string {
 			refs = append(refs, oldest)
 		}
 	}
-	if v := os.Getenv(env); v != "" {
-		refs = append(refs, v)
+	// The creating process's own namespace, and (a worker started by a node) the references it was given in turn:
+	// a comma-separated list, so that a nested node refuses every namespace above it, the host's first.
+	for _, v := range strings.Split(os.Getenv(env), ",") {
+		if v != "" {
+			refs = append(refs, v)
+		}
 	}
 	return refs
 }
@@ -169,16 +174,17 @@ func ConfigureNetns(ctx context.Context, addrs []NodeAddress) error {
 			return fmt.Errorf("refusing: the network namespace is not fresh (it has %s)", i.Name)
 		}
 	}
-	ip, err := exec.LookPath("ip")
-	if err != nil {
-		return fmt.Errorf("ip (iproute2) not on PATH: run hack/install-test-deps.sh")
-	}
-	cmds := [][]string{
+	return addressNetns(ctx, addrs, [][]string{
 		{"link", "set", "lo", "up"},
 		{"link", "add", "eth0", "type", "veth", "peer", "name", "eth0p"},
 		{"link", "set", "eth0p", "up"},
 		{"link", "set", "eth0", "up"},
-	}
+	})
+}
+
+// addressNetns runs the ip commands cmds, then puts the node addresses on eth0 with default routes into it, and
+// waits (bounded) until the addresses are usable.
+func addressNetns(ctx context.Context, addrs []NodeAddress, cmds [][]string) error {
 	have4, have6 := false, false
 	for _, a := range addrs {
 		if a.IP.Is4() {
@@ -195,13 +201,8 @@ func ConfigureNetns(ctx context.Context, addrs []NodeAddress) error {
 	if have6 {
 		cmds = append(cmds, []string{"-6", "route", "add", "default", "dev", "eth0"})
 	}
-	for _, c := range cmds {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		out, err := exec.CommandContext(cctx, ip, c...).CombinedOutput()
-		cancel()
-		if err != nil {
-			return fmt.Errorf("ip %s: %w: %s", strings.Join(c, " "), err, out)
-		}
+	if err := runIP(ctx, cmds...); err != nil {
+		return err
 	}
 	// IPv6 addresses can stay tentative for a moment even with nodad; wait (bounded) until they are usable.
 	deadline := time.Now().Add(10 * time.Second)
@@ -219,6 +220,96 @@ func ConfigureNetns(ctx context.Context, addrs []NodeAddress) error {
 		}
 	}
 	return nil
+}
+
+// runIP runs ip (iproute2) with each argument list in turn, each bounded.
+func runIP(ctx context.Context, cmds ...[]string) error {
+	ip, err := exec.LookPath("ip")
+	if err != nil {
+		return fmt.Errorf("ip (iproute2) not on PATH: run hack/install-test-deps.sh")
+	}
+	for _, c := range cmds {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		out, err := exec.CommandContext(cctx, ip, c...).CombinedOutput()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("ip %s: %w: %s", strings.Join(c, " "), err, out)
+		}
+	}
+	return nil
+}
+
+// The link between a control-plane node and a worker (worker.go): a bridge inside the control-plane node's
+// network namespace holds eth0p, the other end of the control-plane node's eth0, and one end of a veth pair per
+// worker, whose other end is eth0 in the worker's network namespace. Nothing of it is in the host's namespace:
+// the pair is made in the control-plane node's namespace with its peer created straight in the worker's.
+const (
+	nodeBridge = "aio-br0"
+	workerLink = "aio-wk"
+)
+
+// LinkWorker connects the network namespace of process pid (a worker's, started by this control-plane node) to
+// this one: the bridge (made once, with eth0p in it) and a veth pair, link here and eth0 there. It runs in a node
+// whose /proc is its own PID namespace's (Node.Mount), so /proc/1 is the node itself: it refuses unless this
+// network namespace differs from every one its creator passed down (EnvHostNetns: the host's) and is a node's.
+func LinkWorker(ctx context.Context, pid int, link string) error {
+	self, err := nsLink("self", "net")
+	if err != nil {
+		return fmt.Errorf("refusing: cannot read /proc/self/ns/net: %w", err)
+	}
+	above := strings.Split(os.Getenv(EnvHostNetns), ",")
+	if os.Getenv(EnvHostNetns) == "" {
+		return fmt.Errorf("refusing: %s is not set: no reference for the host's network namespace", EnvHostNetns)
+	}
+	if slices.Contains(above, self) {
+		return fmt.Errorf("refusing to link a worker from the host's net namespace (%s)", self)
+	}
+	if _, err := net.InterfaceByName("eth0p"); err != nil {
+		return fmt.Errorf("refusing: this network namespace has no eth0p (it is not a node's, ConfigureNetns): %w", err)
+	}
+	var cmds [][]string
+	if _, err := net.InterfaceByName(nodeBridge); err != nil {
+		// No multicast snooping: IPv6 neighbour solicitations must reach every port, with no querier here.
+		cmds = append(cmds, []string{"link", "add", nodeBridge, "type", "bridge", "mcast_snooping", "0"},
+			[]string{"link", "set", "eth0p", "master", nodeBridge}, []string{"link", "set", nodeBridge, "up"})
+	}
+	cmds = append(cmds, []string{"link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", strconv.Itoa(pid)},
+		[]string{"link", "set", link, "master", nodeBridge}, []string{"link", "set", link, "up"})
+	return runIP(ctx, cmds...)
+}
+
+// JoinNetns sets up a worker's private network namespace once its control-plane node linked it (LinkWorker):
+// it waits (bounded) for eth0, refuses a namespace that is the host's (or the control-plane node's) or holds any
+// other link, and puts the worker's addresses on eth0 with default routes into it.
+func JoinNetns(ctx context.Context, addrs []NodeAddress, wait time.Duration) error {
+	if err := CheckPrivateNetns(); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		ifs, err := net.Interfaces()
+		if err != nil {
+			return err
+		}
+		eth0 := false
+		for _, i := range ifs {
+			switch i.Name {
+			case "lo":
+			case "eth0":
+				eth0 = true
+			default:
+				return fmt.Errorf("refusing: the worker's network namespace is not fresh (it has %s)", i.Name)
+			}
+		}
+		if eth0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the control-plane node linked no eth0 into the worker's network namespace within %s", wait)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return addressNetns(ctx, addrs, [][]string{{"link", "set", "lo", "up"}, {"link", "set", "eth0", "up"}})
 }
 
 // PrivateEtc makes every mount private to this (already private) mount namespace and bind-mounts files with
@@ -279,8 +370,16 @@ func InnerCommand(ctx context.Context, testName, innerSpec string, timeout time.
 	}
 	cmd := exec.CommandContext(ctx, self, "-test.run=^"+testName+"$", "-test.v", "-test.count=1",
 		"-test.timeout="+timeout.String())
+	// This process's namespaces, and those above it (a control-plane node starting a worker passes the host's on).
+	above := func(self, env string) string {
+		if v := os.Getenv(env); v != "" {
+			return self + "," + v
+		}
+		return self
+	}
 	cmd.Env = append(filteredEnv(EnvInner, EnvHostNetns, EnvHostMntns, EnvHostPidns),
-		EnvInner+"="+innerSpec, EnvHostNetns+"="+hostNet, EnvHostMntns+"="+hostMnt, EnvHostPidns+"="+hostPid)
+		EnvInner+"="+innerSpec, EnvHostNetns+"="+above(hostNet, EnvHostNetns), EnvHostMntns+"="+above(hostMnt, EnvHostMntns),
+		EnvHostPidns+"="+above(hostPid, EnvHostPidns))
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// The inner test is the init (PID 1) of its PID namespace: when it ends, the kernel ends every process
 		// of the node with it.

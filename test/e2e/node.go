@@ -30,6 +30,14 @@ type Node struct {
 	BinDir   string // the upstream binaries (kubelet, kubectl, ...)
 	NodeName string
 	Logf     func(string, ...any)
+	// HostView, for a node that starts workers (worker.go), is where Mount binds the host's own directories it
+	// overlays, before it overlays them; a worker's mount namespace is a copy of that node's, and its overlays take
+	// their lower layer there (Lower), so that it sees the host's directories and its own root, not the other node's.
+	HostView string
+	Lower    string
+	// CgroupRoot, for a worker, is its kubelet's cgroupRoot (overrides.go): two kubelets on one machine share the
+	// cgroup hierarchies, so each owns a subtree of its own.
+	CgroupRoot string
 
 	CRISocket    string // where the rendered kubelet.conf points its runtime endpoint (containerd listens there)
 	PauseImage   string // the sandbox image the rendered CRI-O drop-in names
@@ -73,7 +81,19 @@ func (n *Node) Mount() error {
 			return err
 		}
 	}
-	for _, top := range append(append([]string{}, nodeTops...), "usr/bin") {
+	if n.HostView != "" {
+		for _, top := range overlaid() {
+			// Not recursive: the directory itself, as an overlay's lower layer takes it (without what is mounted below).
+			dst := filepath.Join(n.HostView, top)
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				return err
+			}
+			if err := syscall.Mount("/"+top, dst, "", syscall.MS_BIND, ""); err != nil {
+				return fmt.Errorf("bind /%s over %s: %w", top, dst, err)
+			}
+		}
+	}
+	for _, top := range overlaid() {
 		if err := n.overlay("/" + top); err != nil {
 			return err
 		}
@@ -108,10 +128,21 @@ func (n *Node) Mount() error {
 	return applyFileOverrides(n)
 }
 
-// overlay mounts an overlay over dir: the host's dir read-only below, this boot's changes in Work above.
+// overlaid are the directories Mount overlays: nodeTops and /usr/bin.
+func overlaid() []string { return append(append([]string{}, nodeTops...), "usr/bin") }
+
+// overlay mounts an overlay over dir: the host's dir read-only below (from Lower when set), this boot's changes in
+// Work above.
 func (n *Node) overlay(dir string) error {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return fmt.Errorf("overlay %s: not a directory on this machine", dir)
+	}
+	lower := dir
+	if n.Lower != "" {
+		lower = filepath.Join(n.Lower, dir)
+		if st, err := os.Stat(lower); err != nil || !st.IsDir() {
+			return fmt.Errorf("overlay %s: the host's directory is not at %s", dir, lower)
+		}
 	}
 	base := filepath.Join(n.Work, "overlay", strings.ReplaceAll(strings.Trim(dir, "/"), "/", "_"))
 	upper, work := filepath.Join(base, "upper"), filepath.Join(base, "work")
@@ -120,7 +151,7 @@ func (n *Node) overlay(dir string) error {
 			return err
 		}
 	}
-	opts := "lowerdir=" + dir + ",upperdir=" + upper + ",workdir=" + work
+	opts := "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work
 	if err := syscall.Mount("overlay", dir, "overlay", 0, opts); err != nil {
 		return fmt.Errorf("overlay on %s: %w", dir, err)
 	}

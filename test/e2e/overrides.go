@@ -36,6 +36,8 @@ var Overrides = []struct{ What, Why string }{
 		"bounded test time; the commands and the rest of their environment are the units' own"},
 	{"kernel.panic, kernel.panic_on_oops and vm.overcommit_memory are restored after each boot",
 		"the kubelet sets them, and they are global to the machine, not to the node's namespaces"},
+	{"a worker (worker_test.go) runs in namespaces its control-plane node's test process starts, linked to it by a veth pair and a bridge inside the control-plane node's network namespace; its kubelet.conf: cgroupRoot /kubepods-<worker> (made before it starts, removed after it stops)",
+		"two kubelets on one machine share the cgroup hierarchies: each must own its subtree (the control-plane node's stays /, its kubepods under it), or one would remove the other's pod cgroups"},
 }
 
 // PrintOverrides logs the list.
@@ -78,6 +80,9 @@ func applyFileOverrides(n *Node) error {
 	}
 	cfg["cgroupDriver"] = "cgroupfs"
 	delete(cfg, "systemCgroups")
+	if n.CgroupRoot != "" {
+		cfg["cgroupRoot"] = n.CgroupRoot
+	}
 	out, err := yaml.Marshal(cfg)
 	if err != nil {
 		return err
