@@ -42,11 +42,22 @@ func bootNode(t *testing.T, spec *innerSpec, tm *timings) *Node {
 	t.Helper()
 	ctx := context.Background()
 	tm.step("netns", func() {
-		if err := ConfigureNetns(ctx, spec.addrs(t)); err != nil {
+		var err error
+		if spec.Phase == workerPhase {
+			// The control-plane node that started this worker links it (LinkWorker).
+			err = JoinNetns(ctx, spec.addrs(t), time.Minute)
+		} else {
+			err = ConfigureNetns(ctx, spec.addrs(t))
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	})
-	n := &Node{Root: spec.Root, Work: filepath.Join(spec.Work, spec.Phase), BinDir: spec.BinDir, NodeName: spec.NodeName, Logf: t.Logf}
+	n := &Node{Root: spec.Root, Work: filepath.Join(spec.Work, spec.Phase), BinDir: spec.BinDir, NodeName: spec.NodeName, Logf: t.Logf,
+		Lower: spec.Lower, CgroupRoot: spec.CgroupRoot}
+	if spec.Worker != nil {
+		n.HostView = filepath.Join(n.Work, "hostview") // the worker's overlays take the host's directories from there
+	}
 	tm.step("mount", func() {
 		if err := n.Mount(); err != nil {
 			t.Fatal(err)
@@ -76,6 +87,11 @@ func bootNode(t *testing.T, spec *innerSpec, tm *timings) *Node {
 			t.Fatal(err)
 		}
 	})
+	if n.CgroupRoot != "" {
+		if err := MakeCgroupRoot(n.CgroupRoot); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := n.StartKubelet(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -413,6 +429,11 @@ func innerReboot(t *testing.T, spec *innerSpec) {
 		checkFleetJob(t, cs, n, spec.Fleet)
 	}
 	checkNoCrashLoops(t, n)
+	// Day 2: a worker joins the running cluster (worker_test.go), after the Job, whose image only this node has.
+	if spec.Worker != nil {
+		innerAddWorker(t, spec, n, cs)
+		checkNoCrashLoops(t, n)
+	}
 }
 
 // innerBroken boots a node whose kube-scheduler pod has a broken flag: the boot must fail with that container's
@@ -547,25 +568,7 @@ func checkNodeRegistered(t *testing.T, cs *kubernetes.Clientset, n *Node) {
 // mirror pod's log through the API).
 func checkServingCSR(t *testing.T, cs *kubernetes.Clientset, n *Node) {
 	t.Helper()
-	var name string
-	err := poll(context.Background(), 3*time.Minute, time.Second, func(ctx context.Context) (bool, error) {
-		l, err := cs.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, c := range l.Items {
-			if c.Spec.SignerName != "kubernetes.io/kubelet-serving" || c.Spec.Username != "system:node:"+n.NodeName {
-				continue
-			}
-			for _, cond := range c.Status.Conditions {
-				if cond.Type == "Approved" && cond.Status == corev1.ConditionTrue && cond.Reason == approverReason && len(c.Status.Certificate) > 0 {
-					name = c.Name + " (approved by: " + cond.Message + ")"
-					return true, nil
-				}
-			}
-		}
-		return false, nil
-	})
+	name, _, err := waitServingCSR(cs, n.NodeName, 3*time.Minute)
 	if err != nil {
 		t.Errorf("the kubelet's serving CSR was not approved and issued: %v\ncsr-approver log:\n%s", err, tail(filepath.Join(n.LogDir(), "csr-approver.log"), 20))
 		return
@@ -587,6 +590,32 @@ func checkServingCSR(t *testing.T, cs *kubernetes.Clientset, n *Node) {
 		}
 		break
 	}
+}
+
+// waitServingCSR waits (bounded) until a kubelet-serving CSR of system:node:<node> is approved by the rendered
+// approver (its reason: nothing else in the test approves) and issued; it returns the CSR (and who approved it),
+// and when it saw it so.
+func waitServingCSR(cs *kubernetes.Clientset, node string, timeout time.Duration) (string, time.Time, error) {
+	var name string
+	err := poll(context.Background(), timeout, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
+		l, err := cs.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range l.Items {
+			if c.Spec.SignerName != "kubernetes.io/kubelet-serving" || c.Spec.Username != "system:node:"+node {
+				continue
+			}
+			for _, cond := range c.Status.Conditions {
+				if cond.Type == "Approved" && cond.Status == corev1.ConditionTrue && cond.Reason == approverReason && len(c.Status.Certificate) > 0 {
+					name = c.Name + " (approved by: " + cond.Message + ")"
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	return name, time.Now(), err
 }
 
 // approverReason is the reason of the approvals of the rendered CSR approver (manifests/node/aio-csr-approver.sh).

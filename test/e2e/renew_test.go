@@ -112,22 +112,7 @@ func innerRenew(t *testing.T, spec *innerSpec) {
 		t.Fatalf("renew wrote no update: %v", err)
 	}
 	t.Logf("%s holds %d certificates (%d leaves)", src, len(renewed), len(Leaves(renewed)))
-	tm.step("copy", func() {
-		os.RemoveAll(updateDir)
-		if err := CopyTree(src, updateDir); err != nil {
-			t.Fatal(err)
-		}
-	})
-	tm.step("apply", func() {
-		if _, err := os.Stat(UpdateCommand); err != nil {
-			t.Fatalf("aio.ign installed no %s: %v", UpdateCommand, err)
-		}
-		out, err := RunLogged(context.Background(), 20*time.Minute, filepath.Join(n.LogDir(), "aio-update.log"), nil, UpdateCommand, "apply", updateDir)
-		t.Logf("%s apply %s:\n%s", UpdateCommand, updateDir, out)
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
+	applyUpdate(t, n, tm, src, updateDir)
 	if left := time.Until(b.earliest.Cert.NotAfter); left <= 0 {
 		t.Fatalf("the apply finished %s after the first original leaf expired: raise renewLeaf (%s)", (-left).Round(time.Second), renewLeaf)
 	} else {
@@ -179,6 +164,28 @@ func innerRenew(t *testing.T, spec *innerSpec) {
 		logFailedContainers(t, n)
 	})
 	t.Log(tm.String())
+}
+
+// applyUpdate copies an update of the render directory (src) into the node (dst, as an admin would copy it there)
+// and applies it with the aio-update aio.ign installed, inside the node's namespaces (steps copy and apply of tm).
+func applyUpdate(t *testing.T, n *Node, tm *timings, src, dst string) {
+	t.Helper()
+	tm.step("copy", func() {
+		os.RemoveAll(dst)
+		if err := CopyTree(src, dst); err != nil {
+			t.Fatal(err)
+		}
+	})
+	tm.step("apply", func() {
+		if _, err := os.Stat(UpdateCommand); err != nil {
+			t.Fatalf("aio.ign installed no %s: %v", UpdateCommand, err)
+		}
+		out, err := RunLogged(context.Background(), 20*time.Minute, filepath.Join(n.LogDir(), "aio-update.log"), nil, UpdateCommand, "apply", dst)
+		t.Logf("%s apply %s:\n%s", UpdateCommand, dst, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // waitReadyz waits (bounded) for /readyz ok after the apply restarted the control plane; it returns how long it
