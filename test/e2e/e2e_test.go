@@ -107,13 +107,22 @@ type innerSpec struct {
 	// OpenShiftPods holds the openshift flavor's rendered static pods of the same install-config: each must pass
 	// the live kube-apiserver's server-side dry-run validation as a pod.
 	OpenShiftPods string
-	CLI           string // render-static, for the phases that run it (renew)
+	CLI           string // render-static, for the phases that run it (renew, a worker)
 	// Fleet, when set, has the first boot run the fleet's Indexed Job (examples/fleet/job.yaml) on the node.
 	Fleet *fleetJobSpec
 	// The lab (lab_test.go): LabCommand is run with no input instead of an interactive shell (LAB_CMD);
 	// LabTerminal says the inner's standard input is the controlling terminal the shell takes.
 	LabCommand  string
 	LabTerminal bool
+	// Worker, for a control-plane node's reboot, is the worker that joins it on day 2 (worker_test.go).
+	Worker *workerSpec `json:"worker,omitempty"`
+	// A worker's own boot (Phase workerPhase): its overlays' lower layer (the control-plane node's view of the host's
+	// directories, Node.Lower), its kubelet's cgroupRoot, the file whose appearance stops it, and the file it
+	// writes its kubelet's start time to.
+	Lower      string `json:"lower,omitempty"`
+	CgroupRoot string `json:"cgroupRoot,omitempty"`
+	StopFile   string `json:"stopFile,omitempty"`
+	StartFile  string `json:"startFile,omitempty"`
 }
 
 func (s *innerSpec) addrs(t *testing.T) []NodeAddress {
@@ -203,6 +212,8 @@ func TestInner(t *testing.T) {
 		innerLab(t, &spec)
 	case "renew":
 		innerRenew(t, &spec)
+	case workerPhase:
+		innerWorker(t, &spec)
 	default:
 		t.Fatalf("unknown phase %q", spec.Phase)
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,13 +19,19 @@ import (
 
 type upstreamCase struct {
 	name, installConfig, nodeIPs string // nodeIPs as --node-ip takes them: primary first
+	// worker, when set, are the IPs (as --node-ip) of a worker that joins the node on day 2, in its reboot
+	// (worker_test.go).
+	worker string
 }
 
 var upstreamCases = []upstreamCase{
-	{"ipv4", "install-config-ipv4.yaml", "192.168.126.10"},
-	{"ipv6", "install-config-ipv6.yaml", "fd2e:6f44:5dd8:c956::14"},
-	{"dualstack", "install-config-dualstack.yaml", "192.168.126.10,fd2e:6f44:5dd8:c956::14"},
+	{"ipv4", "install-config-ipv4.yaml", "192.168.126.10", "192.168.126.11"},
+	{"ipv6", "install-config-ipv6.yaml", "fd2e:6f44:5dd8:c956::14", "fd2e:6f44:5dd8:c956::15"},
+	{"dualstack", "install-config-dualstack.yaml", "192.168.126.10,fd2e:6f44:5dd8:c956::14", ""},
 }
+
+// upstreamWorkerName is the name of the worker a case adds.
+const upstreamWorkerName = "worker-0"
 
 const upstreamNodeName = "master-0"
 
@@ -142,7 +147,11 @@ func TestUpstreamE2E(t *testing.T) {
 			spec.Phase = "boot"
 			tm.step("first-boot", func() { runInner(t, spec, 15*time.Minute) })
 			spec.Phase = "reboot"
-			tm.step("reboot", func() { runInner(t, spec, 15*time.Minute) })
+			reboot := 15 * time.Minute
+			if spec.Worker != nil {
+				reboot += 20 * time.Minute // the worker: two boots, the control plane's renewal
+			}
+			tm.step("reboot", func() { runInner(t, spec, reboot) })
 			t.Log(tm.String())
 		})
 	}
@@ -161,19 +170,21 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 		t.Fatal(err)
 	}
 	// Each node IP gets the prefix length of the machine network that holds it.
-	var addrs []string
-	for _, ip := range strings.Split(c.nodeIPs, ",") {
-		a := netip.MustParseAddr(ip)
-		bits := -1
-		for _, mn := range ic.Networking.MachineNetwork {
-			if p, err := netip.ParsePrefix(mn.CIDR); err == nil && p.Contains(a) {
-				bits = p.Bits()
-			}
+	var networks []string
+	for _, mn := range ic.Networking.MachineNetwork {
+		networks = append(networks, mn.CIDR)
+	}
+	addrs, err := nodeAddrs(c.nodeIPs, networks)
+	if err != nil {
+		t.Fatalf("%s: %v", icPath, err)
+	}
+	var worker *workerSpec
+	if c.worker != "" {
+		waddrs, err := nodeAddrs(c.worker, networks)
+		if err != nil {
+			t.Fatalf("%s: worker: %v", icPath, err)
 		}
-		if bits < 0 {
-			t.Fatalf("%s: node IP %s is in no machineNetwork", icPath, ip)
-		}
-		addrs = append(addrs, netip.PrefixFrom(a, bits).String())
+		worker = &workerSpec{Name: upstreamWorkerName, IPs: c.worker, Addrs: waddrs}
 	}
 	render := func(flavor, out string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -219,7 +230,7 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 	return &innerSpec{
 		Case: c.name, Root: root, Work: work, BinDir: bins.BinDir, Images: images, NodeName: upstreamNodeName,
 		NodeAddrs: addrs, Kubeconfig: filepath.Join(out, "auth", "kubeconfig"), Domain: ic.Metadata.Name + "." + ic.BaseDomain,
-		OpenShiftPods: filepath.Join(openshift, "rootfs", "etc", "kubernetes", "manifests"),
+		OpenShiftPods: filepath.Join(openshift, "rootfs", "etc", "kubernetes", "manifests"), Worker: worker, CLI: cli,
 	}
 }
 
