@@ -96,33 +96,51 @@ func writeHostRecord(path string, rec *hostRecord) error {
 // with a node up, or left cgroups it could not remove, that is repaired first.
 func SaveHostState(logf func(string, ...any)) (*HostState, error) { return kubeletScope().save(logf) }
 
-func (sc hostScope) save(logf func(string, ...any)) (*HostState, error) {
-	s := &HostState{scope: sc, sysctls: map[string]string{}, cgroups: map[string]bool{}}
-	if rec, err := readHostRecord(sc.file); err == nil {
-		for k, v := range rec.Sysctls {
-			s.sysctls[k] = v
-		}
-		for _, d := range rec.Existing {
-			s.cgroups[d] = true
-		}
-		s.pending = rec.Cgroups
-		changed, left, err := s.Restore(logf)
-		s.pending = left
-		if len(changed) > 0 {
-			logf("repaired what an earlier run left (%s): %s", sc.file, strings.Join(changed, "; "))
-		}
-		if err != nil {
-			return nil, fmt.Errorf("repairing what an earlier run left (%s): %w", sc.file, err)
-		}
-		if len(left) > 0 {
-			// Restore recorded them again; the kubelet of this boot creates its cgroups beside them.
-			logf("WARNING: cgroups an earlier run left still cannot be removed (kept in %s for the next run): %s", sc.file, strings.Join(left, ", "))
-		}
-		s.sysctls = map[string]string{}
-		s.cgroups = map[string]bool{}
-	} else if !errors.Is(err, os.ErrNotExist) {
+// RepairHostState puts back what an earlier run left on the machine (a boot killed before it could restore it,
+// recorded in the host-state file), so that a test that compares the machine before and after a boot starts from
+// the machine as it was before any node ran.
+func RepairHostState(logf func(string, ...any)) error {
+	_, err := kubeletScope().repair(logf)
+	return err
+}
+
+// repair restores what the host-state file records, if there is one, and returns the cgroups that still cannot
+// be removed (recorded again in the file for the next run).
+func (sc hostScope) repair(logf func(string, ...any)) ([]string, error) {
+	rec, err := readHostRecord(sc.file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
 		return nil, err
 	}
+	s := &HostState{scope: sc, sysctls: map[string]string{}, cgroups: map[string]bool{}, pending: rec.Cgroups}
+	for k, v := range rec.Sysctls {
+		s.sysctls[k] = v
+	}
+	for _, d := range rec.Existing {
+		s.cgroups[d] = true
+	}
+	changed, left, err := s.Restore(logf)
+	if len(changed) > 0 {
+		logf("repaired what an earlier run left (%s): %s", sc.file, strings.Join(changed, "; "))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("repairing what an earlier run left (%s): %w", sc.file, err)
+	}
+	if len(left) > 0 {
+		// Restore recorded them again; the kubelet of the next boot creates its cgroups beside them.
+		logf("WARNING: cgroups an earlier run left still cannot be removed (kept in %s for the next run): %s", sc.file, strings.Join(left, ", "))
+	}
+	return left, nil
+}
+
+func (sc hostScope) save(logf func(string, ...any)) (*HostState, error) {
+	pending, err := sc.repair(logf)
+	if err != nil {
+		return nil, err
+	}
+	s := &HostState{scope: sc, sysctls: map[string]string{}, cgroups: map[string]bool{}, pending: pending}
 	for _, k := range sc.sysctls {
 		v, err := os.ReadFile(filepath.Join("/proc/sys", k))
 		if err != nil {
@@ -130,12 +148,12 @@ func (sc hostScope) save(logf func(string, ...any)) (*HostState, error) {
 		}
 		s.sysctls[k] = strings.TrimSpace(string(v))
 	}
-	pending := map[string]bool{}
+	isPending := map[string]bool{}
 	for _, d := range s.pending {
-		pending[d] = true
+		isPending[d] = true
 	}
 	for _, d := range sc.topCgroups() {
-		if !pending[d] {
+		if !isPending[d] {
 			s.cgroups[d] = true
 		}
 	}

@@ -336,3 +336,43 @@ func TestWorkerCgroupRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreRepairsAKilledRun: a boot whose run was killed after the save (no Restore) leaves its record; the
+// repair a lab's baseline makes removes the cgroups that boot created and the record, and keeps those that were
+// there before it.
+func TestRestoreRepairsAKilledRun(t *testing.T) {
+	hierarchies := testHierarchies(t)
+	sc, name := testScope(t, 20*time.Second, time.Second)
+	for _, h := range hierarchies {
+		if err := os.MkdirAll(filepath.Join(h, name+"-before"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sc.save(t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hierarchies {
+		if err := os.MkdirAll(filepath.Join(h, name+"-boot", "child"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The run dies here: nothing restores. The next one repairs.
+	left, err := sc.repair(t.Logf)
+	if err != nil || len(left) != 0 {
+		t.Fatalf("repair: left %v, %v", left, err)
+	}
+	for _, h := range hierarchies {
+		if _, err := os.Stat(filepath.Join(h, name+"-boot")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the killed boot's cgroup in %s is still there (%v)", h, err)
+		}
+		if _, err := os.Stat(filepath.Join(h, name+"-before")); err != nil {
+			t.Errorf("the cgroup that was there before the boot is gone from %s: %v", h, err)
+		}
+	}
+	if _, err := os.Stat(sc.file); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the record is still there after the repair (%v)", err)
+	}
+	if left, err := sc.repair(t.Logf); err != nil || left != nil {
+		t.Errorf("a repair with no record: %v, %v", left, err)
+	}
+}

@@ -179,6 +179,17 @@ type hostSnapshot struct {
 	mounts    map[string]bool
 }
 
+// hostBaseline is the machine before a lab. What an earlier run left (a boot killed before it could restore the
+// machine, recorded in the host-state file) is not this lab's doing: it is put back first, so that the lab is
+// compared with the machine as it was before any node ran.
+func hostBaseline(t *testing.T) hostSnapshot {
+	t.Helper()
+	if err := RepairHostState(t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	return takeHostSnapshot(t)
+}
+
 func takeHostSnapshot(t *testing.T) hostSnapshot {
 	t.Helper()
 	s := hostSnapshot{sysctls: map[string]string{}, cgroups: kubeletScope().topCgroups(), mounts: map[string]bool{}}
@@ -313,7 +324,7 @@ func userShell(t *testing.T) (*exec.Cmd, *screen) {
 // group; the lab stops the node and restores the machine before make exits (130, by SIGINT) and the user's shell
 // answers again.
 func interruptLab(t *testing.T) {
-	before := takeHostSnapshot(t)
+	before := hostBaseline(t)
 	sh, scr := userShell(t)
 	scr.typeLine(t, "make lab")
 	var node nodeTrace
@@ -359,7 +370,7 @@ func checkLabEnded(t *testing.T, sh *exec.Cmd, scr *screen, wantExit int, before
 
 // driveLab types line into a user's shell and uses the lab it starts as a user would.
 func driveLab(t *testing.T, line, teeLog string) {
-	before := takeHostSnapshot(t)
+	before := hostBaseline(t)
 	sh, scr := userShell(t)
 	master := scr.master
 	st := time.Now()
@@ -560,7 +571,7 @@ func TestLabCommandWithoutTerminal(t *testing.T) {
 	preconditions(t)
 	testtools.Tool(t, "make")
 	root := moduleRoot(t)
-	before := takeHostSnapshot(t)
+	before := hostBaseline(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "make", "lab", "LAB_CMD=kubectl get nodes; kubectl get pods -A; exit 3")
