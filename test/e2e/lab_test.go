@@ -71,6 +71,7 @@ func TestLab(t *testing.T) {
 	c := upstreamCase{name: "lab", installConfig: os.Getenv("RENDER_STATIC_LAB_INSTALL_CONFIG"), nodeIPs: os.Getenv("RENDER_STATIC_LAB_NODE_IP")}
 	if c.installConfig == "" {
 		c = upstreamCases[0]
+		c.worker = "" // the lab is the control-plane node alone
 	}
 	tm := newTimings("lab (outer)")
 	var spec *innerSpec

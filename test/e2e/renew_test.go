@@ -58,7 +58,7 @@ func TestUpstreamE2ERenew(t *testing.T) {
 	cli := renderStaticCLI(t)
 	bins := binaries(t)
 	c := upstreamCases[0]
-	c.name = "renew"
+	c.name, c.worker = "renew", "" // the worker case renews with its worker (worker_test.go)
 	spec := prepareUpstreamCase(t, cli, bins, c)
 	spec.Phase = "renew"
 	spec.CLI = cli
@@ -112,7 +112,7 @@ func innerRenew(t *testing.T, spec *innerSpec) {
 		t.Fatalf("renew wrote no update: %v", err)
 	}
 	t.Logf("%s holds %d certificates (%d leaves)", src, len(renewed), len(Leaves(renewed)))
-	applyUpdate(t, n, tm, src, updateDir)
+	applyUpdate(t, n, tm, "", src, updateDir)
 	if left := time.Until(b.earliest.Cert.NotAfter); left <= 0 {
 		t.Fatalf("the apply finished %s after the first original leaf expired: raise renewLeaf (%s)", (-left).Round(time.Second), renewLeaf)
 	} else {
@@ -167,16 +167,17 @@ func innerRenew(t *testing.T, spec *innerSpec) {
 }
 
 // applyUpdate copies an update of the render directory (src) into the node (dst, as an admin would copy it there)
-// and applies it with the aio-update aio.ign installed, inside the node's namespaces (steps copy and apply of tm).
-func applyUpdate(t *testing.T, n *Node, tm *timings, src, dst string) {
+// and applies it with the aio-update aio.ign installed, inside the node's namespaces (steps <label>copy and
+// <label>apply of tm).
+func applyUpdate(t *testing.T, n *Node, tm *timings, label, src, dst string) {
 	t.Helper()
-	tm.step("copy", func() {
+	tm.step(label+"copy", func() {
 		os.RemoveAll(dst)
 		if err := CopyTree(src, dst); err != nil {
 			t.Fatal(err)
 		}
 	})
-	tm.step("apply", func() {
+	tm.step(label+"apply", func() {
 		if _, err := os.Stat(UpdateCommand); err != nil {
 			t.Fatalf("aio.ign installed no %s: %v", UpdateCommand, err)
 		}

@@ -247,7 +247,9 @@ func TestUpstreamE2EBrokenFlag(t *testing.T) {
 	preconditions(t)
 	cli := renderStaticCLI(t)
 	bins := binaries(t)
-	spec := prepareUpstreamCase(t, cli, bins, upstreamCases[0])
+	c := upstreamCases[0]
+	c.worker = ""
+	spec := prepareUpstreamCase(t, cli, bins, c)
 	spec.Phase = "broken"
 	breakContainerArg(t, spec.Root, "kube-scheduler=--no-such-flag=1")
 	var out strings.Builder

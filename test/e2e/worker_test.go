@@ -62,7 +62,7 @@ func innerAddWorker(t *testing.T, spec *innerSpec, n *Node, cs *kubernetes.Clien
 			t.Fatal(err)
 		}
 	})
-	applyUpdate(t, n, tm, filepath.Join(renderDir, "update"), "/root/aio-update-"+w.Name)
+	applyUpdate(t, n, tm, "update:", filepath.Join(renderDir, "update"), "/root/aio-update-"+w.Name)
 	checkApproverKnows(t, w)
 	checkDeclaredNode(t, cs, w)
 
@@ -114,7 +114,7 @@ func innerAddWorker(t *testing.T, spec *innerSpec, n *Node, cs *kubernetes.Clien
 			t.Fatal(err)
 		}
 	})
-	applyUpdate(t, n, tm, filepath.Join(renderDir, "update"), "/root/aio-update-renew")
+	applyUpdate(t, n, tm, "renew:", filepath.Join(renderDir, "update"), "/root/aio-update-renew")
 	applied := time.Now()
 	tm.add("apply->readyz", waitReadyz(t, n, cs, 4*time.Minute))
 	checkLeasesAdvance(t, cs, applied, "kube-node-lease", w.Name)
