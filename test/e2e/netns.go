@@ -394,17 +394,12 @@ func InnerCommand(ctx context.Context, testName, innerSpec string, timeout time.
 	return cmd, nil
 }
 
-// RunInner runs InnerCommand and hands every output line to logf as it comes.
-func RunInner(ctx context.Context, testName, innerSpec string, timeout time.Duration, logf func(string, ...any)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout+time.Minute)
-	defer cancel()
-	cmd, err := InnerCommand(ctx, testName, innerSpec, timeout)
-	if err != nil {
-		return err
-	}
+// logLines sends cmd's standard output and error to logf a line at a time; the caller closes pw once cmd ended,
+// and done is closed once every line was handed over.
+func logLines(cmd *exec.Cmd, logf func(string, ...any)) (pw *io.PipeWriter, done chan struct{}) {
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
-	done := make(chan struct{})
+	done = make(chan struct{})
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(pr)
@@ -414,6 +409,18 @@ func RunInner(ctx context.Context, testName, innerSpec string, timeout time.Dura
 		}
 		io.Copy(io.Discard, pr)
 	}()
+	return pw, done
+}
+
+// RunInner runs InnerCommand and hands every output line to logf as it comes.
+func RunInner(ctx context.Context, testName, innerSpec string, timeout time.Duration, logf func(string, ...any)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout+time.Minute)
+	defer cancel()
+	cmd, err := InnerCommand(ctx, testName, innerSpec, timeout)
+	if err != nil {
+		return err
+	}
+	pw, done := logLines(cmd, logf)
 	err = cmd.Run()
 	pw.Close()
 	<-done

@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -207,18 +205,7 @@ func startWorker(t *testing.T, spec *innerSpec, n *Node, root string, boot int) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	logged := make(chan struct{})
-	go func() {
-		defer close(logged)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			t.Logf("│ %s │ %s", w.Name, sc.Text())
-		}
-		io.Copy(io.Discard, pr)
-	}()
+	pw, logged := logLines(cmd, func(f string, a ...any) { t.Logf("│ "+w.Name+" │ "+f, a...) })
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
