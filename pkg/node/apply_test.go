@@ -278,8 +278,12 @@ func TestApplyOrderAndCleanup(t *testing.T) {
 		t.Errorf("CRD create at %d, Established wait at %d, first other create at %d", lastCRD, wait, firstRest)
 	}
 	infra := "05_cluster_infrastructure.config.openshift.io_cluster.yaml"
-	ci := idx(func(c string) bool { return strings.Contains(c, " create ") && strings.Contains(c, "/"+infra+" ") || strings.HasSuffix(c, "/"+infra) })
-	pi := idx(func(c string) bool { return strings.Contains(c, "patch --subresource=status") && strings.Contains(c, infra+".json") })
+	ci := idx(func(c string) bool {
+		return strings.Contains(c, " create ") && strings.Contains(c, "/"+infra+" ") || strings.HasSuffix(c, "/"+infra)
+	})
+	pi := idx(func(c string) bool {
+		return strings.Contains(c, "patch --subresource=status") && strings.Contains(c, infra+".json")
+	})
 	if ci < 0 || pi < ci || slices.ContainsFunc(calls[ci+1:max(pi, ci+1)], func(c string) bool { return strings.Contains(c, " create ") }) {
 		t.Errorf("the Infrastructure's status is not restored right after the create of its batch (create at %d, patch at %d)", ci, pi)
 	}
