@@ -206,6 +206,10 @@ func TestInner(t *testing.T) {
 		innerLab(t, &spec)
 	case "renew":
 		innerRenew(t, &spec)
+	case "poweroff":
+		innerPowerOff(t, &spec)
+	case "recover":
+		innerRecover(t, &spec)
 	default:
 		t.Fatalf("unknown phase %q", spec.Phase)
 	}
