@@ -27,7 +27,7 @@ type Summary struct {
 	// `render-static renew` and `aio-update recover` (docs/node.md).
 	OffUntil        time.Time
 	OffUntilSubject string
-	Elapsed                       time.Duration
+	Elapsed         time.Duration
 	// Timing of the render's parts, for benchmarks. IgnitionTime is building Ignition, with the state captured and
 	// the earliest expiry found meanwhile; a render validates Ignition while it writes the output directory
 	// (WriteTime: until the directory is in place and durable). The rest of Elapsed is setting up: reading the
