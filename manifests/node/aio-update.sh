@@ -355,32 +355,43 @@ apply_objects() {
 	die "${#pending[@]} API objects not applied after $attempts attempts (last: $(oneline "$out")); run 'aio-update apply' again"
 }
 
-cmd_apply() {
-	[[ $# -eq 1 ]] || die "usage: aio-update apply UPDATE_DIR"
-	[[ -d $1 ]] || die "$1: no such directory"
-	update=$(cd -- "$1" && pwd)
+# install VERB UPDATE_DIR: reads, locks, verifies and installs the update's files (steps 1-4 of apply, without
+# the pod manifests). Returns 1 when the update was applied before (nothing to do).
+install() {
+	[[ $# -eq 2 ]] || die "usage: aio-update $1 UPDATE_DIR"
+	[[ -d $2 ]] || die "$2: no such directory"
+	update=$(cd -- "$2" && pwd)
 	read_update
 	mkdir -p -- "$state_dir/applied"
 	exec 9>"$state_dir/lock"
 	flock -n 9 || die "another aio-update runs (lock ${state_dir#"$root"}/lock)"
 	if [[ -e $state_dir/applied/$id ]]; then
 		log "update $id was applied before: nothing to do"
-		return 0
+		return 1
 	fi
 	verify
 	check_revisions
 	backup
 	install_revisions
 	replace_files
-	roll_pods
-	apply_objects
-	: >"$state_dir/applied/$id"
+}
+
+# applied: records the update as applied and says what moved.
+applied() {
 	local i
+	: >"$state_dir/applied/$id"
 	for i in "${!comp_names[@]}"; do
 		if ((comp_to[i] > comp_from[i])); then
 			log "${comp_names[$i]}: revision ${comp_from[$i]} -> ${comp_to[$i]}"
 		fi
 	done
+}
+
+cmd_apply() {
+	install apply "$@" || return 0
+	roll_pods
+	apply_objects
+	applied
 	log "update $id applied"
 }
 
@@ -410,22 +421,7 @@ restart_node() {
 }
 
 cmd_recover() {
-	[[ $# -eq 1 ]] || die "usage: aio-update recover UPDATE_DIR"
-	[[ -d $1 ]] || die "$1: no such directory"
-	update=$(cd -- "$1" && pwd)
-	read_update
-	mkdir -p -- "$state_dir/applied"
-	exec 9>"$state_dir/lock"
-	flock -n 9 || die "another aio-update runs (lock ${state_dir#"$root"}/lock)"
-	if [[ -e $state_dir/applied/$id ]]; then
-		log "update $id was applied before: nothing to do"
-		return 0
-	fi
-	verify
-	check_revisions
-	backup
-	install_revisions
-	replace_files
+	install recover "$@" || return 0
 	restart_node
 	local i
 	for i in "${!comp_names[@]}"; do
@@ -433,12 +429,7 @@ cmd_recover() {
 	done
 	log "the API is ready"
 	apply_objects
-	: >"$state_dir/applied/$id"
-	for i in "${!comp_names[@]}"; do
-		if ((comp_to[i] > comp_from[i])); then
-			log "${comp_names[$i]}: revision ${comp_from[$i]} -> ${comp_to[$i]}"
-		fi
-	done
+	applied
 	log "update $id applied: the node is back"
 }
 

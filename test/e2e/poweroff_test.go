@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -48,16 +47,7 @@ type powerOffState struct {
 func powerOffStatePath(spec *innerSpec) string { return filepath.Join(spec.Work, "poweroff.json") }
 
 func TestUpstreamE2EPowerOff(t *testing.T) {
-	preconditions(t)
-	if only := os.Getenv("RENDER_STATIC_E2E_CASES"); only != "" && !strings.Contains(","+only+",", ",poweroff,") {
-		t.Skipf("not in RENDER_STATIC_E2E_CASES=%s", only)
-	}
-	cli := renderStaticCLI(t)
-	bins := binaries(t)
-	c := upstreamCases[0]
-	c.name = "poweroff"
-	spec := prepareUpstreamCase(t, cli, bins, c)
-	spec.CLI = cli
+	spec := prepareIPv4Case(t, "poweroff")
 	tm := newTimings("upstream/poweroff (outer)")
 	spec.Phase = "poweroff"
 	tm.step("first-boot", func() { runInner(t, spec, 15*time.Minute) })

@@ -51,20 +51,28 @@ const UpdateCommand = "/usr/local/bin/aio-update"
 const updateDir = "/root/aio-update"
 
 func TestUpstreamE2ERenew(t *testing.T) {
-	preconditions(t)
-	if only := os.Getenv("RENDER_STATIC_E2E_CASES"); only != "" && !strings.Contains(","+only+",", ",renew,") {
-		t.Skipf("not in RENDER_STATIC_E2E_CASES=%s", only)
-	}
-	cli := renderStaticCLI(t)
-	bins := binaries(t)
-	c := upstreamCases[0]
-	c.name = "renew"
-	spec := prepareUpstreamCase(t, cli, bins, c)
+	spec := prepareIPv4Case(t, "renew")
 	spec.Phase = "renew"
-	spec.CLI = cli
 	tm := newTimings("upstream/renew (outer)")
 	tm.step("node", func() { runInner(t, spec, renewLeaf+15*time.Minute) })
 	t.Log(tm.String())
+}
+
+// prepareIPv4Case is the IPv4 install-config prepared as case name (its render flags: upstreamRenderArgs), for a
+// test that runs render-static on the node (spec.CLI); skipped unless RENDER_STATIC_E2E_CASES names it (or is
+// empty).
+func prepareIPv4Case(t *testing.T, name string) *innerSpec {
+	t.Helper()
+	preconditions(t)
+	if only := os.Getenv("RENDER_STATIC_E2E_CASES"); only != "" && !strings.Contains(","+only+",", ","+name+",") {
+		t.Skipf("not in RENDER_STATIC_E2E_CASES=%s", only)
+	}
+	cli := renderStaticCLI(t)
+	c := upstreamCases[0]
+	c.name = name
+	spec := prepareUpstreamCase(t, cli, binaries(t), c)
+	spec.CLI = cli
+	return spec
 }
 
 // renewBefore is what the node runs on before the update.
