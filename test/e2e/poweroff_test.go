@@ -136,7 +136,6 @@ func innerRecover(t *testing.T, spec *innerSpec) {
 	if err := readYAML(powerOffStatePath(spec), &st); err != nil {
 		t.Fatal(err)
 	}
-	renderDir := filepath.Dir(filepath.Dir(spec.Kubeconfig))
 	n := bootNode(t, spec, tm)
 	startCSRApprover(t, n)
 	local := updateKubeconfig(t)
@@ -170,24 +169,7 @@ func innerRecover(t *testing.T, spec *innerSpec) {
 		t.Fatalf("the kubelet's render-time client certificate: %d found, %v", len(kubeletBefore), err)
 	}
 
-	tm.step("renew", func() {
-		out, err := RunLogged(context.Background(), 10*time.Minute, filepath.Join(n.LogDir(), "renew.log"), nil, spec.CLI, "renew", "--dir", renderDir)
-		t.Logf("render-static renew --dir %s:\n%s", renderDir, out)
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
-	src := filepath.Join(renderDir, "update")
-	renewed, err := CertificatesIn(src)
-	if err != nil {
-		t.Fatalf("renew wrote no update: %v", err)
-	}
-	tm.step("copy", func() {
-		os.RemoveAll(updateDir)
-		if err := CopyTree(src, updateDir); err != nil {
-			t.Fatal(err)
-		}
-	})
+	renewed := renewAndCopy(t, spec, n, tm, "renew")
 	var recovered time.Time
 	tm.step("recover", func() {
 		start := time.Now()

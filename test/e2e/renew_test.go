@@ -86,7 +86,6 @@ type renewBefore struct {
 // copied into the node and applied; then, past the expiry of every original leaf, the checks.
 func innerRenew(t *testing.T, spec *innerSpec) {
 	tm := newTimings("upstream/renew (node)")
-	renderDir := filepath.Dir(filepath.Dir(spec.Kubeconfig))
 	n := bootNode(t, spec, tm)
 	cs, _ := clients(t, spec.Kubeconfig)
 	tm.add("kubelet->readyz", waitAPI(t, n, cs, 4*time.Minute))
@@ -106,26 +105,7 @@ func innerRenew(t *testing.T, spec *innerSpec) {
 
 	// renew now, on the render directory (it runs offline: here only because the node is up now; the renewed
 	// leaves live renewLeaf from now, so they outlive the original ones by the time the node took to come up).
-	tm.step("renew", func() {
-		out, err := RunLogged(context.Background(), 10*time.Minute, filepath.Join(n.LogDir(), "renew.log"), nil,
-			append(append([]string{spec.CLI}, renewArgs...), "--dir", renderDir)...)
-		t.Logf("render-static %s --dir %s:\n%s", strings.Join(renewArgs, " "), renderDir, out)
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
-	src := filepath.Join(renderDir, "update")
-	renewed, err := CertificatesIn(src)
-	if err != nil {
-		t.Fatalf("renew wrote no update: %v", err)
-	}
-	t.Logf("%s holds %d certificates (%d leaves)", src, len(renewed), len(Leaves(renewed)))
-	tm.step("copy", func() {
-		os.RemoveAll(updateDir)
-		if err := CopyTree(src, updateDir); err != nil {
-			t.Fatal(err)
-		}
-	})
+	renewed := renewAndCopy(t, spec, n, tm, renewArgs...)
 	tm.step("apply", func() {
 		if _, err := os.Stat(UpdateCommand); err != nil {
 			t.Fatalf("aio.ign installed no %s: %v", UpdateCommand, err)
@@ -187,6 +167,34 @@ func innerRenew(t *testing.T, spec *innerSpec) {
 		logFailedContainers(t, n)
 	})
 	t.Log(tm.String())
+}
+
+// renewAndCopy runs `render-static <args> --dir` on the render directory (renew, with args), and copies its update
+// into the node at updateDir, as an admin would; it returns the update's certificates.
+func renewAndCopy(t *testing.T, spec *innerSpec, n *Node, tm *timings, args ...string) []FoundCert {
+	t.Helper()
+	renderDir := filepath.Dir(filepath.Dir(spec.Kubeconfig))
+	tm.step("renew", func() {
+		out, err := RunLogged(context.Background(), 10*time.Minute, filepath.Join(n.LogDir(), "renew.log"), nil,
+			append(append([]string{spec.CLI}, args...), "--dir", renderDir)...)
+		t.Logf("render-static %s --dir %s:\n%s", strings.Join(args, " "), renderDir, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	src := filepath.Join(renderDir, "update")
+	renewed, err := CertificatesIn(src)
+	if err != nil {
+		t.Fatalf("renew wrote no update: %v", err)
+	}
+	t.Logf("%s holds %d certificates (%d leaves)", src, len(renewed), len(Leaves(renewed)))
+	tm.step("copy", func() {
+		os.RemoveAll(updateDir)
+		if err := CopyTree(src, updateDir); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return renewed
 }
 
 // waitReadyz waits (bounded) for /readyz ok after the apply restarted the control plane; it returns how long it
