@@ -182,6 +182,8 @@ func innerRecover(t *testing.T, spec *innerSpec) {
 		n.event("aio-update recover done")
 		t.Logf("FIGURE recover: aio-update recover took %.1fs", recovered.Sub(start).Seconds())
 	})
+	// The localhost kubeconfig's client certificate is the update's now: read it again.
+	cs, _ = clients(t, local)
 	tm.add("recover->readyz", waitReadyz(t, n, cs, 4*time.Minute))
 	tm.step("checks", func() {
 		checkHealth(t, cs)
