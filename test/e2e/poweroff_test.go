@@ -62,9 +62,9 @@ func TestUpstreamE2EPowerOff(t *testing.T) {
 	t.Logf("the node is off; waiting %s, until 10s past the expiry of the last of its %d leaf certificates (%s)", wait.Round(time.Second), st.Leaves, st.Expired.UTC().Format(time.RFC3339))
 	off := time.Now()
 	tm.step("off", func() { time.Sleep(max(wait, 0)) })
+	t.Logf("FIGURE poweroff: the node was off for %s, every leaf expired; the recover boot follows", time.Since(off).Round(time.Second))
 	spec.Phase = "recover"
 	tm.step("recover", func() { runInner(t, spec, 20*time.Minute) })
-	t.Logf("FIGURE poweroff: off for %s (every leaf expired); back with one command (see the recover boot's figures)", time.Since(off).Round(time.Second))
 	t.Log(tm.String())
 }
 
