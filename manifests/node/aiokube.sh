@@ -211,6 +211,9 @@ create_pending() {
 		for f in "${created[@]}"; do
 			finish "$f" || failed+=("$f")
 		done
+		if ((${#unsure[@]} > 0)); then
+			log "the client's output does not account for ${#unsure[@]} of ${#chunk[@]} manifests: creating them one by one"
+		fi
 		for f in "${unsure[@]}"; do
 			apply_one "$f" || failed+=("$f")
 		done

@@ -492,6 +492,9 @@ func TestApplyBatchAccounting(t *testing.T) {
 	if inBatch != 1 || alone != 1 {
 		t.Errorf("%s: in %d batches and %d creates of its own, want one each", silent, inBatch, alone)
 	}
+	if !strings.Contains(out, "does not account for 4 of 4 manifests: creating them one by one") {
+		t.Errorf("the fallback is not logged:\n%s", out)
+	}
 	if _, err := os.Stat(filepath.Join(a.api, "created", silent)); err != nil {
 		t.Errorf("%s was never created: %v", silent, err)
 	}
