@@ -38,6 +38,12 @@ import (
 // case waits (the case took 12.6 minutes).
 const renewLeaf = 12 * time.Minute
 
+// renewAfter is how long after the render the case renews: the renewed leaves then outlive the original ones by
+// 5 minutes, the checks after the original expiry included (they took up to 2 minutes), and the apply (2-3
+// minutes) is done ~8 minutes after the render, before kube-controller-manager's and kube-scheduler's second
+// reload of their client certificates (~10.5 minutes).
+const renewAfter = 5 * time.Minute
+
 // renewArgs: what renew is asked to do. --within the whole leaf lifetime makes every leaf due.
 var renewArgs = []string{"renew", "--within", renewLeaf.String()}
 
@@ -103,8 +109,14 @@ func innerRenew(t *testing.T, spec *innerSpec) {
 		b.earliest.Cert.NotAfter.UTC().Format(time.RFC3339), b.earliest.Path, b.latest.Cert.NotAfter.UTC().Format(time.RFC3339),
 		b.latest.Path, time.Until(b.earliest.Cert.NotAfter).Seconds())
 
-	// renew now, on the render directory (it runs offline: here only because the node is up now; the renewed
-	// leaves live renewLeaf from now, so they outlive the original ones by the time the node took to come up).
+	// renew on the render directory (it runs offline: here only because the node is up). The renewed leaves live
+	// renewLeaf from the renew, so they outlive the original ones by the time between the render and the renew;
+	// the checks end a few minutes past the original expiry, and the node is up within a minute of the render:
+	// renew renewAfter after the render (the case waits for the original expiry anyway, so this costs nothing).
+	if wait := time.Until(b.earliest.Cert.NotAfter.Add(renewAfter - renewLeaf)); wait > 0 {
+		t.Logf("waiting %s before the renew, until %s after the render", wait.Round(time.Second), renewAfter)
+		tm.step("wait-renew", func() { sleepWatching(t, n, wait) })
+	}
 	renewed := renewAndCopy(t, spec, n, tm, renewArgs...)
 	tm.step("apply", func() {
 		if _, err := os.Stat(UpdateCommand); err != nil {
