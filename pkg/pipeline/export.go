@@ -39,10 +39,13 @@ type Output struct {
 	expiry *future[expiring]
 }
 
-// expiring is the certificate that expires first: when, and its name in `render-static certs`.
+// expiring is the certificate that expires first: when, and its name in `render-static certs`; and the first
+// of those the node keeps after its first boot (Summary.OffUntil).
 type expiring struct {
-	notAfter time.Time
-	name     string
+	notAfter     time.Time
+	name         string
+	offUntil     time.Time
+	offUntilName string
 }
 
 // summarized puts the earliest expiry into Summary once it is found.
@@ -50,6 +53,7 @@ func (o *Output) summarized() {
 	if o.expiry != nil {
 		e, _ := o.expiry.Get()
 		o.Summary.EarliestExpiry, o.Summary.EarliestExpirySubject = e.notAfter, e.name
+		o.Summary.OffUntil, o.Summary.OffUntilSubject = e.offUntil, e.offUntilName
 		o.expiry = nil
 	}
 }
@@ -107,10 +111,7 @@ func exportValidating(ctx context.Context, e *Settled) (*Output, error) {
 		ign, err := export.IgnitionUnvalidated(tree, export.IgnitionOptions{SSHAuthorizedKeys: in.InstallConfig.SSHKeys(), PreviousParsed: prev})
 		return built{ign, prev}, err
 	})
-	expiry := goFuture(func() (expiring, error) {
-		at, name := earliestExpiry(tree, manifests)
-		return expiring{at, name}, nil
-	})
+	expiry := goFuture(func() (expiring, error) { return earliestExpiry(tree, manifests), nil })
 	st, err := captureState(e, objs, whole)
 	b, ignErr := ignition.Get()
 	if err != nil {
