@@ -230,18 +230,18 @@ func captureState(e *Settled, objs []runtime.Object, whole map[runtime.Object][]
 	return st, nil
 }
 
-// previousIgnition is the aio.ign beside the state the render continued, parsed (export.ParsePreviousIgnition)
-// while the loops ran; nothing to reuse for a new cluster.
+// previousIgnition is the aio.ign beside the state the render continued, parsed and validated
+// (export.ParseValidatePreviousIgnition) while the loops ran; nil for a new cluster.
 func (e *Settled) previousIgnition() *export.PreviousIgnition {
 	if e.previousIgn == nil {
-		return export.ParsePreviousIgnition(previousIgnition(e.From))
+		return nil
 	}
 	prev, _ := e.previousIgn.Get()
 	return prev
 }
 
 // previousIgnition is the aio.ign beside the state the render continued, when it was encoded as this render
-// encodes (nil otherwise): Ignition keeps its encoding of every file that did not change.
+// encodes (nil otherwise): an identical new aio.ign is then that one, already validated.
 func previousIgnition(from *state.State) []byte {
 	if from == nil || from.LoadedFrom == "" || from.IgnitionEncoder != export.EncoderID {
 		return nil
