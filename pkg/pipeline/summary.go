@@ -18,9 +18,15 @@ import (
 type Summary struct {
 	Loops, Passes, Objects, Files int
 	IgnitionBytes                 int
-	EarliestExpiry                time.Time
-	EarliestExpirySubject         string // the certificate's name in `render-static certs`
-	Elapsed                       time.Duration
+	// LiveBytes is live.ign's size, LiveEmbed what it takes in the live ISO's embed area; InstallDevice and
+	// Keyfiles are how it installs the node (live.go).
+	LiveBytes             int
+	LiveEmbed             LiveEmbed
+	InstallDevice         string
+	Keyfiles              []string
+	EarliestExpiry        time.Time
+	EarliestExpirySubject string // the certificate's name in `render-static certs`
+	Elapsed               time.Duration
 	// Timing of the render's parts, for benchmarks. IgnitionTime is building Ignition, with the state captured and
 	// the earliest expiry found meanwhile; a render validates Ignition while it writes the output directory
 	// (WriteTime: until the directory is in place and durable). The rest of Elapsed is setting up: reading the
@@ -80,6 +86,10 @@ func (s Summary) Print(w io.Writer, dir string) {
 	fmt.Fprintf(w, "  objects:          %d manifests\n", s.Objects)
 	fmt.Fprintf(w, "  files:            %d on the node\n", s.Files)
 	fmt.Fprintf(w, "  aio.ign:          %d bytes\n", s.IgnitionBytes)
+	if lines := s.liveLines(); len(lines) == 2 {
+		fmt.Fprintf(w, "  live.ign:         %s\n", lines[0])
+		fmt.Fprintf(w, "  install:          %s\n", lines[1])
+	}
 	fmt.Fprintf(w, "  earliest expiry:  %s (%s)\n", s.EarliestExpiry.UTC().Format(time.RFC3339), s.EarliestExpirySubject)
 	fmt.Fprintf(w, "  elapsed:          %s\n", s.Elapsed.Round(time.Millisecond))
 	if s.PeakRSSMB > 0 {
