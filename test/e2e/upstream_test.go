@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net/netip"
@@ -175,12 +176,16 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 		}
 		addrs = append(addrs, netip.PrefixFrom(a, bits).String())
 	}
+	// The node's static network, as a keyfile nmcli makes: aio.ign lays it down (live_test.go checks the live ISO's
+	// side); the node here runs no NetworkManager, its addresses are the test's own.
+	keyfile := nodeKeyfile(t, work, c.name, addrs)
 	render := func(flavor, out string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		args := []string{"--flavor", flavor, "--install-config", icPath, "--node-ip", c.nodeIPs, "--node-name", upstreamNodeName, "--dir", out}
 		if flavor == "upstream" {
 			args = append(args, upstreamRenderArgs[c.name]...)
+			args = append(args, "--install-device", "/dev/vda", "--network-keyfile", keyfile)
 		}
 		cmd := exec.CommandContext(ctx, cli, args...)
 		b, err := cmd.CombinedOutput()
@@ -206,6 +211,13 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 			t.Fatal(err)
 		}
 		t.Logf("ignition laid %s into %s in %.1fs", ign, root, res.Duration.Seconds())
+		want, _ := os.ReadFile(keyfile)
+		laid := filepath.Join(root, "etc/NetworkManager/system-connections", filepath.Base(keyfile))
+		if got, err := os.ReadFile(laid); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: not the keyfile given (%v)", laid, err)
+		} else if st, _ := os.Stat(laid); st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", laid, st.Mode().Perm())
+		}
 	})
 	var images string
 	tm.step("images", func() {
@@ -221,6 +233,29 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 		NodeAddrs: addrs, Kubeconfig: filepath.Join(out, "auth", "kubeconfig"), Domain: ic.Metadata.Name + "." + ic.BaseDomain,
 		OpenShiftPods: filepath.Join(openshift, "rootfs", "etc", "kubernetes", "manifests"),
 	}
+}
+
+// nodeKeyfile makes a static keyfile with nmcli for the node's addresses (prefixes) into work.
+func nodeKeyfile(t *testing.T, work, name string, addrs []string) string {
+	args := []string{"--offline", "connection", "add", "type", "ethernet", "con-name", "node-" + name, "ifname", "eth0"}
+	v4, v6 := "disabled", "disabled"
+	for _, a := range addrs {
+		if netip.MustParsePrefix(a).Addr().Is4() {
+			args, v4 = append(args, "ipv4.addresses", a), "manual"
+		} else {
+			args, v6 = append(args, "ipv6.addresses", a), "manual"
+		}
+	}
+	args = append(args, "ipv4.method", v4, "ipv6.method", v6)
+	b, err := exec.Command("nmcli", args...).Output()
+	if err != nil {
+		t.Fatalf("nmcli %s: %v", strings.Join(args, " "), err)
+	}
+	p := filepath.Join(work, "node-"+name+".nmconnection")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // The fleet's Indexed Job runs on the first boot of one case (it tests the Job and the image, not the network
