@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,37 +10,12 @@ import (
 	"github.com/render-static/render-static/internal/testkit/testtools"
 )
 
-// staticKeyfile makes a keyfile with nmcli --offline connection add, as a user would, for the given addresses
-// (ipv4 and ipv6 prefixes), into dir as name.
-func staticKeyfile(t *testing.T, dir, name string, addrs ...string) string {
-	t.Helper()
-	args := []string{"--offline", "connection", "add", "type", "ethernet", "con-name", strings.TrimSuffix(name, ".nmconnection"), "ifname", "eno1"}
-	v4, v6 := "disabled", "disabled"
-	for _, a := range addrs {
-		if strings.Contains(a, ":") {
-			args, v6 = append(args, "ipv6.addresses", a), "manual"
-		} else {
-			args, v4 = append(args, "ipv4.addresses", a), "manual"
-		}
-	}
-	args = append(args, "ipv4.method", v4, "ipv6.method", v6)
-	out, err := exec.Command(testtools.Tool(t, "nmcli"), args...).Output()
-	if err != nil {
-		t.Fatalf("nmcli %v: %v", args, err)
-	}
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, out, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // Bad live ISO inputs exit 1 naming the flag, the file, the key and what is wrong, every problem at once, and write
 // nothing.
 func TestLiveInputsRefused(t *testing.T) {
 	testtools.Tool(t, "nmcli")
 	tmp := t.TempDir()
-	other := staticKeyfile(t, tmp, "other.nmconnection", "192.168.126.11/24")
+	other := testtools.Keyfile(t, tmp, "other.nmconnection", "192.168.126.11/24")
 	garbage := filepath.Join(tmp, "garbage.nmconnection")
 	noAddress := filepath.Join(tmp, "manual.nmconnection")
 	badName := filepath.Join(tmp, "eth0")
@@ -97,7 +71,7 @@ func TestLiveInputsRefused(t *testing.T) {
 func TestLiveInputsSaved(t *testing.T) {
 	testtools.Tool(t, "xz")
 	tmp := t.TempDir()
-	kf := staticKeyfile(t, tmp, "ds.nmconnection", "192.168.126.10/24", "fd00::10/64")
+	kf := testtools.Keyfile(t, tmp, "ds.nmconnection", "192.168.126.10/24", "fd00::10/64")
 	dir := filepath.Join(tmp, "aio")
 	testtools.Long(t, "renders the dual-stack install-config twice")
 	code, first, stderr := runCLI("--install-config", repo("testdata/installconfig/good/dualstack.yaml"), "--node-ip", "192.168.126.10,fd00::10",

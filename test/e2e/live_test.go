@@ -217,37 +217,18 @@ func liveKeyfile(t *testing.T, work string, c liveCase) string {
 	if err := readYAML(c.installConfig, &ic); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--offline", "connection", "add", "type", "ethernet", "con-name", "static-" + c.name, "ifname", "eno1"}
-	v4, v6 := "disabled", "disabled"
+	var prefixes []string
 	for _, ip := range strings.Split(c.nodeIPs, ",") {
 		a := netip.MustParseAddr(ip)
-		bits := 24
-		if a.Is6() {
-			bits = 64
-		}
+		bits := 24 // good/proxy.yaml has the deprecated machineCIDR, 10.0.0.0/24
 		for _, mn := range ic.Networking.MachineNetwork {
 			if p, err := netip.ParsePrefix(mn.CIDR); err == nil && p.Contains(a) {
 				bits = p.Bits()
 			}
 		}
-		fam := "ipv4"
-		if a.Is6() {
-			fam, v6 = "ipv6", "manual"
-		} else {
-			v4 = "manual"
-		}
-		args = append(args, fam+".addresses", netip.PrefixFrom(a, bits).String())
+		prefixes = append(prefixes, netip.PrefixFrom(a, bits).String())
 	}
-	args = append(args, "ipv4.method", v4, "ipv6.method", v6)
-	b, err := exec.Command("nmcli", args...).Output()
-	if err != nil {
-		t.Fatalf("nmcli %s: %v", strings.Join(args, " "), err)
-	}
-	p := filepath.Join(work, c.name+".nmconnection")
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return testtools.Keyfile(t, work, c.name+".nmconnection", prefixes...)
 }
 
 // readSecret reads a file that must be 0600.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/render-static/render-static/internal/testkit/testtools"
 )
 
 // The end-to-end test: `render-static --flavor upstream` renders an install-config into aio.ign; Debian's real
@@ -178,7 +180,7 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 	}
 	// The node's static network, as a keyfile nmcli makes: aio.ign lays it down (live_test.go checks the live ISO's
 	// side); the node here runs no NetworkManager, its addresses are the test's own.
-	keyfile := nodeKeyfile(t, work, c.name, addrs)
+	keyfile := testtools.Keyfile(t, work, "node-"+c.name+".nmconnection", addrs...)
 	render := func(flavor, out string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
@@ -233,29 +235,6 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 		NodeAddrs: addrs, Kubeconfig: filepath.Join(out, "auth", "kubeconfig"), Domain: ic.Metadata.Name + "." + ic.BaseDomain,
 		OpenShiftPods: filepath.Join(openshift, "rootfs", "etc", "kubernetes", "manifests"),
 	}
-}
-
-// nodeKeyfile makes a static keyfile with nmcli for the node's addresses (prefixes) into work.
-func nodeKeyfile(t *testing.T, work, name string, addrs []string) string {
-	args := []string{"--offline", "connection", "add", "type", "ethernet", "con-name", "node-" + name, "ifname", "eth0"}
-	v4, v6 := "disabled", "disabled"
-	for _, a := range addrs {
-		if netip.MustParsePrefix(a).Addr().Is4() {
-			args, v4 = append(args, "ipv4.addresses", a), "manual"
-		} else {
-			args, v6 = append(args, "ipv6.addresses", a), "manual"
-		}
-	}
-	args = append(args, "ipv4.method", v4, "ipv6.method", v6)
-	b, err := exec.Command("nmcli", args...).Output()
-	if err != nil {
-		t.Fatalf("nmcli %s: %v", strings.Join(args, " "), err)
-	}
-	p := filepath.Join(work, "node-"+name+".nmconnection")
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // The fleet's Indexed Job runs on the first boot of one case (it tests the Job and the image, not the network
