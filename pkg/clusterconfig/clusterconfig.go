@@ -31,6 +31,18 @@ type Inputs struct {
 	Lifetimes certs.Lifetimes
 	Images    Images
 	Flavor    Flavor
+	// InstallDevice is the disk the live ISO installs the node to (live.ign's dest-device; "": none given).
+	InstallDevice string
+	// NetworkKeyfiles are the node's NetworkManager keyfiles (aio.ign and live.ign write them under
+	// /etc/NetworkManager/system-connections), each read by NetworkManager when the inputs were validated.
+	NetworkKeyfiles []Keyfile
+}
+
+// Keyfile is a NetworkManager keyfile: its file name on the node and its contents; Source names where it was
+// read (messages).
+type Keyfile struct {
+	Name, Source string
+	Contents     []byte
 }
 
 // Flavor says which control-plane binaries the static pods run.

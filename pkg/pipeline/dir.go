@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/state"
@@ -153,6 +154,17 @@ func (d *Dir) withSaved(o Options) (Options, *story) {
 		o.Flavor = si.Flavor
 		saved("flavor")
 	}
+	if o.InstallDevice == "" && si.InstallDevice != "" {
+		o.InstallDevice = si.InstallDevice
+		saved("install device")
+	}
+	if o.NetworkKeyfiles == nil && o.NetworkKeyfileData == nil && len(si.NetworkKeyfiles) > 0 {
+		for i, k := range si.NetworkKeyfiles {
+			o.NetworkKeyfileData = append(o.NetworkKeyfileData, clusterconfig.Keyfile{Name: k.Name, Contents: []byte(k.Contents),
+				Source: fmt.Sprintf("%s inputs.networkKeyfiles[%d] (%s)", filepath.Join(d.Path, state.Dir, "render.json"), i, k.Name)})
+		}
+		saved("network keyfiles")
+	}
 	if o.InfraID == "" {
 		o.InfraID = d.State.InfraID
 	}
@@ -245,7 +257,21 @@ func (d *Dir) changedInputs(o Options) []string {
 	if si.Images != now.Images {
 		out = append(out, "images")
 	}
+	if si.InstallDevice != now.InstallDevice {
+		out = append(out, fmt.Sprintf("install device %s -> %s", orNone(si.InstallDevice), orNone(now.InstallDevice)))
+	}
+	if !slices.Equal(si.NetworkKeyfiles, now.NetworkKeyfiles) {
+		out = append(out, "network keyfiles")
+	}
 	return out
+}
+
+// orNone is s, or "none" when empty.
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 // pendingUpdate says which update the directory holds for the node, if any: DIR has no way to know whether the node

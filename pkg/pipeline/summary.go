@@ -18,8 +18,14 @@ import (
 type Summary struct {
 	Loops, Passes, Objects, Files int
 	IgnitionBytes                 int
-	EarliestExpiry                time.Time
-	EarliestExpirySubject         string // the certificate's name in `render-static certs`
+	// LiveBytes is live.ign's size, LiveEmbed what it takes in the live ISO's embed area; InstallDevice and
+	// Keyfiles are how it installs the node (live.go).
+	LiveBytes             int
+	LiveEmbed             LiveEmbed
+	InstallDevice         string
+	Keyfiles              []string
+	EarliestExpiry        time.Time
+	EarliestExpirySubject string // the certificate's name in `render-static certs`
 	// OffUntil is until when the node may be powered off and still come back on its own: the earliest expiry
 	// among the certificates it keeps after its first boot (the admin kubeconfig and the first-boot manifests
 	// under /opt/openshift go). Nothing on the node renews them: the kubelet renews only the certificates
@@ -87,6 +93,10 @@ func (s Summary) Print(w io.Writer, dir string) {
 	fmt.Fprintf(w, "  objects:          %d manifests\n", s.Objects)
 	fmt.Fprintf(w, "  files:            %d on the node\n", s.Files)
 	fmt.Fprintf(w, "  aio.ign:          %d bytes\n", s.IgnitionBytes)
+	if lines := s.liveLines(); len(lines) == 2 {
+		fmt.Fprintf(w, "  live.ign:         %s\n", lines[0])
+		fmt.Fprintf(w, "  install:          %s\n", lines[1])
+	}
 	fmt.Fprintf(w, "  earliest expiry:  %s (%s)\n", s.EarliestExpiry.UTC().Format(time.RFC3339), s.EarliestExpirySubject)
 	if !s.OffUntil.IsZero() {
 		fmt.Fprintf(w, "  off at most until %s (%s): powered on later, the node needs render-static renew and aio-update recover\n",

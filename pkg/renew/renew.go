@@ -135,6 +135,11 @@ func savedInputs(st *state.State, dir string) (*clusterconfig.Inputs, error) {
 	if si.Images != "" {
 		o.Images, o.ImagesData = field("images"), []byte(si.Images)
 	}
+	o.InstallDevice = si.InstallDevice
+	for i, k := range si.NetworkKeyfiles {
+		o.NetworkKeyfileData = append(o.NetworkKeyfileData, clusterconfig.Keyfile{Name: k.Name, Contents: []byte(k.Contents),
+			Source: fmt.Sprintf("%s[%d] (%s)", field(pipeline.InNetworkKeyfiles), i, k.Name)})
+	}
 	in, err := pipeline.Validate(o)
 	if list, ok := err.(installconfig.ErrorList); ok {
 		// Name the saved input, not the flag a render takes it from.
@@ -143,7 +148,8 @@ func savedInputs(st *state.State, dir string) (*clusterconfig.Inputs, error) {
 			switch e.Field {
 			case pipeline.InInfraID:
 				e.Field = state.Dir + "/render.json infraID"
-			case pipeline.InInstallConfig, pipeline.InNodeIP, pipeline.InNodeName, pipeline.InCertValidity, pipeline.InFlavor, pipeline.InImages:
+			case pipeline.InInstallConfig, pipeline.InNodeIP, pipeline.InNodeName, pipeline.InCertValidity, pipeline.InFlavor, pipeline.InImages,
+				pipeline.InInstallDevice, pipeline.InNetworkKeyfiles:
 				e.Field = field(e.Field)
 			default:
 				e.Field = field("installConfig") + ": " + e.Field

@@ -76,6 +76,8 @@ type State struct {
 	// IgnitionEncoder is the export.EncoderID of the aio.ign written beside the state: a later run in the same
 	// directory reuses that aio.ign's encodings only when it encodes alike (export.IgnitionOptions.Previous).
 	IgnitionEncoder string `json:"ignitionEncoder,omitempty"`
+	// LiveEmbed is the embed-area size of the live.ign written beside the state (nil: not measured).
+	LiveEmbed *LiveEmbed `json:"liveEmbed,omitempty"`
 	// LoadedFrom is the output directory Load read the state from ("" for a captured state).
 	LoadedFrom string `json:"-"`
 	// Legacy says Load read a format 1 state, which has no SHA256SUMS to check its files against.
@@ -114,6 +116,23 @@ type Inputs struct {
 	NodeName      string `json:"nodeName"`
 	CertValidity  string `json:"certValidity"`
 	Flavor        string `json:"flavor"`
+	// InstallDevice and NetworkKeyfiles are the live ISO install's (pkg/pipeline live.go).
+	InstallDevice   string    `json:"installDevice,omitempty"`
+	NetworkKeyfiles []Keyfile `json:"networkKeyfiles,omitempty"`
+}
+
+// Keyfile is a NetworkManager keyfile given to a render: its file name on the node and its contents.
+type Keyfile struct {
+	Name     string `json:"name"`
+	Contents string `json:"contents"`
+}
+
+// LiveEmbed is what a live.ign takes in the live ISO's embed area (internal/isoembed), measured once: a later run
+// whose live.ign is the same (SHA256), measured with the same xz (XZ), takes Bytes without measuring again.
+type LiveEmbed struct {
+	SHA256 string `json:"sha256"`
+	XZ     string `json:"xz"`
+	Bytes  int    `json:"bytes"`
 }
 
 // Admin returns the saved admin credential.

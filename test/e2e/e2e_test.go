@@ -41,7 +41,7 @@ func preconditions(t *testing.T) {
 	if _, err := FindIgnition(); err != nil {
 		missing = append(missing, err.Error())
 	}
-	for _, tool := range []string{"ignition-validate", "ip", "containerd", "containerd-shim-runc-v2", "ctr", "runc"} {
+	for _, tool := range []string{"ignition-validate", "ip", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "nmcli", "xz"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			missing = append(missing, tool+" not on PATH")
 		}

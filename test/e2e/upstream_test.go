@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net/netip"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/render-static/render-static/internal/testkit/testtools"
 )
 
 // The end-to-end test: `render-static --flavor upstream` renders an install-config into aio.ign; Debian's real
@@ -178,12 +181,16 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 		}
 		addrs = append(addrs, netip.PrefixFrom(a, bits).String())
 	}
+	// The node's static network, as a keyfile nmcli makes: aio.ign lays it down (live_test.go checks the live ISO's
+	// side); the node here runs no NetworkManager, its addresses are the test's own.
+	keyfile := testtools.Keyfile(t, work, "node-"+c.name+".nmconnection", addrs...)
 	render := func(flavor, out string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		args := []string{"--flavor", flavor, "--install-config", icPath, "--node-ip", c.nodeIPs, "--node-name", upstreamNodeName, "--dir", out}
 		if flavor == "upstream" {
 			args = append(args, upstreamRenderArgs[c.name]...)
+			args = append(args, "--install-device", "/dev/vda", "--network-keyfile", keyfile)
 		}
 		cmd := exec.CommandContext(ctx, cli, args...)
 		b, err := cmd.CombinedOutput()
@@ -209,6 +216,13 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 			t.Fatal(err)
 		}
 		t.Logf("ignition laid %s into %s in %.1fs", ign, root, res.Duration.Seconds())
+		want, _ := os.ReadFile(keyfile)
+		laid := filepath.Join(root, "etc/NetworkManager/system-connections", filepath.Base(keyfile))
+		if got, err := os.ReadFile(laid); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: not the keyfile given (%v)", laid, err)
+		} else if st, _ := os.Stat(laid); st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", laid, st.Mode().Perm())
+		}
 	})
 	var images string
 	tm.step("images", func() {
