@@ -5,7 +5,6 @@ go 1.26
 require (
 	github.com/coreos/ignition/v2 v2.24.0
 	github.com/creack/pty v1.1.24
-	github.com/klauspost/compress v1.18.0
 	github.com/openshift/api v0.0.0-20251223163548-3f584b29ee4a
 	github.com/openshift/client-go v0.0.0-20251223102348-558b0eef16bc
 	github.com/openshift/library-go v0.0.0-20251222131241-289839b3ffe8

@@ -7,6 +7,9 @@
 set -euo pipefail
 
 TOOLS=(
+	"nmcli:network-manager"
+	"xz:xz-utils"
+	"cpio:cpio"
 	"ignition-validate:ignition"
 	"ip:iproute2"
 	"systemd-analyze:systemd"

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
 	"github.com/render-static/render-static/internal/startgc"
@@ -114,6 +115,14 @@ func unknownCommand(root *cobra.Command, args []string) error {
 	root.InitDefaultHelpFlag()
 	root.InitDefaultVersionFlag()
 	fs := root.Flags()
+	// cobra parses the flags again: a repeatable flag (--network-keyfile) would keep what this parse gave it and
+	// get each value twice.
+	defer fs.Visit(func(f *pflag.Flag) {
+		if s, ok := f.Value.(pflag.SliceValue); ok {
+			_ = s.Replace(nil)
+		}
+		f.Changed = false
+	})
 	if err := fs.Parse(rest); err != nil {
 		return nil // cobra reports bad flags itself
 	}
@@ -172,7 +181,7 @@ var (
 	renderFlags = map[string]string{pipeline.InInstallConfig: "--install-config", pipeline.InNodeIP: "--node-ip",
 		pipeline.InNodeName: "--node-name", pipeline.InDir: "--dir", pipeline.InCertValidity: "--cert-validity",
 		pipeline.InInfraID: "--infra-id", pipeline.InImages: "--images", pipeline.InFlavor: "--flavor", pipeline.InFresh: "--fresh",
-		pipeline.InWorkers: "--workers"}
+		pipeline.InWorkers: "--workers", pipeline.InInstallDevice: "--install-device", pipeline.InNetworkKeyfiles: "--network-keyfile"}
 	renewFlags = map[string]string{pipeline.InDir: "--dir", renew.InWithin: "--within", renew.InForce: "--force",
 		pipeline.InFresh: "render-static --fresh"}
 	conformanceFlags = map[string]string{"component": "--component", pipeline.InDir: "--dir"}
@@ -231,7 +240,8 @@ config observation, resource sync, revision) offline, in a fixed order, to a fix
 then lays out the revision-1 static pods as the operators' installer would and packs everything into one
 Ignition config (spec 3.2.0).
 
-Output in --dir: aio.ign (0600), auth/kubeconfig (cluster-admin, 0600), manifests/ (every exported object),
+Output in --dir: aio.ign (0600), live.ign (0600: the RHCOS live ISO's config that installs the node with
+aio.ign, to embed in the ISO), auth/kubeconfig (cluster-admin, 0600), manifests/ (every exported object),
 rootfs/ (exactly what aio.ign lays down on the node), trace.txt (which loop wrote which object in which pass),
 state/ (SECRET, directories 0700, files 0600: every object and key of the cluster, with SHA256SUMS), update/ and
 updates/ (node updates made by renew, kept by every later run). Running again with the same --dir continues the
@@ -276,6 +286,8 @@ listed, and --dir is left untouched.`,
 	f.BoolVar(&o.Fresh, "fresh", false, "start a new cluster (new keys) even when --dir holds a previous render's state/")
 	f.StringVar(&o.InfraID, "infra-id", "", "infrastructure name (default: the one in --dir's state, else <cluster name>-<5 random characters>, as the installer makes it)")
 	f.StringVar(&o.Workers, "workers", "", "YAML list of the workers the install-config's compute replicas ask for, each with nodeName and nodeIP (as --node-ip); each gets --dir/workers/<nodeName>/worker.ign (default: none, or the saved list)")
+	f.StringVar(&o.InstallDevice, "install-device", "", "the disk live.ign installs the node to, an absolute path under /dev (e.g. /dev/sda, /dev/disk/by-id/...; default: the saved one, else none: the live ISO then needs coreos.inst.install_dev=/dev/<disk> on its kernel command line)")
+	f.StringArrayVar(&o.NetworkKeyfiles, "network-keyfile", nil, "a NetworkManager keyfile (NAME.nmconnection) for the node, written 0600 under /etc/NetworkManager/system-connections by aio.ign and live.ign (repeatable); NetworkManager's nmcli (1.42 or later) must be on PATH to read it, and every --node-ip must be one of its static addresses (default: the saved ones)")
 	cmd.AddCommand(newConformanceCommand(stdout))
 	cmd.AddCommand(newFleetCommand(stdout))
 	cmd.AddCommand(newCertsCommand(stdout))

@@ -18,6 +18,13 @@
 #     6. applies the changed API objects (server-side apply) and their status, each retried AIO_UPDATE_ATTEMPTS
 #        times;
 #     7. records the update as applied (AIO_UPDATE_STATE_DIR/applied/<id>); applying it again does nothing.
+#   aio-update recover UPDATE_DIR (as root) brings back a node whose certificates expired while it was off (its
+#     API does not answer): steps 1-4 of apply, except that the static pod manifests are put in place while the
+#     kubelet is stopped; then every static pod's sandbox is removed through the CRI (crictl: its containers with
+#     it, since the running ones hold the expired certificates and the failed ones wait in the kubelet's back-off)
+#     and the kubelet started again (`systemctl`; it reads its renewed client certificate and CA only at start,
+#     and starts every static pod anew); then, bounded, each component's mirror pod runs its revision with
+#     containers started after that, and Ready, and /readyz answers; then the API objects and the record (5-7).
 #   aio-update rollback           puts back the files and pod manifests the last apply replaced, removes the
 #                                 ones it added outside the revision directories, and waits for the previous
 #                                 revisions. New revision directories stay (unused); API objects are not rolled back.
@@ -252,16 +259,33 @@ replace_files() {
 	log "replaced $n cert-directory and node files"
 }
 
-# wait_ready NAME NAMESPACE MIRROR-POD REVISION: until the mirror pod runs REVISION and is Ready, and /readyz
+# started_since OUT SINCE: OUT ("<revision> <Ready> <startedAt>...") names at least one container start and none
+# before SINCE (RFC 3339 UTC times compare as strings).
+started_since() {
+	local t n=0
+	for t in ${1#* * }; do
+		[[ $t < "$2" ]] && return 1
+		n=$((n + 1))
+	done
+	((n > 0))
+}
+
+# wait_ready NAME NAMESPACE MIRROR-POD REVISION [SINCE]: until the mirror pod runs REVISION and is Ready (with
+# SINCE: its containers started at or after SINCE, so the status is not the one the node left before), and /readyz
 # answers; bounded by $pod_wait.
 wait_ready() {
-	local name=$1 ns=$2 pod=$3 rev=$4 out="" deadline=$((SECONDS + pod_wait))
+	local name=$1 ns=$2 pod=$3 rev=$4 since=${5:-} out="" deadline=$((SECONDS + pod_wait)) ok
 	pick_client
 	while :; do
+		ok=1
 		if [[ -n $pod ]]; then
-			out=$(kc get pod --namespace="$ns" "$pod" --output='jsonpath={.metadata.labels.revision} {.status.conditions[?(@.type=="Ready")].status}' 2>&1) || true
+			out=$(kc get pod --namespace="$ns" "$pod" --output='jsonpath={.metadata.labels.revision} {.status.conditions[?(@.type=="Ready")].status} {.status.containerStatuses[*].state.running.startedAt}' 2>&1) || true
+			[[ $out == "$rev True"* ]] || ok=
+			if [[ -n $since ]] && ! started_since "$out" "$since"; then
+				ok=
+			fi
 		fi
-		if { [[ -z $pod ]] || [[ $out == "$rev True" ]]; } && kc get --raw=/readyz >/dev/null 2>&1; then
+		if [[ -n $ok ]] && kc get --raw=/readyz >/dev/null 2>&1; then
 			[[ -z $pod ]] || log "$name: $ns/$pod runs revision $rev and is Ready"
 			return 0
 		fi
@@ -331,33 +355,82 @@ apply_objects() {
 	die "${#pending[@]} API objects not applied after $attempts attempts (last: $(oneline "$out")); run 'aio-update apply' again"
 }
 
-cmd_apply() {
-	[[ $# -eq 1 ]] || die "usage: aio-update apply UPDATE_DIR"
-	[[ -d $1 ]] || die "$1: no such directory"
-	update=$(cd -- "$1" && pwd)
+# install VERB UPDATE_DIR: reads, locks, verifies and installs the update's files (steps 1-4 of apply, without
+# the pod manifests). Returns 1 when the update was applied before (nothing to do).
+install() {
+	[[ $# -eq 2 ]] || die "usage: aio-update $1 UPDATE_DIR"
+	[[ -d $2 ]] || die "$2: no such directory"
+	update=$(cd -- "$2" && pwd)
 	read_update
 	mkdir -p -- "$state_dir/applied"
 	exec 9>"$state_dir/lock"
 	flock -n 9 || die "another aio-update runs (lock ${state_dir#"$root"}/lock)"
 	if [[ -e $state_dir/applied/$id ]]; then
 		log "update $id was applied before: nothing to do"
-		return 0
+		return 1
 	fi
 	verify
 	check_revisions
 	backup
 	install_revisions
 	replace_files
-	roll_pods
-	apply_objects
-	: >"$state_dir/applied/$id"
+}
+
+# applied: records the update as applied and says what moved.
+applied() {
 	local i
+	: >"$state_dir/applied/$id"
 	for i in "${!comp_names[@]}"; do
 		if ((comp_to[i] > comp_from[i])); then
 			log "${comp_names[$i]}: revision ${comp_from[$i]} -> ${comp_to[$i]}"
 		fi
 	done
+}
+
+cmd_apply() {
+	install apply "$@" || return 0
+	roll_pods
+	apply_objects
+	applied
 	log "update $id applied"
+}
+
+# restart_node: with the kubelet stopped, puts the update's static pod manifests in place and removes every
+# component's pod sandbox (crictl), then starts the kubelet. Sets restarted to the time it started (UTC).
+restart_node() {
+	local i ids
+	log "stopping the kubelet"
+	systemctl stop kubelet.service || die "could not stop the kubelet"
+	for i in "${!kinds[@]}"; do
+		[[ ${kinds[$i]} == pod ]] || continue
+		replace "$update/${sources[$i]}" "$root${dests[$i]}" "${modes[$i]}"
+		log "replaced ${dests[$i]}"
+	done
+	for i in "${!comp_names[@]}"; do
+		ids=$(crictl pods --namespace "${comp_ns[$i]}" --name "^${comp_pods[$i]}\$" --quiet) ||
+			die "crictl could not list the pods of ${comp_names[$i]}; the kubelet is stopped: systemctl start kubelet"
+		if [[ -n $ids ]]; then
+			# shellcheck disable=SC2086 # one sandbox ID a word
+			crictl rmp --force $ids >/dev/null || die "crictl could not remove the pod of ${comp_names[$i]}; the kubelet is stopped: systemctl start kubelet"
+			log "${comp_names[$i]}: removed its pod $(oneline "$ids")(its containers start again with the renewed files)"
+		fi
+	done
+	restarted=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+	systemctl start kubelet.service || die "could not start the kubelet"
+	log "started the kubelet: it reads its renewed credentials and starts every static pod"
+}
+
+cmd_recover() {
+	install recover "$@" || return 0
+	restart_node
+	local i
+	for i in "${!comp_names[@]}"; do
+		wait_ready "${comp_names[$i]}" "${comp_ns[$i]}" "${comp_pods[$i]}" "${comp_to[$i]}" "$restarted"
+	done
+	log "the API is ready"
+	apply_objects
+	applied
+	log "update $id applied: the node is back"
 }
 
 cmd_rollback() {
@@ -408,10 +481,15 @@ cmd_status() {
 
 update=
 id=
+restarted=
 case ${1:-} in
 apply)
 	shift
 	cmd_apply "$@"
+	;;
+recover)
+	shift
+	cmd_recover "$@"
 	;;
 rollback)
 	shift
@@ -421,6 +499,6 @@ status)
 	cmd_status
 	;;
 *)
-	die "usage: aio-update apply UPDATE_DIR | rollback [ID] | status"
+	die "usage: aio-update apply UPDATE_DIR | recover UPDATE_DIR | rollback [ID] | status"
 	;;
 esac

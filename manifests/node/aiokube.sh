@@ -2,13 +2,21 @@
 # aiokube: the all-in-one node's first-boot apply of the manifests render-static exported, bootkube style.
 # Written by render-static; every setting comes from aiokube.service (AIOKUBE_* variables).
 #
-# 1. Waits, bounded, until the local API answers /readyz with the admin kubeconfig.
+# 1. Waits, bounded by AIOKUBE_API_WAIT_SECONDS, until the local API answers /readyz with the admin kubeconfig,
+#    polling every AIOKUBE_POLL_SECONDS. Each poll first tries to create the namespaces (00_*): the kubelet creates
+#    a static pod's mirror pod only once its namespace exists, and retries only when that pod syncs again (a
+#    container or probe changes, else its resync a minute or more later), so they are created as soon as the API
+#    accepts them, before /readyz (which waits for every post-start hook) says ok.
 # 2. Creates every manifest of AIOKUBE_MANIFESTS in three rounds, each in lexical (= apply) order:
-#    00_* namespaces; 01_* CRDs, then waits until each is Established; everything else.
-#    An object that already exists counts as created (a rerun, or an object the API server made itself).
-#    Where AIOKUBE_STATUS_DIR holds <manifest>.json, that merge patch is applied to the object's status
-#    subresource right after (custom resources whose status the cluster must see, e.g. the Infrastructure).
-#    A manifest that fails is retried in the next pass over its round, at most AIOKUBE_ATTEMPTS passes.
+#    00_* namespaces (those step 1 did not create); 01_* CRDs, then waits until they are Established; everything
+#    else. One client process creates up to AIOKUBE_BATCH manifests (`create -f A -f B ...`); a manifest counts as
+#    created only when the client says so for it: its "<kind>/<name> created" line, in the order of the files, or
+#    an AlreadyExists error naming its file (a rerun, or an object the API server made itself). Any other error
+#    naming its file leaves it for the next pass; a manifest the output does not account for (the client printed
+#    something else than expected) is created alone, as one process per manifest would. Where AIOKUBE_STATUS_DIR
+#    holds <manifest>.json, that merge patch is applied to the object's status subresource right after (custom
+#    resources whose status the cluster must see, e.g. the Infrastructure). A manifest that fails is retried in the
+#    next pass over its round, AIOKUBE_RETRY_SECONDS later, at most AIOKUBE_ATTEMPTS passes.
 # 3. Records each created manifest as AIOKUBE_STATE_DIR/done/<manifest> and logs it (to the journal), so a
 #    reboot half-way finishes the job; AIOKUBE_STATE_DIR/applied marks the end of the apply.
 # 4. Sets AIOKUBE_NODE_LABELS on the Node AIOKUBE_NODE_NAME through the API once the kubelet registered it
@@ -36,7 +44,9 @@ read -r -a cleanup <<<"${AIOKUBE_CLEANUP:-}"
 read -r -a cleanup_dirs <<<"${AIOKUBE_CLEANUP_DIRS:-}"
 api_wait=${AIOKUBE_API_WAIT_SECONDS:-1800}
 attempts=${AIOKUBE_ATTEMPTS:-20}
-retry=${AIOKUBE_RETRY_SECONDS:-15}
+retry=${AIOKUBE_RETRY_SECONDS:-5}
+poll=${AIOKUBE_POLL_SECONDS:-1}
+batch=${AIOKUBE_BATCH:-50}
 crd_wait=${AIOKUBE_CRD_WAIT_SECONDS:-120}
 request_timeout=${AIOKUBE_REQUEST_TIMEOUT_SECONDS:-30}
 read -r -a legacy_tokens <<<"${AIOKUBE_LEGACY_TOKENS:-}"
@@ -70,33 +80,99 @@ kc() { "${client[@]}" --kubeconfig="$kubeconfig" --request-timeout="${request_ti
 
 oneline() { tr '\n' ' ' <<<"$1"; }
 
+# wait_api [NAMESPACE_FILE...]: until /readyz answers ok, bounded by $api_wait, polling every $poll s; each poll
+# first tries to create the namespace files not done yet (their failures are expected while the API starts).
 wait_api() {
-	local deadline=$((SECONDS + api_wait))
-	until kc get --raw=/readyz >/dev/null 2>&1; do
+	local deadline=$((SECONDS + api_wait)) f pending
+	while :; do
+		pending=()
+		for f in "$@"; do
+			[[ -e $state_dir/done/${f##*/} ]] || pending+=("$f")
+		done
+		if ((${#pending[@]} > 0)); then
+			create_pending quiet "${pending[@]}" || true
+		fi
+		if kc get --raw=/readyz >/dev/null 2>&1; then
+			break
+		fi
 		if ((SECONDS >= deadline)); then
 			log "the API was not ready within ${api_wait}s"
 			return 1
 		fi
-		sleep "$retry"
+		sleep "$poll"
 	done
 	log "the API is ready"
 }
 
-# apply_one FILE: creates the object of FILE unless recorded as done, restores its status if there is a patch for
-# it, and records it.
-apply_one() {
-	local f=$1 name out
-	name=${f##*/}
-	[[ -e $state_dir/done/$name ]] && return 0
-	if ! out=$(kc create -f "$f" 2>&1); then
-		if [[ $out != *AlreadyExists* && $out != *"already exists"* ]]; then
-			log "$name: not created: $(oneline "$out")"
-			return 1
+# created_line FILE: what `create` prints for the object of an exported manifest, whose name is
+# <order>_<namespace or cluster>_<kind>[.<group>]_<name>.yaml (pkg/export): "<kind>[.<group>]/<name> created" (the
+# client's name printer: the kind lower-cased, its group, the name). Neither a kind, a group nor a namespace holds
+# "_", so the first "_" after the namespace ends the kind.
+created_line() {
+	local b=${1##*/}
+	b=${b%.yaml}
+	b=${b#*_}
+	b=${b#*_}
+	echo "${b/_//} created"
+}
+
+# create_batch FILE...: one `create` for every file. Sets created (the client created the object, or it existed:
+# AlreadyExists naming the file), failed (an error naming the file, or no file reached at all; the reason in
+# fail_reason) and unsure (the output does not account for the file: each is then created alone). Only what the
+# client confirmed counts as created: a file left out is tried again, and exists by then at worst.
+declare -A fail_reason=()
+create_batch() {
+	local f args=() out err lines=() expect=() i match
+	created=() failed=() unsure=()
+	for f in "$@"; do
+		args+=(-f "$f")
+	done
+	out=$(kc create "${args[@]}" 2>"$state_dir/create.err") || true
+	err=$(<"$state_dir/create.err")
+	for f in "$@"; do
+		if [[ $err != *"\"$f\""* ]]; then
+			expect+=("$f")
+			continue
 		fi
+		match=$(grep -F -- "\"$f\"" <<<"$err" | head -n 3)
+		if [[ $match == *AlreadyExists* || $match == *"already exists"* ]]; then
+			created+=("$f")
+		else
+			failed+=("$f")
+			fail_reason[$f]=$(oneline "$match")
+		fi
+	done
+	# The client creates the objects in the order of the files and prints one line for each it created: every
+	# file no error names must have its line, in that order, and no line may be left over.
+	mapfile -t lines < <(grep -- ' created$' <<<"$out" || true)
+	if ((${#lines[@]} == 0 && ${#expect[@]} == $#)); then
+		# Not one object reached: the client did not get that far (the API does not answer). Nothing is recorded;
+		# the next pass tries them again (an object that exists then counts as created).
+		failed=("$@")
+		for f in "$@"; do
+			fail_reason[$f]=$(oneline "$err")
+		done
+		return 0
 	fi
+	if ((${#lines[@]} == ${#expect[@]})); then
+		for i in "${!expect[@]}"; do
+			if [[ ${lines[i]} != "$(created_line "${expect[i]}")" ]]; then
+				unsure=("${expect[@]}")
+				return 0
+			fi
+		done
+		created+=("${expect[@]}")
+	else
+		unsure=("${expect[@]}")
+	fi
+}
+
+# finish FILE: restores the object's status if there is a patch for it, and records the manifest as done.
+finish() {
+	local f=$1 name=${1##*/} out
 	if [[ -e $status_dir/$name.json ]]; then
 		if ! out=$(kc patch --subresource=status --type=merge --patch-file="$status_dir/$name.json" -f "$f" 2>&1); then
-			log "$name: status not restored: $(oneline "$out")"
+			fail_reason[$f]="status not restored: $(oneline "$out")"
 			return 1
 		fi
 	fi
@@ -104,17 +180,63 @@ apply_one() {
 	log "$name: created"
 }
 
-# apply_round LABEL FILE...: applies the files in order, then again the ones that failed, at most $attempts passes.
+# apply_one FILE: creates the object of FILE alone, restores its status, and records it.
+apply_one() {
+	local f=$1 out
+	if ! out=$(kc create -f "$f" 2>&1); then
+		if [[ $out != *AlreadyExists* && $out != *"already exists"* ]]; then
+			fail_reason[$f]=$(oneline "$out")
+			return 1
+		fi
+	fi
+	finish "$f"
+}
+
+# create_pending [quiet] FILE...: creates the files not recorded as done, $batch per client process, in order.
+# Sets left to the files still not done; logs why each failed (unless quiet). Returns 1 if any is left.
+create_pending() {
+	local quiet="" f todo=() chunk=()
+	if [[ ${1:-} == quiet ]]; then
+		quiet=1
+		shift
+	fi
+	left=()
+	for f in "$@"; do
+		[[ -e $state_dir/done/${f##*/} ]] || todo+=("$f")
+	done
+	while ((${#todo[@]} > 0)); do
+		chunk=("${todo[@]:0:batch}")
+		todo=("${todo[@]:batch}")
+		create_batch "${chunk[@]}"
+		for f in "${created[@]}"; do
+			finish "$f" || failed+=("$f")
+		done
+		if ((${#unsure[@]} > 0)); then
+			log "the client's output does not account for ${#unsure[@]} of ${#chunk[@]} manifests: creating them one by one"
+		fi
+		for f in "${unsure[@]}"; do
+			apply_one "$f" || failed+=("$f")
+		done
+		left+=("${failed[@]}")
+	done
+	if ((${#left[@]} == 0)); then
+		return 0
+	fi
+	if [[ -z $quiet ]]; then
+		for f in "${left[@]}"; do
+			log "${f##*/}: not created: ${fail_reason[$f]:-}"
+		done
+	fi
+	return 1
+}
+
+# apply_round LABEL FILE...: creates the files, then again the ones that failed, at most $attempts passes.
 apply_round() {
 	local label=$1 pass f
 	shift
-	local pending=("$@") left=()
+	local pending=("$@")
 	for ((pass = 1; pass <= attempts; pass++)); do
-		left=()
-		for f in "${pending[@]}"; do
-			apply_one "$f" || left+=("$f")
-		done
-		if ((${#left[@]} == 0)); then
+		if create_pending "${pending[@]}"; then
 			return 0
 		fi
 		pending=("${left[@]}")
@@ -134,7 +256,7 @@ apply() {
 		log "$manifests does not exist"
 		return 1
 	fi
-	local namespaces=("$manifests"/00_*.yaml) crds=("$manifests"/01_*.yaml) rest=() f done_count
+	local namespaces=("$manifests"/00_*.yaml) crds=("$manifests"/01_*.yaml) rest=() f done_count args=() out
 	for f in "$manifests"/*.yaml; do
 		case ${f##*/} in
 		00_* | 01_*) ;;
@@ -144,15 +266,19 @@ apply() {
 	done_count=$(find "$state_dir/done" -type f | wc -l)
 	log "applying $manifests: ${#namespaces[@]} namespaces, ${#crds[@]} CRDs, ${#rest[@]} others ($done_count done before)"
 	pick_client
-	wait_api
+	wait_api "${namespaces[@]}"
 	apply_round namespaces "${namespaces[@]}"
 	apply_round CRDs "${crds[@]}"
-	for f in "${crds[@]}"; do
-		if ! kc wait --for=condition=Established --timeout="${crd_wait}s" -f "$f" >/dev/null; then
-			log "${f##*/}: not Established within ${crd_wait}s"
+	if ((${#crds[@]} > 0)); then
+		for f in "${crds[@]}"; do
+			args+=(-f "$f")
+		done
+		if ! out=$(kc wait --for=condition=Established --timeout="${crd_wait}s" "${args[@]}" 2>&1); then
+			log "the CRDs are not all Established within ${crd_wait}s: $(oneline "$out")"
 			return 1
 		fi
-	done
+		log "${#crds[@]} CRDs are Established"
+	fi
 	apply_round "other manifests" "${rest[@]}"
 	: >"$state_dir/applied"
 	log "every manifest is created"

@@ -34,6 +34,11 @@ type Inputs struct {
 	// Workers are the worker nodes beside the control-plane node: the install-config's compute replicas
 	// (rendered with the control plane: day 1) and those added later (`render-static worker`: day 2).
 	Workers []Worker
+	// InstallDevice is the disk the live ISO installs the node to (live.ign's dest-device; "": none given).
+	InstallDevice string
+	// NetworkKeyfiles are the node's NetworkManager keyfiles (aio.ign and live.ign write them under
+	// /etc/NetworkManager/system-connections), each read by NetworkManager when the inputs were validated.
+	NetworkKeyfiles []Keyfile
 }
 
 // Worker is a worker node: its name (the kubelet's system:node:<name> identity) and its IPs (primary first, of
@@ -41,6 +46,13 @@ type Inputs struct {
 type Worker struct {
 	Name string
 	IPs  []netip.Addr
+}
+
+// Keyfile is a NetworkManager keyfile: its file name on the node and its contents; Source names where it was
+// read (messages).
+type Keyfile struct {
+	Name, Source string
+	Contents     []byte
 }
 
 // Flavor says which control-plane binaries the static pods run.

@@ -6,16 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"runtime"
-	"runtime/debug"
-	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/coreos/ignition/v2/config/v3_2/types"
 	"github.com/coreos/ignition/v2/config/validate"
-	"github.com/klauspost/compress/gzip"
 
 	"github.com/render-static/render-static/pkg/codec"
 )
@@ -23,53 +20,39 @@ import (
 // IgnitionOptions are the parts of aio.ign that are not files, directories or units.
 type IgnitionOptions struct {
 	SSHAuthorizedKeys []string // for user "core"
-	// Previous is an earlier aio.ign of the same output, encoded with the same EncoderID (nil: none). A file it
-	// holds at the same path with the same contents (checked by decoding it) keeps the data URL it has there
-	// instead of being compressed again: what encoding it would give (a re-render changes few files).
-	Previous []byte
-	// PreviousParsed is Previous already parsed (ParsePreviousIgnition), e.g. while the loops ran; it is used
-	// instead of Previous when set.
+	// PreviousParsed is an earlier aio.ign of the same output, encoded with the same EncoderID
+	// (ParseValidatePreviousIgnition, e.g. while the loops ran; nil: none): a config identical to it is given back
+	// as its very bytes, and its validation is the earlier one's.
 	PreviousParsed *PreviousIgnition
 }
 
-// PreviousIgnition is an earlier aio.ign's file contents, parsed for IgnitionOptions.PreviousParsed.
+// PreviousIgnition is an earlier aio.ign, parsed and validated for IgnitionOptions.PreviousParsed.
 type PreviousIgnition struct {
-	sources map[string]types.Resource
-	// decoded is what each base64 source decodes to, by path (ParseValidatePreviousIgnition; nil otherwise).
-	decoded map[string][]byte
 	// raw is the earlier aio.ign and valid the Built.Validate result of its config, there once checked is closed
-	// (nil checked: not validated, see ParseValidatePreviousIgnition; an error too when marshalCompact does not give
-	// raw back from its config byte for byte); config is raw parsed, when it passed (nil otherwise).
+	// (an error too when marshalCompact does not give raw back from its config byte for byte); config is raw
+	// parsed, when it passed (nil otherwise).
 	raw     []byte
 	valid   error
 	config  *types.Config
 	checked chan struct{}
 }
 
-// ParsePreviousIgnition parses an earlier aio.ign for IgnitionOptions.PreviousParsed (one that does not parse,
-// or nil, gives nothing to reuse).
-func ParsePreviousIgnition(ign []byte) *PreviousIgnition {
-	return &PreviousIgnition{sources: previousSources(ign)}
-}
-
-// ParseValidatePreviousIgnition is ParsePreviousIgnition that also does ahead what a re-render of unchanged inputs,
-// which makes exactly the earlier aio.ign, would do after its loops: on a goroutine of its own it keeps the config
-// parsed from the earlier aio.ign when marshalling it gives the earlier aio.ign back (IgnitionUnvalidated then needs
-// no marshalling of an identical config) and validates that config (Built.Validate; Validate then needs no
-// validation of an identical config); and it decodes the earlier files' contents (IgnitionUnvalidated then compares
-// contents without decompressing them). The caller does other work meanwhile (the loops). The earlier aio.ign is
-// parsed once, with encoding/json (what marshalCompact wrote, it reads back exactly: the marshalling check).
+// ParseValidatePreviousIgnition does ahead what a re-render of unchanged inputs, which makes exactly the earlier
+// aio.ign, would do after its loops: on a goroutine of its own it keeps the config parsed from the earlier aio.ign
+// when marshalling it gives the earlier aio.ign back (IgnitionUnvalidated then needs no marshalling of an identical
+// config) and validates that config (Built.Validate; Validate then needs no validation of an identical config). The
+// caller does other work meanwhile (the loops). The earlier aio.ign is parsed once, with encoding/json (what
+// marshalCompact wrote, it reads back exactly: the marshalling check).
 func ParseValidatePreviousIgnition(ign []byte) *PreviousIgnition {
 	p := &PreviousIgnition{raw: ign, checked: make(chan struct{})}
-	var cfg types.Config
-	parseErr := errors.New("no earlier config")
-	if len(ign) > 0 {
-		parseErr = json.Unmarshal(ign, &cfg)
-	}
 	go func() {
 		defer close(p.checked)
-		if parseErr != nil {
-			p.valid = parseErr
+		if len(ign) == 0 {
+			p.valid = errors.New("no earlier config")
+			return
+		}
+		var cfg types.Config
+		if p.valid = json.Unmarshal(ign, &cfg); p.valid != nil {
 			return
 		}
 		if b, err := codec.MarshalCompactJSON(cfg); err != nil || !bytes.Equal(b, ign) {
@@ -80,16 +63,6 @@ func ParseValidatePreviousIgnition(ign []byte) *PreviousIgnition {
 			p.config = &cfg
 		}
 	}()
-	if parseErr == nil {
-		p.sources = sourcesOf(cfg.Storage.Files)
-	}
-	p.decoded = make(map[string][]byte, len(p.sources))
-	e := &encoder{}
-	for path, r := range p.sources {
-		if b, ok := e.decode(r); ok {
-			p.decoded[path] = bytes.Clone(b)
-		}
-	}
 	return p
 }
 
@@ -147,43 +120,25 @@ func (b *Built) Validate() error {
 	return nil
 }
 
-// EncoderID names how Ignition encodes contents (the compressor's module and version, which make the bytes, and the
-// level): an earlier aio.ign may serve as IgnitionOptions.Previous only when it was made with the same one.
-var EncoderID = compressorVersion() + " gzip level " + strconv.Itoa(gzipLevel)
-
-// compressorModule makes the gzip streams: github.com/klauspost/compress (already linked, by the Prometheus client
-// that library-go's events use) compresses a render's files in half the CPU of the standard library's
-// compress/gzip at the same level, for 0.8 % more bytes (the bundled example's rootfs: 19 ms and 669,908 bytes
-// against 37 ms and 664,820 at level 6). Its streams are standard gzip, which Ignition decompresses.
-const compressorModule = "github.com/klauspost/compress"
-
-// compressorVersion is compressorModule with the version linked into this binary (its replacement's, if
-// replaced); with the Go release when the binary carries no module information.
-func compressorVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path != compressorModule {
-				continue
-			}
-			if d.Replace != nil {
-				d = d.Replace
-			}
-			return compressorModule + " " + d.Version + " " + d.Sum
-		}
-	}
-	return compressorModule + " (version unknown) " + runtime.Version()
-}
+// EncoderID names how Ignition encodes contents: an earlier aio.ign may serve as IgnitionOptions.Previous only when
+// it was made with the same one (an earlier aio.ign of another encoding is encoded afresh, to the same node files).
+const EncoderID = "data URLs v2: plain with the escapes a data URL needs, base64 where another file holds the contents' base64"
 
 // Ignition builds an Ignition spec 3.2.0 config from t:
 //
-//   - every file root:root (uid/gid 0), overwrite true, with its mode, and its contents as a data URL:
-//     base64 of gzip with compression "gzip" when that is shorter than the plain form, otherwise the
-//     shorter of "data:,<percent-escaped>" and "data:;base64,<base64>";
+//   - every file root:root (uid/gid 0), overwrite true, with its mode, and its contents as a data URL (encode):
+//     "data:;base64,<base64>" when another file of t holds the contents' base64 (a Secret manifest's value next to
+//     its file in the installer layout), or when the contents are not text and that is shorter; otherwise
+//     "data:,<escaped>" with only what a data URL must escape escaped;
 //   - every explicit directory root:root with its mode (implied directories are left to Ignition, which
 //     creates missing parents 0755 root:root);
 //   - every unit with its contents and drop-ins; enabled units get "enabled": true, the others leave
 //     "enabled" unset (Ignition then does not touch their enablement);
 //   - user "core" with opts.SSHAuthorizedKeys (no passwd section when there are no keys).
+//
+// No contents are compressed: aio.ign is made to be compressed whole (xz, in the live ISO's embed area: live.ign),
+// and a gzip stream in base64 is what xz cannot compress, where the plain text of the same files shares its
+// compression with every other file (the node files' YAML, PEM and scripts repeat one another).
 //
 // The config is checked with the Ignition library's own validation, the one Ignition runs on the node
 // (Built.Validate); any report entry (error, warning or info) makes Ignition fail with the report text. Output is
@@ -214,23 +169,10 @@ func IgnitionUnvalidated(t *Tree, opts IgnitionOptions) (*Built, error) {
 		})
 	}
 	files := t.Files()
-	prev := opts.PreviousParsed
-	if prev == nil {
-		prev = ParsePreviousIgnition(opts.Previous)
-	}
-	encoded, err := encodeAll(files, prev)
-	if err != nil {
-		return nil, fmt.Errorf("building ignition config: %w", err)
-	}
-	for i, f := range files {
-		src, compressed := encoded[i].src, encoded[i].compressed
-		res := types.Resource{Source: &src}
-		if compressed {
-			res.Compression = strPtr("gzip")
-		}
+	for i, src := range encodeAll(files) {
 		cfg.Storage.Files = append(cfg.Storage.Files, types.File{
-			Node:          rootNode(f.Path, true),
-			FileEmbedded1: types.FileEmbedded1{Contents: res, Mode: intPtr(int(f.Mode.Perm()))},
+			Node:          rootNode(files[i].Path, true),
+			FileEmbedded1: types.FileEmbedded1{Contents: types.Resource{Source: strPtr(src)}, Mode: intPtr(int(files[i].Mode.Perm()))},
 		})
 	}
 	for _, u := range t.Units() {
@@ -264,7 +206,7 @@ func IgnitionUnvalidated(t *Tree, opts IgnitionOptions) (*Built, error) {
 		cfg.Passwd.Users = []types.PasswdUser{user}
 	}
 
-	if raw := prev.same(&cfg); raw != nil {
+	if raw := opts.PreviousParsed.same(&cfg); raw != nil {
 		return &Built{Raw: raw, config: cfg}, nil
 	}
 	raw, err := codec.MarshalCompactJSON(cfg)
@@ -295,18 +237,12 @@ func intPtr(i int) *int       { return &i }
 func strPtr(s string) *string { return &s }
 func boolPtr(b bool) *bool    { return &b }
 
-type encodedFile struct {
-	src        string
-	compressed bool
-}
-
-// encodeAll encodes every file's contents, one worker per core, each reusing its gzip writer (a gzip writer
-// allocates about a megabyte). The result is in files' order and the same as encoding one after another. A file
-// whose previous encoding (by path) decodes to its contents keeps that encoding. Files with the same contents
-// (every manifest is both in /opt/openshift/manifests and in the installer's manifests, the etcd certificates
-// once per revision) are encoded once: an encoding is a function of the contents alone.
-func encodeAll(files []File, prev *PreviousIgnition) ([]encodedFile, error) {
-	out := make([]encodedFile, len(files))
+// encodeAll encodes every file's contents (encode), in files' order. Which files another file holds the base64 of
+// is found first (base64Tokens); files with the same contents (every manifest is both in /opt/openshift/manifests
+// and in the installer's manifests, the etcd certificates once per revision) are encoded once, one worker per core.
+func encodeAll(files []File) []string {
+	tokens := base64Tokens(files)
+	out := make([]string, len(files))
 	same := newContentIndex(len(files))
 	sameAs := make([]int, len(files))
 	var distinct []int
@@ -319,171 +255,100 @@ func encodeAll(files []File, prev *PreviousIgnition) ([]encodedFile, error) {
 		distinct = append(distinct, i)
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(distinct))
-	errs := parallelEach(len(distinct), workers, func() *encoder { return &encoder{} }, func(e *encoder, n int) error {
+	parallelEach(len(distinct), workers, func() struct{} { return struct{}{} }, func(_ struct{}, n int) error {
 		i := distinct[n]
-		if prev.reusable(e, files[i].Path, files[i].Contents) {
-			r := prev.sources[files[i].Path]
-			out[i].src, out[i].compressed = *r.Source, r.Compression != nil
-			return nil
-		}
-		var err error
-		if out[i].src, out[i].compressed, err = e.encode(files[i].Contents); err != nil {
-			return fmt.Errorf("%s: %w", files[i].Path, err)
-		}
+		out[i] = encode(files[i].Contents, tokens)
 		return nil
 	})
 	for i := range files {
 		out[i] = out[sameAs[i]]
 	}
-	return out, errors.Join(errs...)
-}
-
-// previousSources are the file contents of an earlier aio.ign by path, as encode writes them (a data URL, gzip or
-// none); nil when there is none or it does not parse.
-func previousSources(ign []byte) map[string]types.Resource {
-	if len(ign) == 0 {
-		return nil
-	}
-	var cfg struct {
-		Storage struct {
-			Files []types.File `json:"files"`
-		} `json:"storage"`
-	}
-	if json.Unmarshal(ign, &cfg) != nil {
-		return nil
-	}
-	return sourcesOf(cfg.Storage.Files)
-}
-
-// sourcesOf is previousSources of an earlier aio.ign's files.
-func sourcesOf(files []types.File) map[string]types.Resource {
-	out := make(map[string]types.Resource, len(files))
-	for _, f := range files {
-		r := f.Contents
-		if r.Source == nil || (r.Compression != nil && *r.Compression != "gzip") || r.Verification.Hash != nil ||
-			r.HTTPHeaders != nil {
-			continue
-		}
-		out[f.Path] = r
-	}
 	return out
 }
 
-// reusable says whether the earlier file at path (p may be nil) decodes to data: its encoding is then kept.
-func (p *PreviousIgnition) reusable(e *encoder, path string, data []byte) bool {
-	if p == nil {
-		return false
-	}
-	if d, ok := p.decoded[path]; ok {
-		return bytes.Equal(d, data)
-	}
-	r, ok := p.sources[path]
-	return ok && e.holds(r, data)
-}
+// minToken is the shortest run of base64 characters base64Tokens keeps: shorter runs are words of the YAML and
+// scripts, not encoded contents (a PEM certificate or key is over a thousand).
+const minToken = 64
 
-// holds says whether the resource r (from previousSources) decodes to data.
-func (e *encoder) holds(r types.Resource, data []byte) bool {
-	if esc, ok := strings.CutPrefix(*r.Source, "data:,"); ok && r.Compression == nil {
-		return escapeDataURL(data) == esc
-	}
-	d, ok := e.decodeAtMost(r, int64(len(data))+1)
-	return ok && bytes.Equal(d, data)
-}
+// tokenSet is the maximal runs of base64 characters (with their padding) that files hold, by length.
+type tokenSet map[int]map[string]struct{}
 
-// decode is what a base64 resource r (from previousSources) decodes to, in e's buffer (valid until e's next use);
-// false for other resources.
-func (e *encoder) decode(r types.Resource) ([]byte, bool) {
-	return e.decodeAtMost(r, 1<<30)
-}
-
-// decodeAtMost is decode reading at most limit bytes of a compressed resource.
-func (e *encoder) decodeAtMost(r types.Resource, limit int64) ([]byte, bool) {
-	b64, ok := strings.CutPrefix(*r.Source, "data:;base64,")
-	if !ok {
-		return nil, false
-	}
-	raw, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil {
-		return nil, false
-	}
-	if r.Compression == nil {
-		return raw, true
-	}
-	if e.zr == nil {
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, false
-		}
-		e.zr = zr
-	} else if e.zr.Reset(bytes.NewReader(raw)) != nil {
-		return nil, false
-	}
-	e.zbuf.Reset()
-	if _, err := e.zbuf.ReadFrom(io.LimitReader(e.zr, limit)); err != nil {
-		return nil, false
-	}
-	return e.zbuf.Bytes(), true
-}
-
-// gzipLevel is a fast level: on a render's files (YAML, PEM, scripts) klauspost/compress's level 3 takes two thirds
-// of the CPU of its default (5) for 2 % more bytes (the bundled example's rootfs: 694,425 against 680,660 bytes,
-// 15.7 against 21.9 ms), level 1 a little less again for 8.7 % more, and BestCompression about 3.5 times the CPU
-// of the default for 1.3 % fewer bytes than it.
-const gzipLevel = 3
-
-// encoder is one worker's reusable gzip state.
-type encoder struct {
-	zbuf bytes.Buffer
-	zw   *gzip.Writer
-	zr   *gzip.Reader
-}
-
-// encodeContents returns the data URL for data and whether it holds gzip-compressed bytes.
-func encodeContents(data []byte) (string, bool, error) {
-	return (&encoder{}).encode(data)
-}
-
-// encode picks the shortest of three data URLs: percent-escaped ("data:,"), base64 ("data:;base64,") and gzip then
-// base64 (ties keep the earlier). Their lengths are known without building them (the gzip stream aside), so only
-// the chosen one is built.
-func (e *encoder) encode(data []byte) (string, bool, error) {
-	const plainPrefix, b64Prefix = "data:,", "data:;base64,"
-	escaped := escapedLen(data)
-	best, bestLen := 0, len(plainPrefix)+escaped // 0 plain, 1 base64
-	if l := len(b64Prefix) + base64.StdEncoding.EncodedLen(len(data)); l < bestLen {
-		best, bestLen = 1, l
-	}
-	// A gzip stream is at least 20 bytes (10 header, 8 trailer, 2 of deflate): its URL cannot be shorter than that.
-	if len(data) > 0 && bestLen > len(b64Prefix)+base64.StdEncoding.EncodedLen(20) {
-		e.zbuf.Reset()
-		if e.zw == nil {
-			zw, err := gzip.NewWriterLevel(&e.zbuf, gzipLevel)
-			if err != nil {
-				return "", false, err
+// base64Tokens collects every maximal run of at least minToken characters of the standard base64 alphabet,
+// followed by its '=' padding, in the files' contents: a Secret manifest's values, a kubeconfig's certificate and
+// key data.
+func base64Tokens(files []File) tokenSet {
+	set := tokenSet{}
+	for _, f := range files {
+		b := f.Contents
+		for i := 0; i < len(b); {
+			if !base64Alphabet[b[i]] {
+				i++
+				continue
 			}
-			e.zw = zw
-		} else {
-			e.zw.Reset(&e.zbuf)
-		}
-		if _, err := e.zw.Write(data); err != nil {
-			return "", false, err
-		}
-		if err := e.zw.Close(); err != nil {
-			return "", false, err
-		}
-		if len(b64Prefix)+base64.StdEncoding.EncodedLen(e.zbuf.Len()) < bestLen {
-			return b64Prefix + base64.StdEncoding.EncodeToString(e.zbuf.Bytes()), true, nil
+			j := i
+			for j < len(b) && base64Alphabet[b[j]] {
+				j++
+			}
+			for k := 0; k < 2 && j < len(b) && b[j] == '='; k++ {
+				j++
+			}
+			if j-i >= minToken && (j == len(b) || !base64Alphabet[b[j]]) {
+				if set[j-i] == nil {
+					set[j-i] = map[string]struct{}{}
+				}
+				set[j-i][string(b[i:j])] = struct{}{}
+			}
+			i = j
 		}
 	}
-	if best == 1 {
-		return b64Prefix + base64.StdEncoding.EncodeToString(data), false, nil
-	}
-	return plainPrefix + escapeDataURLLen(data, escaped), false, nil
+	return set
 }
 
-// escapeDataURL percent-escapes data for the data part of a "data:," URL. Bytes left as they are:
-// ASCII letters and digits and -._~!$&'()*,;=:@/ — all valid unescaped in a URL and taken literally
-// by data URL decoders. Everything else (including '%', '+', '?', '#', space and non-ASCII) becomes %XX.
+// holds says whether s is one of the tokens.
+func (t tokenSet) holds(s string) bool {
+	_, ok := t[len(s)][s]
+	return ok
+}
+
+// base64Alphabet are the bytes of standard base64 without its padding.
+var base64Alphabet = func() (t [256]bool) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") {
+		t[c] = true
+	}
+	return t
+}()
+
+// encode is the data URL of data (see Ignition): base64 when tokens hold data's base64 (xz then finds it there),
+// or when data is not text and base64 is shorter; otherwise plain, escaped (escapeDataURL).
+func encode(data []byte, tokens tokenSet) string {
+	const plainPrefix, b64Prefix = "data:,", "data:;base64,"
+	if n := base64.StdEncoding.EncodedLen(len(data)); n >= minToken && len(tokens[n]) > 0 {
+		if b64 := base64.StdEncoding.EncodeToString(data); tokens.holds(b64) {
+			return b64Prefix + b64
+		}
+	}
+	escaped := escapedLen(data)
+	if !isText(data) && len(b64Prefix)+base64.StdEncoding.EncodedLen(len(data)) < len(plainPrefix)+escaped {
+		return b64Prefix + base64.StdEncoding.EncodeToString(data)
+	}
+	return plainPrefix + escapeDataURLLen(data, escaped)
+}
+
+// isText says whether data is UTF-8 without control characters other than tab, newline and carriage return.
+func isText(data []byte) bool {
+	for _, c := range data {
+		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f {
+			return false
+		}
+	}
+	return utf8.Valid(data)
+}
+
+// escapeDataURL percent-escapes data for the data part of a "data:," URL: only what the data URL decoder Ignition
+// uses (github.com/vincent-petithory/dataurl: lex.go's isURLCharRune, then rfc2396.go's Unescape, which takes every
+// other byte as it is) refuses, and what the URL parser Ignition runs first (net/url) would take apart: controls,
+// DEL, space, "<>#"{}|\^[]` and '%' itself, and every non-ASCII byte, become %XX. Everything else is left as it is,
+// '+' and '?' included ('?' starts the URL's query, which Ignition's url.String() gives back unchanged).
 func escapeDataURL(data []byte) string {
 	return escapeDataURLLen(data, escapedLen(data))
 }
@@ -522,9 +387,5 @@ var dataURLLiterals = func() (t [256]bool) {
 }()
 
 func dataURLLiteral(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	return strings.IndexByte("-._~!$&'()*,;=:@/", c) >= 0
+	return c > 0x20 && c < 0x7f && strings.IndexByte("<>#\"{}|\\^[]`%", c) < 0
 }

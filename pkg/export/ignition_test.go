@@ -6,19 +6,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/render-static/render-static/internal/testkit/testtools"
-	"io"
 	"io/fs"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/coreos/ignition/v2/config/v3_2"
 	"github.com/coreos/ignition/v2/config/v3_2/types"
-	"github.com/klauspost/compress/gzip"
 	"github.com/vincent-petithory/dataurl"
 )
 
@@ -37,27 +37,34 @@ func randomBytes(n int) []byte {
 	return b
 }
 
+// testPEM is a PEM file whose base64 the test Secret manifest holds (testFiles).
+var testPEM = "-----BEGIN CERTIFICATE-----\n" + base64.StdEncoding.EncodeToString(randomBytes(700)) + "\n-----END CERTIFICATE-----\n"
+
 // testFiles are the contents the round-trip test packs, by path.
 func testFiles() map[string]struct {
 	mode fs.FileMode
 	data []byte
-	gzip bool // whether gzip must be chosen
+	b64  bool // whether base64 must be chosen
 } {
 	type f = struct {
 		mode fs.FileMode
 		data []byte
-		gzip bool
+		b64  bool
 	}
+	secret := "apiVersion: v1\ndata:\n  tls.crt: " + base64.StdEncoding.EncodeToString([]byte(testPEM)) + "\nkind: Secret\n"
 	return map[string]f{
 		"/etc/empty":                              {0o644, nil, false},
 		"/etc/hello.txt":                          {0o644, []byte("hello world\n"), false},
-		"/etc/special.txt":                        {0o640, []byte("100% a+b=c #x ?y <z> \"q\" \\ ü\t\r\n"), false},
-		"/etc/kubernetes/manifests/big.yaml":      {0o644, bytes.Repeat([]byte("- name: repeated-line\n  value: 1234567890\n"), 4000), true},
-		"/usr/local/bin/random.bin":               {0o755, randomBytes(8192), false},
-		"/etc/kubernetes/secrets/tls.key":         {0o600, randomBytes(100), false},
+		"/etc/special.txt":                        {0o640, []byte("100% a+b=c #x ?y <z> \"q\" \\ ü\t\r\n{}|^[]`~"), false},
+		"/etc/kubernetes/manifests/big.yaml":      {0o644, bytes.Repeat([]byte("- name: repeated-line\n  value: 1234567890\n"), 4000), false},
+		"/usr/local/bin/random.bin":               {0o755, randomBytes(8192), true},
+		"/etc/kubernetes/secrets/tls.key":         {0o600, randomBytes(100), true},
 		"/etc/kubernetes/bootstrap/run-me.sh":     {0o700, []byte("#!/bin/sh\necho hi\n"), false},
 		"/var/lib/kubelet/config.json":            {0o400, []byte(`{"auths":{}}`), false},
-		"/etc/kubernetes/static-pod-resources/x1": {0o644, []byte{0, 1, 2, 3, 255, 254}, false},
+		"/etc/kubernetes/static-pod-resources/x1": {0o644, []byte{0, 1, 2, 3, 255, 254}, true},
+		"/etc/kubernetes/secrets/tls.crt":         {0o600, []byte(testPEM), true},
+		"/opt/openshift/manifests/secret.yaml":    {0o600, []byte(secret), false},
+		"/etc/kubernetes/pem-alone.crt":           {0o644, []byte(strings.Replace(testPEM, "CERTIFICATE", "OTHER", 2)), false},
 	}
 }
 
@@ -80,31 +87,25 @@ func buildTestTree(t *testing.T) *Tree {
 	return tr
 }
 
-// decodeSource decodes an Ignition resource the way Ignition does: data URL, then gunzip if compressed.
+// decodeSource decodes an Ignition resource the way Ignition does (internal/resource/url.go): the URL parsed with
+// net/url, its String() decoded as a data URL; nothing is compressed.
 func decodeSource(t *testing.T, res types.Resource) []byte {
 	t.Helper()
 	if res.Source == nil {
 		t.Fatal("nil source")
 	}
-	du, err := dataurl.DecodeString(*res.Source)
+	if res.Compression != nil {
+		t.Fatalf("compression %q set", *res.Compression)
+	}
+	u, err := url.Parse(*res.Source)
+	if err != nil {
+		t.Fatalf("parsing URL %.60q: %v", *res.Source, err)
+	}
+	du, err := dataurl.DecodeString(u.String())
 	if err != nil {
 		t.Fatalf("decoding data URL %.60q: %v", *res.Source, err)
 	}
-	if res.Compression == nil || *res.Compression == "" {
-		return du.Data
-	}
-	if *res.Compression != "gzip" {
-		t.Fatalf("unexpected compression %q", *res.Compression)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(du.Data))
-	if err != nil {
-		t.Fatalf("gunzip: %v", err)
-	}
-	out, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatalf("gunzip: %v", err)
-	}
-	return out
+	return du.Data
 }
 
 func parseIgnition(t *testing.T, raw []byte) types.Config {
@@ -155,9 +156,8 @@ func TestIgnitionRoundTrip(t *testing.T) {
 		if len(f.Append) != 0 {
 			t.Errorf("%s: has append", f.Path)
 		}
-		gz := f.Contents.Compression != nil && *f.Contents.Compression == "gzip"
-		if gz != w.gzip {
-			t.Errorf("%s: gzip chosen = %v, want %v (source %.40q)", f.Path, gz, w.gzip, *f.Contents.Source)
+		if b64 := strings.HasPrefix(*f.Contents.Source, "data:;base64,"); b64 != w.b64 {
+			t.Errorf("%s: base64 chosen = %v, want %v (source %.40q)", f.Path, b64, w.b64, *f.Contents.Source)
 		}
 		if got := decodeSource(t, f.Contents); !bytes.Equal(got, w.data) {
 			t.Errorf("%s: contents do not round-trip: got %d bytes %.40q, want %d bytes %.40q", f.Path, len(got), got, len(w.data), w.data)
@@ -213,29 +213,28 @@ func TestIgnitionRoundTrip(t *testing.T) {
 }
 
 func TestIgnitionEncodingChoice(t *testing.T) {
+	pem := []byte("-----BEGIN KEY-----\n" + strings.Repeat("QUJD", 30) + "\n-----END KEY-----\n")
+	tokens := base64Tokens([]File{{Contents: []byte("k: " + base64.StdEncoding.EncodeToString(pem) + "\n")}})
 	for _, tc := range []struct {
 		name, data, want string
-		gzip             bool
 	}{
-		{"empty", "", "data:,", false},
-		{"text", "hello world\n", "data:,hello%20world%0A", false},
-		{"escapes", "a%b+c#d?e", "data:,a%25b%2Bc%23d%3Fe", false},
-		{"binary", "\x00\x01\x02\xff\xfe\xfd", "data:;base64,AAEC//79", false},
-		{"repetitive", strings.Repeat("a", 1000), "", true},
+		{"empty", "", "data:,"},
+		{"text", "hello world\n", "data:,hello%20world%0A"},
+		{"escapes", "a%b+c#d?e\"f{g}h|i\\j^k[l]m`n<o>p~", "data:,a%25b+c%23d?e%22f%7Bg%7Dh%7Ci%5Cj%5Ek%5Bl%5Dm%60n%3Co%3Ep~"},
+		{"non-ASCII text", "é\t", "data:,%C3%A9%09"},
+		{"binary", "\x00\x01\x02\xff\xfe\xfd", "data:;base64,AAEC//79"},
+		{"binary, plain shorter", "abcdefghijklmnopqrstuvwxyz\x00", "data:,abcdefghijklmnopqrstuvwxyz%00"},
+		{"repetitive", strings.Repeat("a", 1000), "data:," + strings.Repeat("a", 1000)},
+		{"another file holds its base64", string(pem), "data:;base64," + base64.StdEncoding.EncodeToString(pem)},
+		{"a PEM no file holds the base64 of", strings.Replace(string(pem), "KEY", "CERT", 2), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			src, gz, err := encodeContents([]byte(tc.data))
-			if err != nil {
-				t.Fatal(err)
+			want := tc.want
+			if want == "" {
+				want = "data:," + escapeDataURL([]byte(tc.data))
 			}
-			if gz != tc.gzip {
-				t.Errorf("gzip = %v, want %v", gz, tc.gzip)
-			}
-			if tc.want != "" && src != tc.want {
-				t.Errorf("source %q, want %q", src, tc.want)
-			}
-			if gz && len(src) >= len("data:,"+strings.Repeat("a", 1000)) {
-				t.Errorf("gzip form %d bytes is not shorter", len(src))
+			if src := encode([]byte(tc.data), tokens); src != want {
+				t.Errorf("source %q, want %q", src, want)
 			}
 		})
 	}
@@ -357,17 +356,21 @@ func TestIgnitionValidateTool(t *testing.T) {
 	t.Logf("%s: exit 0, no output", strings.TrimSpace(string(ver)))
 }
 
-// TestIgnitionParallelEncodingMatchesSerial: the workers (each reusing one gzip writer) encode every file of a
-// large, varied tree exactly as a fresh encoder per file does, in the tree's order; a fifth of the files repeat
-// the contents of an earlier one (encoded once).
+// TestIgnitionParallelEncodingMatchesSerial: the workers encode every file of a large, varied tree exactly as
+// encode does one file after another, in the tree's order; a fifth of the files repeat the contents of an earlier
+// one (encoded once), and some hold the base64 of another file (which is then encoded as base64).
 func TestIgnitionParallelEncodingMatchesSerial(t *testing.T) {
 	tr := NewTree()
 	r := rand.New(rand.NewPCG(1, 2))
 	var made []string
 	for i := 0; i < 300; i++ {
 		name := filepath.Join("/etc/test", strings.Repeat("d", i%7), "f"+string(rune('a'+i%26))+strings.Repeat("x", i))
-		if i > 0 && r.IntN(5) == 0 {
+		switch {
+		case i > 0 && r.IntN(5) == 0:
 			mustAddFile(t, tr, name, 0644, made[r.IntN(len(made))])
+			continue
+		case i > 0 && r.IntN(5) == 0:
+			mustAddFile(t, tr, name, 0644, "data: "+base64.StdEncoding.EncodeToString([]byte(made[r.IntN(len(made))]))+"\n")
 			continue
 		}
 		var b strings.Builder
@@ -382,35 +385,27 @@ func TestIgnitionParallelEncodingMatchesSerial(t *testing.T) {
 		mustAddFile(t, tr, name, 0644, b.String())
 	}
 	files := tr.Files()
-	got, err := encodeAll(files, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := encodeAll(files)
 	if len(got) != len(files) {
 		t.Fatalf("%d encodings for %d files", len(got), len(files))
 	}
-	compressed := 0
+	tokens := base64Tokens(files)
+	kinds := map[string]int{}
 	for i, f := range files {
-		src, c, err := encodeContents(f.Contents)
-		if err != nil {
-			t.Fatal(err)
+		if got[i] != encode(f.Contents, tokens) {
+			t.Fatalf("%s: parallel encoding differs from encode", f.Path)
 		}
-		if got[i].src != src || got[i].compressed != c {
-			t.Fatalf("%s: parallel encoding differs from a fresh encoder", f.Path)
-		}
-		if c {
-			compressed++
-		}
+		kinds[strings.SplitN(got[i], ",", 2)[0]]++
 	}
-	if compressed == 0 || compressed == len(files) {
-		t.Errorf("%d of %d compressed: the tree does not exercise both encodings", compressed, len(files))
+	if len(kinds) != 2 {
+		t.Errorf("encodings %v: the tree does not exercise both", kinds)
 	}
 }
 
-// TestIgnitionReusesPreviousEncodings: with an earlier aio.ign as Previous, Ignition gives exactly what it gives
-// without it, whatever changed in the tree (contents, added and removed files) and whatever the earlier aio.ign
-// holds (a file whose data URL decodes to other contents, garbage).
-func TestIgnitionReusesPreviousEncodings(t *testing.T) {
+// TestIgnitionReusesIdenticalPrevious: with an earlier aio.ign parsed ahead (ParseValidatePreviousIgnition),
+// Ignition gives exactly what it gives without it, whatever the earlier aio.ign holds (another tree's config, a
+// config with paths swapped, garbage); and an identical earlier aio.ign is given back as its very bytes.
+func TestIgnitionReusesIdenticalPrevious(t *testing.T) {
 	build := func(changed bool) *Tree {
 		tr := NewTree()
 		for i := 0; i < 40; i++ {
@@ -442,27 +437,18 @@ func TestIgnitionReusesPreviousEncodings(t *testing.T) {
 	for name, prev := range map[string][]byte{"previous render": first, "same tree": want, "swapped paths": []byte(swapped),
 		"garbage": []byte("{not json"), "none": nil} {
 		o := opts
-		o.Previous = prev
+		p := ParseValidatePreviousIgnition(prev)
+		<-p.checked
+		o.PreviousParsed = p
 		got, err := Ignition(build(true), o)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s: aio.ign differs from one made without Previous", name)
-		}
-		// The same, with the earlier aio.ign decoded, validated and parsed ahead (ParseValidatePreviousIgnition).
-		o = opts
-		p := ParseValidatePreviousIgnition(prev)
-		<-p.checked
-		o.PreviousParsed = p
-		if got, err = Ignition(build(true), o); err != nil {
-			t.Fatalf("%s, parsed ahead: %v", name, err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s, parsed ahead: aio.ign differs from one made without Previous", name)
+			t.Errorf("%s: aio.ign differs from one made without an earlier one", name)
 		}
 		if reused := len(got) > 0 && len(prev) > 0 && &got[0] == &prev[0]; reused != (name == "same tree") {
-			t.Errorf("%s, parsed ahead: the earlier aio.ign itself given back: %v", name, reused)
+			t.Errorf("%s: the earlier aio.ign itself given back: %v", name, reused)
 		}
 	}
 }
@@ -489,7 +475,7 @@ func TestPreviousIgnitionValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, prev := range [][]byte{valid.Raw, invalid.Raw, nil, []byte("{not json")} {
-		for _, p := range []*PreviousIgnition{ParseValidatePreviousIgnition(prev), ParsePreviousIgnition(prev), nil} {
+		for _, p := range []*PreviousIgnition{ParseValidatePreviousIgnition(prev), nil} {
 			for _, b := range []*Built{valid, invalid, otherValid} {
 				got, want := p.Validate(b), parseBackValidate(b.Raw)
 				if (got == nil) != (want == nil) {
@@ -557,49 +543,38 @@ func TestBuiltValidateAgreesWithParse(t *testing.T) {
 	}
 }
 
-// referenceEncode is how the contents were encoded before encode learned to build only the URL it picks: every
-// candidate built, the shortest kept (ties keep the earlier).
-func referenceEncode(t *testing.T, data []byte) (string, bool) {
-	t.Helper()
+// referenceEncode is encode written the plain way: every candidate built, with a fresh escape of each byte.
+func referenceEncode(data []byte, tokens tokenSet) string {
+	b64 := "data:;base64," + base64.StdEncoding.EncodeToString(data)
+	if len(b64)-len("data:;base64,") >= minToken && tokens.holds(b64[len("data:;base64,"):]) {
+		return b64
+	}
 	var esc strings.Builder
+	text := utf8.Valid(data)
 	for _, c := range data {
-		if dataURLLiteral(c) {
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
+			text = false
+		}
+		if c > 0x20 && c < 0x7f && !strings.ContainsRune("<>#\"{}|\\^[]`%", rune(c)) {
 			esc.WriteByte(c)
 		} else {
 			fmt.Fprintf(&esc, "%%%02X", c)
 		}
 	}
-	out := "data:," + esc.String()
-	if b64 := "data:;base64," + base64.StdEncoding.EncodeToString(data); len(b64) < len(out) {
-		out = b64
+	if plain := "data:," + esc.String(); text || len(plain) <= len(b64) {
+		return plain
 	}
-	if len(data) == 0 {
-		return out, false
-	}
-	var z bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&z, gzipLevel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := zw.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if gz := "data:;base64," + base64.StdEncoding.EncodeToString(z.Bytes()); len(gz) < len(out) {
-		return gz, true
-	}
-	return out, false
+	return b64
 }
 
-// encode picks exactly what building every candidate picks, over contents of every size and make-up: empty, a
-// few bytes, text, binary, repetitive.
+// encode picks exactly what building every candidate picks, over contents of every size and make-up (empty, a
+// few bytes, text, binary, repetitive, the base64 of another file), and what it picks decodes, as Ignition
+// decodes it (decodeSource), to the contents.
 func TestEncodeMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	alphabets := []string{"abc", "key: value\n", "%+ ?#\x00\xff", "-._~!$&'()*,;=:@/", "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b"}
-	e := &encoder{}
-	seen := map[string]bool{}
+	alphabets := []string{"abc", "key: value\n", "%+ ?#\x00\xff", "-._~!$&'()*,;=:@/", "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b",
+		"<>\"{}|\\^[]`é\t\r\x7f"}
+	var all []File
 	for i := 0; i < 3000; i++ {
 		var data []byte
 		n := r.IntN(8)
@@ -617,21 +592,29 @@ func TestEncodeMatchesReference(t *testing.T) {
 				data = append(data, alpha[r.IntN(len(alpha))])
 			}
 		}
-		wantSrc, wantGz := referenceEncode(t, data)
-		gotSrc, gotGz, err := e.encode(data)
-		if err != nil {
-			t.Fatal(err)
+		if i%7 == 0 && len(all) > 0 {
+			data = []byte("v: " + base64.StdEncoding.EncodeToString(all[r.IntN(len(all))].Contents) + "\n")
 		}
-		if gotSrc != wantSrc || gotGz != wantGz {
-			t.Fatalf("contents %q: encoded as %q (gzip %v), want %q (gzip %v)", data, gotSrc, gotGz, wantSrc, wantGz)
-		}
-		if esc := escapeDataURL(data); len(esc) != escapedLen(data) {
-			t.Fatalf("escapedLen(%q) = %d, len(escapeDataURL) = %d", data, escapedLen(data), len(esc))
-		}
-		seen[strings.SplitN(wantSrc, ",", 2)[0]+fmt.Sprint(wantGz)] = true
+		all = append(all, File{Contents: data})
 	}
-	if len(seen) != 3 {
-		t.Errorf("the contents exercised %v, want all three encodings", seen)
+	tokens := base64Tokens(all)
+	seen := map[string]bool{}
+	for _, f := range all {
+		want := referenceEncode(f.Contents, tokens)
+		got := encode(f.Contents, tokens)
+		if got != want {
+			t.Fatalf("contents %q: encoded as %q, want %q", f.Contents, got, want)
+		}
+		if esc := escapeDataURL(f.Contents); len(esc) != escapedLen(f.Contents) {
+			t.Fatalf("escapedLen(%q) = %d, len(escapeDataURL) = %d", f.Contents, escapedLen(f.Contents), len(esc))
+		}
+		if back := decodeSource(t, types.Resource{Source: &got}); !bytes.Equal(back, f.Contents) {
+			t.Fatalf("contents %q: %q decodes to %q", f.Contents, got, back)
+		}
+		seen[strings.SplitN(want, ",", 2)[0]] = true
+	}
+	if len(seen) != 2 {
+		t.Errorf("the contents exercised %v, want both encodings", seen)
 	}
 }
 

@@ -96,7 +96,10 @@ func NewTree() *Tree {
 //   - its base name is "pull-secret" (with or without an extension, e.g. "pull-secret.json") or
 //     "config.json" and it lies under /var/lib/kubelet/ or /etc/crio/;
 //   - any directory above it is named "secrets" (".../secrets/...");
-//   - its base name is "aio.ign" (the Ignition config embeds every secret).
+//   - its base name is "aio.ign" (the Ignition config embeds every secret) or "dest.ign" (aio.ign in the live
+//     system, live.go);
+//   - it lies under /etc/NetworkManager/system-connections/ (a keyfile may hold a network's secrets, and
+//     NetworkManager ignores a keyfile others can read).
 //
 // Secret files must not be readable or writable by group or others: AddFile rejects (it does not
 // silently fix) a secret path whose mode has any group/other bit set, or no owner-read bit. In practice
@@ -107,7 +110,7 @@ func IsSecretPath(p string) bool {
 	if strings.HasSuffix(p, ".key") || strings.HasSuffix(p, "token") || strings.HasSuffix(p, "kubeconfig") {
 		return true
 	}
-	if base == "aio.ign" {
+	if base == "aio.ign" || base == "dest.ign" || strings.HasPrefix(p, KeyfileDir+"/") {
 		return true
 	}
 	if strings.HasPrefix(p, "/var/lib/kubelet/") || strings.HasPrefix(p, "/etc/crio/") {

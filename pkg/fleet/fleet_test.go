@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/render-static/render-static/internal/testkit/testtools"
 	"github.com/render-static/render-static/internal/testkit/treetest"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/installconfig"
@@ -306,5 +307,58 @@ func TestTableWords(t *testing.T) {
 	r.WriteTable(&b)
 	if !strings.Contains(b.String(), "FAILED (2 problems, listed above)") || !strings.Contains(b.String(), "2 sites, 2 failed") {
 		t.Errorf("table:\n%s", b.String())
+	}
+}
+
+// A site's installDevice and networkKeyfiles (relative to its folder, or to the list) are its render's: its
+// live.ign installs to that disk, and its keyfile is on the node.
+func TestSiteInstallInputs(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "sites")
+	copyTree(t, repo("examples/fleet/sites/edge-1"), filepath.Join(in, "edge-1"))
+	keyfile, err := os.ReadFile(testtools.Keyfile(t, filepath.Join(in, "edge-1"), "edge.nmconnection", "192.168.126.11/24"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := "nodeName: edge-1-0\nnodeIP: 192.168.126.11\ninstallDevice: /dev/sda\nnetworkKeyfiles: [edge.nmconnection]\n"
+	if err := os.WriteFile(filepath.Join(in, "edge-1", SiteFile), []byte(site), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	list := filepath.Join(filepath.Dir(in), "sites.yaml")
+	if err := os.WriteFile(list, []byte("- name: edge-1\n  installConfig: sites/edge-1/install-config.yaml\n  nodeName: edge-1-0\n  nodeIP: 192.168.126.11\n"+
+		"  installDevice: /dev/sda\n  networkKeyfiles: [sites/edge-1/edge.nmconnection]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := Load(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromList, err := Load(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(in, "edge-1", "edge.nmconnection")}
+	if !reflect.DeepEqual(dir, fromList) || dir[0].InstallDevice != "/dev/sda" || !reflect.DeepEqual(dir[0].NetworkKeyfiles, want) {
+		t.Fatalf("directory:\n%+v\nlist:\n%+v\nwant keyfiles %v", dir, fromList, want)
+	}
+	testtools.Long(t, "renders a site")
+	out := filepath.Join(t.TempDir(), "out")
+	if _, err := EnsureOut(out); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	r := Run(ctx, dir, Options{Common: pipeline.Options{CertValidity: certs.DefaultLeafValidity}, Out: out, Jobs: 1})
+	if r.Failed() != 0 {
+		t.Fatalf("%v", r.Results[0].Err)
+	}
+	if s := r.Results[0].Summary; s.InstallDevice != "/dev/sda" || !reflect.DeepEqual(s.Keyfiles, []string{"edge.nmconnection"}) || s.LiveBytes == 0 {
+		t.Errorf("summary: device %q, keyfiles %v, live.ign %d bytes", s.InstallDevice, s.Keyfiles, s.LiveBytes)
+	}
+	live, err := os.ReadFile(filepath.Join(out, "edge-1", "live.ign"))
+	if err != nil || !strings.Contains(string(live), "dest-device:%20/dev/sda%0Acopy-network:%20true") {
+		t.Errorf("live.ign does not install to /dev/sda with the network (%v)", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "edge-1", "rootfs/etc/NetworkManager/system-connections/edge.nmconnection")); err != nil || string(b) != string(keyfile) {
+		t.Errorf("the site's keyfile is not on its node (%v)", err)
 	}
 }

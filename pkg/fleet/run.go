@@ -123,6 +123,7 @@ func renderSite(ctx context.Context, s Site, o Options) Result {
 	}
 	po := o.Common
 	po.InstallConfig, po.NodeIP, po.InfraID, po.Dir = s.InstallConfig, s.NodeIP, s.InfraID, r.Dir
+	po.InstallDevice, po.NetworkKeyfiles = s.InstallDevice, s.NetworkKeyfiles
 	if s.NodeName != "" {
 		po.NodeName = s.NodeName
 	}

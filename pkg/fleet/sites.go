@@ -38,6 +38,11 @@ type Site struct {
 	NodeIP   string `json:"nodeIP" yaml:"nodeIP"`
 	// InfraID is --infra-id; empty means generated like the installer does.
 	InfraID string `json:"infraID,omitempty" yaml:"infraID"`
+	// InstallDevice is the disk the site's live.ign installs to; NetworkKeyfiles are the site's NetworkManager
+	// keyfiles (in a site folder: relative to it; in a YAML list: to the list's directory). The inputs of the same
+	// names of a single render (pkg/pipeline).
+	InstallDevice   string   `json:"installDevice,omitempty" yaml:"installDevice"`
+	NetworkKeyfiles []string `json:"networkKeyfiles,omitempty" yaml:"networkKeyfiles"`
 
 	// problems are what was wrong with the site's entry; such a site fails without rendering.
 	problems installconfig.ErrorList
@@ -45,9 +50,11 @@ type Site struct {
 
 // siteFields is what a site.yaml holds (the name is the folder's, the install-config is next to it).
 type siteFields struct {
-	NodeName string `yaml:"nodeName"`
-	NodeIP   string `yaml:"nodeIP"`
-	InfraID  string `yaml:"infraID"`
+	NodeName        string   `yaml:"nodeName"`
+	NodeIP          string   `yaml:"nodeIP"`
+	InfraID         string   `yaml:"infraID"`
+	InstallDevice   string   `yaml:"installDevice"`
+	NetworkKeyfiles []string `yaml:"networkKeyfiles"`
 }
 
 // Load reads the site list: a directory holding one folder per site (install-config.yaml + site.yaml), or a
@@ -121,7 +128,7 @@ func loadDir(dir string) ([]Site, error) {
 		var f siteFields
 		switch {
 		case errors.Is(err, os.ErrNotExist):
-			s.problems = append(s.problems, installconfig.FieldError{Field: sitePath, Detail: "missing (nodeIP, nodeName, infraID)"})
+			s.problems = append(s.problems, installconfig.FieldError{Field: sitePath, Detail: "missing (nodeIP, nodeName, infraID, installDevice, networkKeyfiles)"})
 		case err != nil:
 			s.problems = append(s.problems, installconfig.FieldError{Field: sitePath, Detail: err.Error()})
 		default:
@@ -129,7 +136,8 @@ func loadDir(dir string) ([]Site, error) {
 				s.problems = append(s.problems, installconfig.FieldError{Field: sitePath, Detail: err.Error()})
 			}
 		}
-		s.NodeName, s.NodeIP, s.InfraID = f.NodeName, f.NodeIP, f.InfraID
+		s.NodeName, s.NodeIP, s.InfraID, s.InstallDevice = f.NodeName, f.NodeIP, f.InfraID, f.InstallDevice
+		s.NetworkKeyfiles = relativeTo(folder, f.NetworkKeyfiles)
 		sites = append(sites, s)
 	}
 	return sites, nil
@@ -146,7 +154,7 @@ func loadList(file string) ([]Site, error) {
 	}
 	var sites []Site
 	if err := inputfile.DecodeStrict(raw, &sites); err != nil {
-		return nil, fmt.Errorf("%s: not a YAML list of sites (name, installConfig, nodeIP, nodeName, infraID): %w", file, err)
+		return nil, fmt.Errorf("%s: not a YAML list of sites (name, installConfig, nodeIP, nodeName, infraID, installDevice, networkKeyfiles): %w", file, err)
 	}
 	base := filepath.Dir(file)
 	for i := range sites {
@@ -156,8 +164,24 @@ func loadList(file string) ([]Site, error) {
 		} else if !filepath.IsAbs(s.InstallConfig) {
 			s.InstallConfig = filepath.Join(base, s.InstallConfig)
 		}
+		s.NetworkKeyfiles = relativeTo(base, s.NetworkKeyfiles)
 	}
 	return sites, nil
+}
+
+// relativeTo makes the relative paths absolute from dir.
+func relativeTo(dir string, paths []string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // AnyFIPS reports whether some site's install-config asks for a FIPS cluster (fips: true): the renders then run

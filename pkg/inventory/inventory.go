@@ -157,6 +157,25 @@ func EarliestWith(files map[string][]byte, manifests map[string]Manifest, now ti
 	return build(blobs, now, false, RunningRevisions(files)).Earliest(), nil
 }
 
+// EarliestKeptWith is EarliestWith, and the certificate that expires first among those that live somewhere
+// besides the paths transient names (what only a first boot reads, then removes).
+func EarliestKeptWith(files map[string][]byte, manifests map[string]Manifest, now time.Time, transient func(path string) bool) (earliest, kept *Certificate, err error) {
+	blobs, err := readBlobs(files, manifests)
+	if err != nil {
+		return nil, nil, err
+	}
+	run := RunningRevisions(files)
+	inv := build(blobs, now, false, run)
+	for _, c := range inv.Certificates { // sorted by expiry
+		for _, l := range c.Locations {
+			if !transient(l.Path) && !run.unused(l) {
+				return inv.Earliest(), c, nil
+			}
+		}
+	}
+	return inv.Earliest(), nil, nil
+}
+
 // readBlobs reads every certificate of files (manifests: see FromFilesWith), in the order of their paths.
 func readBlobs(files map[string][]byte, manifests map[string]Manifest) ([]blob, error) {
 	r := &reader{parsed: map[string][]*x509.Certificate{}}

@@ -13,13 +13,19 @@ import (
 	"github.com/render-static/render-static/pkg/export"
 )
 
-// Bounds of one aiokube run (the unit restarts a failed run at most a few times a day).
+// Bounds of one aiokube run (the unit restarts a failed run at most a few times a day), and its pace.
 const (
-	APIWaitSeconds        = 1800 // first boot pulls every image before the API answers
-	ApplyAttempts         = 20   // passes over a round of manifests
-	RetrySeconds          = 15
+	APIWaitSeconds = 1800 // first boot pulls every image before the API answers
+	// PollSeconds is how often aiokube asks whether the API answers (and tries the namespaces meanwhile): the
+	// kubelet's mirror pods wait for their namespaces, so every second the API answers without them counts.
+	PollSeconds           = 1
+	ApplyAttempts         = 20 // passes over a round of manifests
+	RetrySeconds          = 5  // between two passes, and between two looks at the Node and the token secrets
 	CRDWaitSeconds        = 120
 	RequestTimeoutSeconds = 30
+	// BatchSize is how many manifests one client process creates: a process costs a few hundred milliseconds
+	// of CPU on a small node, about what creating 50 objects costs the API server.
+	BatchSize = 50
 )
 
 // builtinGroups are served by kube-apiserver itself; their objects' status belongs to their controllers.
@@ -145,6 +151,8 @@ func (o Options) aiokubeEnv(clientImage string, tokens []string, node string, la
 		"AIOKUBE_API_WAIT_SECONDS":        strconv.Itoa(APIWaitSeconds),
 		"AIOKUBE_ATTEMPTS":                strconv.Itoa(ApplyAttempts),
 		"AIOKUBE_RETRY_SECONDS":           strconv.Itoa(RetrySeconds),
+		"AIOKUBE_POLL_SECONDS":            strconv.Itoa(PollSeconds),
+		"AIOKUBE_BATCH":                   strconv.Itoa(BatchSize),
 		"AIOKUBE_CRD_WAIT_SECONDS":        strconv.Itoa(CRDWaitSeconds),
 		"AIOKUBE_REQUEST_TIMEOUT_SECONDS": strconv.Itoa(RequestTimeoutSeconds),
 		"AIOKUBE_LEGACY_TOKENS":           strings.Join(tokens, " "),

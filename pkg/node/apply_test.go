@@ -147,6 +147,7 @@ func newStubRun(t *testing.T, root, unit string) *applyEnv {
 	a.env = unitEnv(t, unit)
 	a.env["AIOKUBE_ROOT"] = root
 	a.env["AIOKUBE_RETRY_SECONDS"] = "0"
+	a.env["AIOKUBE_POLL_SECONDS"] = "0"
 	a.env["AIOKUBE_ATTEMPTS"] = "3"
 	a.env["AIOKUBE_API_WAIT_SECONDS"] = "5"
 	a.env["AIOKUBE_TOKEN_WAIT_SECONDS"] = "5"
@@ -159,13 +160,32 @@ func (a *applyEnv) run(t *testing.T, extra ...string) (string, error) {
 	return a.runScript(filepath.Join(a.root, AIOKubeScript), a.env, extra...)
 }
 
-// creates returns the manifest file names of the create calls, in order.
+// creates returns the manifest file names of the create calls (several per call: one -f each), in order.
 func creates(calls []string) []string {
 	var out []string
 	for _, c := range calls {
-		if f := strings.Fields(c); len(f) > 0 && slices.Contains(f, "create") {
-			out = append(out, path.Base(f[len(f)-1]))
+		for _, b := range createBatches([]string{c}) {
+			out = append(out, b...)
 		}
+	}
+	return out
+}
+
+// createBatches returns, for each create call, the manifest file names it was given.
+func createBatches(calls []string) [][]string {
+	var out [][]string
+	for _, c := range calls {
+		f := strings.Fields(c)
+		if !slices.Contains(f, "create") {
+			continue
+		}
+		var files []string
+		for i, w := range f {
+			if w == "-f" && i+1 < len(f) {
+				files = append(files, path.Base(f[i+1]))
+			}
+		}
+		out = append(out, files)
 	}
 	return out
 }
@@ -188,13 +208,14 @@ func (a *applyEnv) exists(p string) bool {
 	return err == nil
 }
 
-// TestApplyOrderAndCleanup: aiokube waits for the API, creates namespaces, then CRDs (and waits until they are
-// Established), then everything else, each manifest once and in lexical order within its round; restores the
-// status of custom resources right after creating them; then removes exactly what only the first boot needed and
-// disables itself.
+// TestApplyOrderAndCleanup: aiokube creates the namespaces while it waits for the API (before /readyz says ok),
+// then CRDs (and waits until they are Established), then everything else, each manifest once, in lexical order,
+// several per client process (AIOKUBE_BATCH); restores the status of custom resources right after creating
+// them; then removes exactly what only the first boot needed and disables itself.
 func TestApplyOrderAndCleanup(t *testing.T) {
 	a := newApplyEnv(t)
-	out, err := a.run(t, "STUB_READYZ_FAILS=2", "AIOKUBE_API_WAIT_SECONDS=60")
+	const batch = 7
+	out, err := a.run(t, "STUB_READYZ_FAILS=2", "AIOKUBE_API_WAIT_SECONDS=60", "AIOKUBE_BATCH=7")
 	if err != nil {
 		t.Fatalf("aiokube: %v\n%s", err, out)
 	}
@@ -202,6 +223,36 @@ func TestApplyOrderAndCleanup(t *testing.T) {
 	got := creates(calls)
 	if !slices.Equal(got, a.manifests) {
 		t.Fatalf("created\n  %v\nwant every manifest once, in lexical order:\n  %v", got, a.manifests)
+	}
+	// One process per batch: as many processes as the rounds need at AIOKUBE_BATCH files each, none larger.
+	wantProcs := 0
+	for _, prefix := range []string{"00_", "01_", ""} {
+		n := 0
+		for _, m := range a.manifests {
+			if prefix == "" && !strings.HasPrefix(m, "00_") && !strings.HasPrefix(m, "01_") || prefix != "" && strings.HasPrefix(m, prefix) {
+				n++
+			}
+		}
+		wantProcs += (n + batch - 1) / batch
+	}
+	batches := createBatches(calls)
+	for _, b := range batches {
+		if len(b) > batch {
+			t.Errorf("a create of %d files, more than AIOKUBE_BATCH=%d", len(b), batch)
+		}
+	}
+	if len(batches) != wantProcs {
+		t.Errorf("%d create processes for %d manifests, want %d (batches of %d per round)", len(batches), len(a.manifests), wantProcs, batch)
+	}
+	// The namespaces come first, before the API said it is ready; nothing else does.
+	if len(calls) == 0 || !strings.Contains(calls[0], " create ") || !strings.Contains(calls[0], "/00_") || strings.Contains(calls[0], "/01_") {
+		t.Errorf("the first call is %q, want the namespaces' create", calls[0])
+	}
+	readyAt := slices.IndexFunc(calls, func(c string) bool { return strings.Contains(c, "--raw=/readyz") })
+	for i, c := range calls[:max(readyAt, 0)] {
+		if strings.Contains(c, " create ") && (strings.Contains(c, "/01_") || strings.Contains(c, "/02_") || strings.Contains(c, "/05_")) {
+			t.Errorf("call %d creates more than namespaces before the API was asked whether it is ready: %s", i, c)
+		}
 	}
 	var ns, crd, rest int
 	for _, m := range a.manifests {
@@ -217,11 +268,9 @@ func TestApplyOrderAndCleanup(t *testing.T) {
 	if ns == 0 || rest == 0 {
 		t.Fatalf("the export has %d namespaces and %d other manifests", ns, rest)
 	}
-	// Readiness first; the CRD wait after the CRDs and before the rest; status right after its create.
+	// The CRD wait after the CRDs and before the rest; status right after its create; the rest only once the
+	// API said it is ready (the stub's third /readyz).
 	idx := func(pred func(string) bool) int { return slices.IndexFunc(calls, pred) }
-	if i := idx(func(c string) bool { return strings.Contains(c, "--raw=/readyz") }); i != 0 {
-		t.Errorf("the first call is %q, want the readiness check", calls[0])
-	}
 	wait := idx(func(c string) bool { return strings.Contains(c, " wait ") && strings.Contains(c, testCRD) })
 	lastCRD := idx(func(c string) bool { return strings.Contains(c, " create ") && strings.Contains(c, testCRD) })
 	firstRest := idx(func(c string) bool { return strings.Contains(c, " create ") && strings.Contains(c, "/05_") })
@@ -229,9 +278,23 @@ func TestApplyOrderAndCleanup(t *testing.T) {
 		t.Errorf("CRD create at %d, Established wait at %d, first other create at %d", lastCRD, wait, firstRest)
 	}
 	infra := "05_cluster_infrastructure.config.openshift.io_cluster.yaml"
-	ci := idx(func(c string) bool { return strings.Contains(c, " create ") && strings.HasSuffix(c, infra) })
-	if ci < 0 || ci+1 >= len(calls) || !strings.Contains(calls[ci+1], "patch --subresource=status") || !strings.Contains(calls[ci+1], infra+".json") {
-		t.Errorf("the Infrastructure's status is not restored right after its create: %v", calls[ci:min(ci+2, len(calls))])
+	ci := idx(func(c string) bool {
+		return strings.Contains(c, " create ") && strings.Contains(c, "/"+infra+" ") || strings.HasSuffix(c, "/"+infra)
+	})
+	pi := idx(func(c string) bool {
+		return strings.Contains(c, "patch --subresource=status") && strings.Contains(c, infra+".json")
+	})
+	if ci < 0 || pi < ci || slices.ContainsFunc(calls[ci+1:max(pi, ci+1)], func(c string) bool { return strings.Contains(c, " create ") }) {
+		t.Errorf("the Infrastructure's status is not restored right after the create of its batch (create at %d, patch at %d)", ci, pi)
+	}
+	lastReadyz := -1
+	for i, c := range calls {
+		if strings.Contains(c, "--raw=/readyz") {
+			lastReadyz = i
+		}
+	}
+	if lastReadyz > firstRest || strings.Count(strings.Join(calls, "\n"), "--raw=/readyz") != 3 {
+		t.Errorf("the other manifests were created (call %d) before the API was ready (the third /readyz, call %d)", firstRest, lastReadyz)
 	}
 	if !strings.Contains(out, infra+": created") {
 		t.Errorf("the journal does not record the progress:\n%s", out)
@@ -363,17 +426,85 @@ func TestApplyBounded(t *testing.T) {
 	if len(done) != len(a.manifests)-1 {
 		t.Errorf("%d manifests created, want all but the unserved one (%d)", len(done), len(a.manifests)-1)
 	}
+	// Its batch's other manifests were created by the first pass, and not tried again.
+	for _, m := range a.manifests {
+		if c := strings.Count(" "+strings.Join(got, " ")+" ", " "+m+" "); m != unserved && c != 1 {
+			t.Errorf("%s was given to create %d times, want once", m, c)
+		}
+	}
 	if !strings.Contains(out, "giving up on "+unserved) || !a.exists(testOptions.ManifestsDir) {
 		t.Errorf("the failure is not reported, or the inputs were removed:\n%s", out)
 	}
 
+	// An API that never answers (every call refused): the namespaces are tried while waiting, nothing is
+	// recorded, and the run fails after the wait.
 	b := newApplyEnv(t)
-	out, err = b.run(t, "STUB_READYZ_FAILS=1000", "AIOKUBE_API_WAIT_SECONDS=0")
+	out, err = b.run(t, "STUB_CREATE_LIMIT=0", "AIOKUBE_API_WAIT_SECONDS=0")
 	if err == nil || !strings.Contains(out, "not ready") {
 		t.Errorf("an API that never answers: err %v\n%s", err, out)
 	}
-	if c := creates(b.calls(t)); len(c) != 0 {
-		t.Errorf("created %v without an API", c)
+	if done, _ := os.ReadDir(filepath.Join(b.root, StateDir, "done")); len(done) != 0 {
+		t.Errorf("%d manifests recorded as created without an API", len(done))
+	}
+	if c := creates(b.calls(t)); slices.ContainsFunc(c, func(m string) bool { return !strings.HasPrefix(m, "00_") }) {
+		t.Errorf("tried more than the namespaces without an API: %v", c)
+	}
+
+	// A readiness that never comes: the namespaces are created meanwhile (the API accepts them), nothing else.
+	c := newApplyEnv(t)
+	out, err = c.run(t, "STUB_READYZ_FAILS=1000", "AIOKUBE_API_WAIT_SECONDS=0")
+	if err == nil || !strings.Contains(out, "not ready") {
+		t.Errorf("an API never ready: err %v\n%s", err, out)
+	}
+	for _, m := range creates(c.calls(t)) {
+		if !strings.HasPrefix(m, "00_") {
+			t.Errorf("created %s before the API was ready", m)
+		}
+	}
+}
+
+// TestApplyBatchAccounting: a manifest counts as created only when the client's output says so for it. When a
+// batch's output does not account for every file (here one the client neither created nor reported), its
+// unconfirmed files are created one process each: every manifest ends up created and recorded exactly once.
+func TestApplyBatchAccounting(t *testing.T) {
+	a := newApplyEnv(t)
+	var silent string
+	for _, m := range a.manifests {
+		if strings.HasPrefix(m, "05_") {
+			silent = m
+			break
+		}
+	}
+	out, err := a.run(t, "STUB_SILENT_FILES="+silent, "AIOKUBE_BATCH=4")
+	if err != nil {
+		t.Fatalf("aiokube: %v\n%s", err, out)
+	}
+	var alone, inBatch int
+	for _, b := range createBatches(a.calls(t)) {
+		if slices.Contains(b, silent) {
+			if len(b) == 1 {
+				alone++
+			} else {
+				inBatch++
+			}
+		}
+	}
+	if inBatch != 1 || alone != 1 {
+		t.Errorf("%s: in %d batches and %d creates of its own, want one each", silent, inBatch, alone)
+	}
+	if !strings.Contains(out, "does not account for 4 of 4 manifests: creating them one by one") {
+		t.Errorf("the fallback is not logged:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(a.api, "created", silent)); err != nil {
+		t.Errorf("%s was never created: %v", silent, err)
+	}
+	if inAPI, _ := os.ReadDir(filepath.Join(a.api, "created")); len(inAPI) != len(a.manifests) {
+		t.Errorf("the API holds %d of %d manifests", len(inAPI), len(a.manifests))
+	}
+	for _, m := range a.manifests {
+		if n := strings.Count(out, "aiokube: "+m+": created\n"); n != 1 {
+			t.Errorf("%s logged as created %d times", m, n)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/state"
@@ -160,6 +161,17 @@ func (d *Dir) withSaved(o Options) (Options, *story) {
 	if o.AddedWorkers == nil {
 		o.AddedWorkers = si.AddedWorkers
 	}
+	if o.InstallDevice == "" && si.InstallDevice != "" {
+		o.InstallDevice = si.InstallDevice
+		saved("install device")
+	}
+	if o.NetworkKeyfiles == nil && o.NetworkKeyfileData == nil && len(si.NetworkKeyfiles) > 0 {
+		for i, k := range si.NetworkKeyfiles {
+			o.NetworkKeyfileData = append(o.NetworkKeyfileData, clusterconfig.Keyfile{Name: k.Name, Contents: []byte(k.Contents),
+				Source: fmt.Sprintf("%s inputs.networkKeyfiles[%d] (%s)", filepath.Join(d.Path, state.Dir, "render.json"), i, k.Name)})
+		}
+		saved("network keyfiles")
+	}
 	if o.InfraID == "" {
 		o.InfraID = d.State.InfraID
 	}
@@ -255,7 +267,21 @@ func (d *Dir) changedInputs(o Options) []string {
 	if !slices.Equal(si.Workers, now.Workers) {
 		out = append(out, "workers")
 	}
+	if si.InstallDevice != now.InstallDevice {
+		out = append(out, fmt.Sprintf("install device %s -> %s", orNone(si.InstallDevice), orNone(now.InstallDevice)))
+	}
+	if !slices.Equal(si.NetworkKeyfiles, now.NetworkKeyfiles) {
+		out = append(out, "network keyfiles")
+	}
 	return out
+}
+
+// orNone is s, or "none" when empty.
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 // pendingUpdate says which update the directory holds for the node, if any: DIR has no way to know whether the node

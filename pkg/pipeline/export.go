@@ -23,9 +23,11 @@ import (
 
 // Output is everything a render writes.
 type Output struct {
-	Tree            *export.Tree
-	Manifests       []export.Manifest
-	Ignition        []byte
+	Tree      *export.Tree
+	Manifests []export.Manifest
+	Ignition  []byte
+	// Live is live.ign: the RHCOS live ISO's config that installs the node with Ignition (live.go).
+	Live            []byte
 	AdminKubeconfig []byte
 	Trace           string
 	Summary         Summary
@@ -39,20 +41,41 @@ type Output struct {
 	validation *future[struct{}]
 	// expiry is the earliest expiry, found while Render writes the output (nil: in Summary already).
 	expiry *future[expiring]
+	// embed is live.ign's size in the live ISO's embed area, measured while the output is made (nil: in Summary
+	// already).
+	embed *future[LiveEmbed]
 }
 
-// expiring is the certificate that expires first: when, and its name in `render-static certs`.
+// expiring is the certificate that expires first: when, and its name in `render-static certs`; and the first
+// of those the node keeps after its first boot (Summary.OffUntil).
 type expiring struct {
-	notAfter time.Time
-	name     string
+	notAfter     time.Time
+	name         string
+	offUntil     time.Time
+	offUntilName string
 }
 
-// summarized puts the earliest expiry into Summary once it is found.
+// summarized puts the earliest expiry and live.ign's embed size into Summary once they are found.
 func (o *Output) summarized() {
 	if o.expiry != nil {
 		e, _ := o.expiry.Get()
 		o.Summary.EarliestExpiry, o.Summary.EarliestExpirySubject = e.notAfter, e.name
+		o.Summary.OffUntil, o.Summary.OffUntilSubject = e.offUntil, e.offUntilName
 		o.expiry = nil
+	}
+	o.embedded()
+}
+
+// embedded waits for live.ign's embed size and puts it into Summary and State (which keeps it for the next run).
+func (o *Output) embedded() {
+	if o.embed == nil {
+		return
+	}
+	e, _ := o.embed.Get()
+	o.embed = nil
+	o.Summary.LiveEmbed = e
+	if o.State != nil {
+		o.State.LiveEmbed = e.Saved
 	}
 }
 
@@ -105,18 +128,30 @@ func exportValidating(ctx context.Context, e *Settled) (*Output, error) {
 
 	t = time.Now()
 	type built struct {
-		ign  *export.Built
-		prev *export.PreviousIgnition
+		ign   *export.Built
+		prev  *export.PreviousIgnition
+		live  []byte
+		embed *future[LiveEmbed]
 	}
 	ignition := goFuture(func() (built, error) {
 		prev := e.previousIgnition()
 		ign, err := export.IgnitionUnvalidated(tree, export.IgnitionOptions{SSHAuthorizedKeys: in.InstallConfig.SSHKeys(), PreviousParsed: prev})
-		return built{ign, prev}, err
+		if err != nil {
+			return built{}, err
+		}
+		// live.ign carries aio.ign; its embed size takes xz about a second, measured while the rest is made.
+		live, err := liveIgnition(ign.Raw, in)
+		if err != nil {
+			return built{}, err
+		}
+		var earlier *state.LiveEmbed
+		if e.From != nil {
+			earlier = e.From.LiveEmbed
+		}
+		embed := goFuture(func() (LiveEmbed, error) { return measureLive(ctx, live, earlier), nil })
+		return built{ign, prev, live, embed}, nil
 	})
-	expiry := goFuture(func() (expiring, error) {
-		at, name := earliestExpiry(tree, workers, manifests)
-		return expiring{at, name}, nil
-	})
+	expiry := goFuture(func() (expiring, error) { return earliestExpiry(tree, workers, manifests), nil })
 	st, err := captureState(e, objs, whole)
 	b, ignErr := ignition.Get()
 	if err != nil {
@@ -128,15 +163,18 @@ func exportValidating(ctx context.Context, e *Settled) (*Output, error) {
 	ignTime := time.Since(t) // building Ignition, and meanwhile the state (and part of the earliest expiry)
 
 	return &Output{
-		Tree: tree, Manifests: manifests, State: st, Ignition: b.ign.Raw, AdminKubeconfig: kubeconfig, Trace: e.Result.Trace(), Workers: workers,
+		Tree: tree, Manifests: manifests, State: st, Ignition: b.ign.Raw, Live: b.live, AdminKubeconfig: kubeconfig, Trace: e.Result.Trace(),
+		Workers: workers,
 		Summary: Summary{
 			Loops: e.Loops, Passes: e.Result.TotalPasses(), Objects: len(manifests), Files: len(tree.Files()),
-			IgnitionBytes: len(b.ign.Raw), Warnings: warnings(in),
+			IgnitionBytes: len(b.ign.Raw), LiveBytes: len(b.live), InstallDevice: in.InstallDevice, Keyfiles: keyfileNames(in),
+			Warnings:   warnings(in),
 			KeygenTime: e.KeygenTime, LoopsTime: e.LoopsTime, ExportTime: exportTime, IgnitionTime: ignTime,
 		},
 		// done already when the new aio.ign is the previous one
 		validation: goFuture(func() (struct{}, error) { return struct{}{}, b.prev.Validate(b.ign) }),
 		expiry:     expiry,
+		embed:      b.embed,
 	}, nil
 }
 
@@ -210,6 +248,9 @@ func nodeFiles(ctx context.Context, e *Settled, manifests []export.Manifest) (*e
 	if err := tree.AddFile("/etc/hostname", 0644, []byte(e.Inputs.NodeName+"\n")); err != nil {
 		return nil, nil, err
 	}
+	if err := addKeyfiles(tree, e.Inputs); err != nil { // live.go
+		return nil, nil, err
+	}
 	side, err := nodeTree(ctx, e.Node, manifests) // node.go
 	if err != nil {
 		return nil, nil, fmt.Errorf("node: %w", err)
@@ -242,18 +283,18 @@ func captureState(e *Settled, objs []runtime.Object, whole map[runtime.Object][]
 	return st, nil
 }
 
-// previousIgnition is the aio.ign beside the state the render continued, parsed (export.ParsePreviousIgnition)
-// while the loops ran; nothing to reuse for a new cluster.
+// previousIgnition is the aio.ign beside the state the render continued, parsed and validated
+// (export.ParseValidatePreviousIgnition) while the loops ran; nil for a new cluster.
 func (e *Settled) previousIgnition() *export.PreviousIgnition {
 	if e.previousIgn == nil {
-		return export.ParsePreviousIgnition(previousIgnition(e.From))
+		return nil
 	}
 	prev, _ := e.previousIgn.Get()
 	return prev
 }
 
 // previousIgnition is the aio.ign beside the state the render continued, when it was encoded as this render
-// encodes (nil otherwise): Ignition keeps its encoding of every file that did not change.
+// encodes (nil otherwise): an identical new aio.ign is then that one, already validated.
 func previousIgnition(from *state.State) []byte {
 	if from == nil || from.LoadedFrom == "" || from.IgnitionEncoder != export.EncoderID {
 		return nil
@@ -277,16 +318,18 @@ func adminKubeconfig(ctx context.Context, e *Settled) ([]byte, error) {
 	return certs.Kubeconfig(ic.Metadata.Name, ic.APIServerURL(), []byte(cm.Data[ca.Key]), e.Admin.CertPEM, e.Admin.KeyPEM, "admin")
 }
 
-// Write writes the output directory atomically: aio.ign (0600), auth/kubeconfig (0600), manifests/, rootfs/
-// (exactly what aio.ign lays down), trace.txt and state/ (secret: 0700/0600).
+// Write writes the output directory atomically: aio.ign and live.ign (0600), auth/kubeconfig (0600), manifests/,
+// rootfs/ (exactly what aio.ign lays down), trace.txt and state/ (secret: 0700/0600).
 func (o *Output) Write(dir string) error {
 	return export.WriteDirAtomic(dir, o.Fill)
 }
 
 // Fill writes the output into tmp, a new directory export.WriteDirAtomic is filling (renew adds its update): one
-// export.Plan, so that files with the same contents and mode are written once. aio.ign is written last, once
-// Ignition passed its validation (Validated), which may run meanwhile.
+// export.Plan, so that files with the same contents and mode are written once. aio.ign and live.ign are written
+// last, once Ignition passed its validation (Validated), which may run meanwhile; the state keeps live.ign's embed
+// size, so it waits for that first.
 func (o *Output) Fill(tmp string) error {
+	o.embedded()
 	var plan export.Plan
 	plan.File("auth/kubeconfig", 0600, o.AdminKubeconfig)
 	if len(o.Manifests) > 0 {
@@ -317,7 +360,22 @@ func (o *Output) Fill(tmp string) error {
 	if err := o.Validated(); err != nil {
 		return fmt.Errorf("ignition: %w", err)
 	}
-	return export.WriteFile(filepath.Join(tmp, "aio.ign"), 0600, o.Ignition)
+	if err := export.WriteFile(filepath.Join(tmp, "aio.ign"), 0600, o.Ignition); err != nil {
+		return err
+	}
+	if o.Live == nil {
+		return nil
+	}
+	return export.WriteFile(filepath.Join(tmp, "live.ign"), 0600, o.Live)
+}
+
+// keyfileNames are the names of the inputs' keyfiles, for the summary.
+func keyfileNames(in *clusterconfig.Inputs) []string {
+	var out []string
+	for _, k := range in.NetworkKeyfiles {
+		out = append(out, k.Name)
+	}
+	return out
 }
 
 // warnings are the render's warnings about its inputs (see Summary.Warnings): the install-config's (deprecated

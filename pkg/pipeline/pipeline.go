@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -47,6 +48,10 @@ const (
 	InFlavor        = "flavor"
 	InFresh         = "fresh"
 	InWorkers       = "workers"
+	// InInstallDevice and InNetworkKeyfiles are the live ISO install's (live.go): the disk, and the node's
+	// NetworkManager keyfiles.
+	InInstallDevice   = "installDevice"
+	InNetworkKeyfiles = "networkKeyfiles"
 )
 
 // Options are a render's inputs. A zero field is one not given: a render that continues the cluster saved in Dir
@@ -77,6 +82,14 @@ type Options struct {
 	AddedWorkers []state.Worker
 	// Fresh starts a new cluster even when Dir holds a previous render's state (pkg/state).
 	Fresh bool
+	// InstallDevice is the disk live.ign installs the node to, an absolute path under /dev ("": none, the boot's
+	// coreos.inst.install_dev kernel argument then names it).
+	InstallDevice string
+	// NetworkKeyfiles are the paths of NetworkManager keyfiles for the node; NetworkKeyfileData, when not nil,
+	// the keyfiles themselves (then the paths are not read). NetworkManager reads each (internal/nmkeyfile), and
+	// every node IP must be a static address of one of them.
+	NetworkKeyfiles    []string
+	NetworkKeyfileData []clusterconfig.Keyfile
 	// Parallelism is SettleOptions.Parallelism: how the loops run, never what they write (0: the default).
 	Parallelism int
 }
@@ -117,6 +130,17 @@ func (o Options) readFiles() (Options, installconfig.ErrorList) {
 	read(InInstallConfig, &o.InstallConfig, &o.InstallConfigData)
 	read(InImages, &o.Images, &o.ImagesData)
 	read(InWorkers, &o.Workers, &o.WorkersData)
+	if o.NetworkKeyfileData == nil && len(o.NetworkKeyfiles) > 0 {
+		o.NetworkKeyfileData = []clusterconfig.Keyfile{}
+		for _, p := range o.NetworkKeyfiles {
+			b, err := inputfile.Read(p)
+			if err != nil {
+				errs = append(errs, installconfig.FieldError{Field: InNetworkKeyfiles, Detail: err.Error()})
+				continue
+			}
+			o.NetworkKeyfileData = append(o.NetworkKeyfileData, clusterconfig.Keyfile{Name: filepath.Base(p), Source: p, Contents: b})
+		}
+	}
 	return o, errs
 }
 
@@ -181,6 +205,13 @@ func validate(o Options, errs installconfig.ErrorList) (*clusterconfig.Inputs, e
 		workers, werrs = validateWorkers(o, ic, nodeIPs)
 		errs = append(errs, werrs...)
 	}
+	if o.InstallDevice != "" {
+		if err := checkInstallDevice(o.InstallDevice); err != nil {
+			add(InInstallDevice, "%v", err)
+		}
+	}
+	keyfiles, kerrs := readKeyfiles(o.NetworkKeyfileData, nodeIPs)
+	errs = append(errs, kerrs...)
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -189,7 +220,7 @@ func validate(o Options, errs installconfig.ErrorList) (*clusterconfig.Inputs, e
 		infraID = clusterconfig.NewInfraID(ic.Metadata.Name)
 	}
 	return &clusterconfig.Inputs{InstallConfig: ic, NodeName: o.NodeName, NodeIPs: nodeIPs, InfraID: infraID, Lifetimes: lt, Images: images,
-		Flavor: flavor, Workers: workers}, nil
+		Flavor: flavor, Workers: workers, InstallDevice: o.InstallDevice, NetworkKeyfiles: keyfiles}, nil
 }
 
 // asFieldErrors keeps field errors as they are and turns any other error into one naming field.
@@ -253,6 +284,9 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 	s := out.Summary
 	story.tell(&s, o, eng)
 	s.Crypto = FIPSModeLine()
+	if w := s.liveWarning(o.Dir); w != "" {
+		s.Warnings = append(s.Warnings, w)
+	}
 	s.WriteTime = time.Since(written)
 	s.Elapsed = time.Since(start)
 	return &s, nil
@@ -269,6 +303,10 @@ func asList(err error) bool {
 func savedInputs(o Options) state.Inputs {
 	o = o.withDefaults()
 	listed, added := savedWorkers(o)
-	return state.Inputs{InstallConfig: string(o.InstallConfigData), Images: string(o.ImagesData), NodeIP: o.NodeIP, NodeName: o.NodeName,
-		CertValidity: o.CertValidity.String(), Flavor: o.Flavor, Workers: listed, AddedWorkers: added}
+	in := state.Inputs{InstallConfig: string(o.InstallConfigData), Images: string(o.ImagesData), NodeIP: o.NodeIP, NodeName: o.NodeName,
+		CertValidity: o.CertValidity.String(), Flavor: o.Flavor, Workers: listed, AddedWorkers: added, InstallDevice: o.InstallDevice}
+	for _, k := range o.NetworkKeyfileData {
+		in.NetworkKeyfiles = append(in.NetworkKeyfiles, state.Keyfile{Name: k.Name, Contents: string(k.Contents)})
+	}
+	return in
 }

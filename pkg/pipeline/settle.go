@@ -39,7 +39,7 @@ type Settled struct {
 	KeygenTime, LoopsTime time.Duration
 	// From is the saved state the render continued (nil: a new cluster).
 	From *state.State
-	// previousIgn is the aio.ign beside From, parsed while the loops ran (nil: parse it when needed).
+	// previousIgn is the aio.ign beside From, parsed and validated while the loops ran (nil: none).
 	previousIgn *future[*export.PreviousIgnition]
 	// ahead are the manifests of From's objects, made while the loops ran (nil: none).
 	ahead *aheadManifests
@@ -104,8 +104,8 @@ func SettleWith(ctx context.Context, in *clusterconfig.Inputs, st *state.State, 
 	if opts.Parallelism <= 0 {
 		opts.Parallelism = DefaultParallelism()
 	}
-	// While the loops run: the CRDs (export.PrefetchCRDs); the aio.ign beside the state, whose encodings Ignition
-	// keeps, validated (an identical new aio.ign then needs no validation of its own, PreviousIgnition.Validate);
+	// While the loops run: the CRDs (export.PrefetchCRDs); the aio.ign beside the state, parsed and validated (an
+	// identical new aio.ign then needs no marshalling nor validation of its own, PreviousIgnition.Validate);
 	// the manifests of the saved objects, which a re-render's loops leave nearly all as they are.
 	go export.PrefetchCRDs(in.InstallConfig.FeatureSet)
 	var previousIgn *future[*export.PreviousIgnition]

@@ -18,9 +18,22 @@ import (
 type Summary struct {
 	Loops, Passes, Objects, Files int
 	IgnitionBytes                 int
-	EarliestExpiry                time.Time
-	EarliestExpirySubject         string // the certificate's name in `render-static certs`
-	Elapsed                       time.Duration
+	// LiveBytes is live.ign's size, LiveEmbed what it takes in the live ISO's embed area; InstallDevice and
+	// Keyfiles are how it installs the node (live.go).
+	LiveBytes             int
+	LiveEmbed             LiveEmbed
+	InstallDevice         string
+	Keyfiles              []string
+	EarliestExpiry        time.Time
+	EarliestExpirySubject string // the certificate's name in `render-static certs`
+	// OffUntil is until when the node may be powered off and still come back on its own: the earliest expiry
+	// among the certificates it keeps after its first boot (the admin kubeconfig and the first-boot manifests
+	// under /opt/openshift go). Nothing on the node renews them: the kubelet renews only the certificates
+	// kube-controller-manager signs for it, and only while it runs. Powered on later, the node needs
+	// `render-static renew` and `aio-update recover` (docs/node.md).
+	OffUntil        time.Time
+	OffUntilSubject string
+	Elapsed         time.Duration
 	// Timing of the render's parts, for benchmarks. IgnitionTime is building Ignition, with the state captured and
 	// the earliest expiry found meanwhile; a render validates Ignition while it writes the output directory
 	// (WriteTime: until the directory is in place and durable). The rest of Elapsed is setting up: reading the
@@ -84,7 +97,15 @@ func (s Summary) Print(w io.Writer, dir string) {
 	fmt.Fprintf(w, "  objects:          %d manifests\n", s.Objects)
 	fmt.Fprintf(w, "  files:            %d on the node\n", s.Files)
 	fmt.Fprintf(w, "  aio.ign:          %d bytes\n", s.IgnitionBytes)
+	if lines := s.liveLines(); len(lines) == 2 {
+		fmt.Fprintf(w, "  live.ign:         %s\n", lines[0])
+		fmt.Fprintf(w, "  install:          %s\n", lines[1])
+	}
 	fmt.Fprintf(w, "  earliest expiry:  %s (%s)\n", s.EarliestExpiry.UTC().Format(time.RFC3339), s.EarliestExpirySubject)
+	if !s.OffUntil.IsZero() {
+		fmt.Fprintf(w, "  off at most until %s (%s): powered on later, the node needs render-static renew and aio-update recover\n",
+			s.OffUntil.UTC().Format(time.RFC3339), s.OffUntilSubject)
+	}
 	fmt.Fprintf(w, "  elapsed:          %s\n", s.Elapsed.Round(time.Millisecond))
 	if s.PeakRSSMB > 0 {
 		fmt.Fprintf(w, "  peak RSS:         %.1f MB\n", s.PeakRSSMB)
@@ -102,19 +123,34 @@ func (s Summary) PrintWarnings(w io.Writer) {
 }
 
 // earliestExpiry is the certificate that expires first among the node's files (CA bundles and kubeconfigs
-// included), named as `render-static certs` names it (pkg/inventory): by what it is, not by its CN. The Secrets
-// and ConfigMaps among manifests (what the tree holds under the manifests directory) are read from their objects
+// included), named as `render-static certs` names it (pkg/inventory): by what it is, not by its CN; and the one
+// that expires first among those the node keeps after its first boot (Summary.OffUntil). The Secrets and
+// ConfigMaps among manifests (what the tree holds under the manifests directory) are read from their objects
 // rather than parsed back from their YAML.
-func earliestExpiry(t *export.Tree, workers []WorkerOutput, manifests []export.Manifest) (time.Time, string) {
+func earliestExpiry(t *export.Tree, workers []WorkerOutput, manifests []export.Manifest) expiring {
 	files := filesByPath(t, workers)
-	c, err := inventory.EarliestWith(files, inventoryManifests(files, manifests), time.Now())
+	firstBootOnly := func(p string) bool {
+		for _, d := range []string{node.ManifestsDir, node.AdminKubeconfigPath, node.AIOKubeDir} {
+			if p == d || strings.HasPrefix(p, d+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	c, kept, err := inventory.EarliestKeptWith(files, inventoryManifests(files, manifests), time.Now(), firstBootOnly)
 	if err != nil {
-		return time.Time{}, "unknown: " + err.Error()
+		return expiring{name: "unknown: " + err.Error()}
 	}
-	if c != nil {
-		return c.NotAfter, c.Name
+	var e expiring
+	if c == nil {
+		e.name = "none"
+	} else {
+		e.notAfter, e.name = c.NotAfter, c.Name
 	}
-	return time.Time{}, "none"
+	if kept != nil {
+		e.offUntil, e.offUntilName = kept.NotAfter, kept.Name
+	}
+	return e
 }
 
 // Inventory is the inventory of the output's node files at now, as `render-static certs` lists them (the Secrets

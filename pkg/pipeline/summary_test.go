@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,5 +68,18 @@ func checkInventoryFromObjects(t *testing.T, r *rendered) {
 	}
 	if e := parsed.Earliest(); e == nil || !r.out.Summary.EarliestExpiry.Equal(e.NotAfter) || r.out.Summary.EarliestExpirySubject != e.Name {
 		t.Errorf("summary's earliest expiry %s (%s), want the parsed inventory's %+v", r.out.Summary.EarliestExpiry, r.out.Summary.EarliestExpirySubject, e)
+	}
+	// Until when the node may be off: the first certificate to expire that the node keeps after its first boot,
+	// i.e. that lives somewhere outside /opt/openshift (the admin kubeconfig and the first-boot manifests go).
+	var kept *inventory.Certificate
+	for _, c := range parsed.Certificates {
+		for _, l := range c.Locations {
+			if kept == nil && !strings.HasPrefix(l.Path, "/opt/openshift/") {
+				kept = c
+			}
+		}
+	}
+	if s := r.out.Summary; kept == nil || !s.OffUntil.Equal(kept.NotAfter) || s.OffUntilSubject != kept.Name || s.OffUntil.Before(s.EarliestExpiry) {
+		t.Errorf("summary's off-until %s (%s), want %+v", s.OffUntil, s.OffUntilSubject, kept)
 	}
 }

@@ -237,3 +237,59 @@ func testAIOUpdate(t *testing.T, dir, root string, neu map[string][]byte, u *Upd
 		}
 	}
 }
+
+// testAIOUpdateRecover: `aio-update recover` on a node whose API does not answer: the files of the update in place,
+// the kubelet stopped, the new static pod manifests in place, every component's sandbox removed through the CRI,
+// the kubelet started, and only then the waits (a mirror pod counts only with containers started since) and the
+// API objects. A kubelet that does not come back fails it, bounded; run again, it finishes.
+func testAIOUpdateRecover(t *testing.T, dir, root string, neu map[string][]byte, u *Update) {
+	e := newAIOUpdateEnv(t, root)
+	update := filepath.Join(dir, UpdateDir)
+	out, err := e.run(t, []string{"STUB_KUBELET_NO_START=1"}, "recover", update)
+	if err == nil || !strings.Contains(out, "did not run revision") {
+		t.Errorf("recover with a kubelet that does not come back: err %v, output:\n%s", err, out)
+	}
+	_ = os.Remove(e.log)
+	out, err = e.run(t, nil, "recover", update)
+	if err != nil || !strings.Contains(out, "the node is back") {
+		t.Fatalf("recover: %v\n%s", err, out)
+	}
+	t.Logf("aio-update recover:\n%s", out)
+	b, _ := os.ReadFile(e.log)
+	calls := strings.Split(strings.TrimSpace(string(b)), "\n")
+	at := func(pred func(string) bool) int {
+		for i, c := range calls {
+			if pred(c) {
+				return i
+			}
+		}
+		return -1
+	}
+	stop := at(func(c string) bool { return c == "systemctl stop kubelet.service" })
+	start := at(func(c string) bool { return c == "systemctl start kubelet.service" })
+	firstGet := at(func(c string) bool { return strings.Contains(c, "get pod") })
+	firstApply := at(func(c string) bool { return strings.HasPrefix(c, "apply ") || strings.Contains(c, " apply ") })
+	if stop < 0 || !(stop < start && start < firstGet && firstGet < firstApply) {
+		t.Errorf("order of the calls (stop %d, start %d, first wait %d, first object %d):\n%s", stop, start, firstGet, firstApply, b)
+	}
+	for _, c := range u.Components {
+		rm := at(func(x string) bool { return x == "crictl rmp --force sandbox-"+c.Namespace })
+		if rm < stop || rm > start {
+			t.Errorf("%s: its sandbox was not removed while the kubelet was stopped (at %d):\n%s", c.Name, rm, b)
+		}
+	}
+	after := nodeFiles(t, root)
+	for _, f := range u.Files {
+		switch f.Kind {
+		case KindObject, KindStatus:
+		default:
+			if !strings.HasSuffix(f.Path, "/token") && !bytes.Equal(after[f.Path], neu["rootfs"+f.Path]) {
+				t.Errorf("%s (%s) on the node is not the new render's", f.Path, f.Kind)
+			}
+		}
+	}
+	out, err = e.run(t, nil, "recover", update)
+	if err != nil || !strings.Contains(out, "applied before") {
+		t.Errorf("recovering again: err %v, output:\n%s", err, out)
+	}
+}

@@ -157,6 +157,11 @@ func savedInputs(st *state.State, dir string, add *state.Worker) (*clusterconfig
 	if add != nil {
 		o.AddedWorkers = append(o.AddedWorkers, *add)
 	}
+	o.InstallDevice = si.InstallDevice
+	for i, k := range si.NetworkKeyfiles {
+		o.NetworkKeyfileData = append(o.NetworkKeyfileData, clusterconfig.Keyfile{Name: k.Name, Contents: []byte(k.Contents),
+			Source: fmt.Sprintf("%s[%d] (%s)", field(pipeline.InNetworkKeyfiles), i, k.Name)})
+	}
 	in, err := pipeline.Validate(o)
 	if list, ok := err.(installconfig.ErrorList); ok {
 		// Name the saved input, not the flag a render takes it from.
@@ -170,7 +175,7 @@ func savedInputs(st *state.State, dir string, add *state.Worker) (*clusterconfig
 			case e.Field == pipeline.InInfraID:
 				e.Field = state.Dir + "/render.json infraID"
 			case slices.Contains([]string{pipeline.InInstallConfig, pipeline.InNodeIP, pipeline.InNodeName, pipeline.InCertValidity, pipeline.InFlavor,
-				pipeline.InImages, pipeline.InWorkers}, e.Field),
+				pipeline.InImages, pipeline.InWorkers, pipeline.InInstallDevice, pipeline.InNetworkKeyfiles}, e.Field),
 				strings.HasPrefix(e.Field, pipeline.InWorkers+"["), strings.HasPrefix(e.Field, pipeline.InAddedWorkers+"["):
 				e.Field = field(e.Field)
 			default:

@@ -323,7 +323,12 @@ func TestRenew(t *testing.T) {
 		t.Errorf("the --within update was not kept under updates/ (previous %q)", rep.Update.Previous)
 	}
 
+	recoverRoot := filepath.Join(t.TempDir(), "node")
+	if err := copyIfExists(nodeRoot, recoverRoot); err != nil {
+		t.Fatal(err)
+	}
 	testAIOUpdate(t, dir, nodeRoot, neu, rep.Update)
+	testAIOUpdateRecover(t, dir, recoverRoot, neu, rep.Update)
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

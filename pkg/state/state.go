@@ -76,6 +76,8 @@ type State struct {
 	// IgnitionEncoder is the export.EncoderID of the aio.ign written beside the state: a later run in the same
 	// directory reuses that aio.ign's encodings only when it encodes alike (export.IgnitionOptions.Previous).
 	IgnitionEncoder string `json:"ignitionEncoder,omitempty"`
+	// LiveEmbed is the embed-area size of the live.ign written beside the state (nil: not measured).
+	LiveEmbed *LiveEmbed `json:"liveEmbed,omitempty"`
 	// LoadedFrom is the output directory Load read the state from ("" for a captured state).
 	LoadedFrom string `json:"-"`
 	// Legacy says Load read a format 1 state, which has no SHA256SUMS to check its files against.
@@ -118,12 +120,29 @@ type Inputs struct {
 	// replicas); AddedWorkers those `render-static worker` added later, in the order they were added.
 	Workers      []Worker `json:"workers,omitempty"`
 	AddedWorkers []Worker `json:"addedWorkers,omitempty"`
+	// InstallDevice and NetworkKeyfiles are the live ISO install's (pkg/pipeline live.go).
+	InstallDevice   string    `json:"installDevice,omitempty"`
+	NetworkKeyfiles []Keyfile `json:"networkKeyfiles,omitempty"`
 }
 
 // Worker is one worker node as the workers file names it: its node name, and its IPs as --node-ip takes them.
 type Worker struct {
 	NodeName string `json:"nodeName" yaml:"nodeName"`
 	NodeIP   string `json:"nodeIP" yaml:"nodeIP"`
+}
+
+// Keyfile is a NetworkManager keyfile given to a render: its file name on the node and its contents.
+type Keyfile struct {
+	Name     string `json:"name"`
+	Contents string `json:"contents"`
+}
+
+// LiveEmbed is what a live.ign takes in the live ISO's embed area (internal/isoembed), measured once: a later run
+// whose live.ign is the same (SHA256), measured with the same xz (XZ), takes Bytes without measuring again.
+type LiveEmbed struct {
+	SHA256 string `json:"sha256"`
+	XZ     string `json:"xz"`
+	Bytes  int    `json:"bytes"`
 }
 
 // Admin returns the saved admin credential.

@@ -42,6 +42,7 @@ type Container struct {
 	Attempt                  uint32
 	LogPath                  string
 	Reason, Message          string
+	StartedAt                int64 // Unix nanoseconds (0: never started)
 }
 
 func (c Container) String() string {
@@ -69,7 +70,7 @@ func (c *CRI) Containers(ctx context.Context) ([]Container, error) {
 		s := st.Status
 		out = append(out, Container{ID: k.Id, Pod: k.Labels["io.kubernetes.pod.name"], Namespace: k.Labels["io.kubernetes.pod.namespace"],
 			Name: k.Metadata.Name, State: s.State, ExitCode: s.ExitCode, Attempt: k.Metadata.Attempt, LogPath: s.LogPath,
-			Reason: s.Reason, Message: s.Message})
+			Reason: s.Reason, Message: s.Message, StartedAt: s.StartedAt})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Name != out[j].Name {

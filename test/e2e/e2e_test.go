@@ -41,7 +41,7 @@ func preconditions(t *testing.T) {
 	if _, err := FindIgnition(); err != nil {
 		missing = append(missing, err.Error())
 	}
-	for _, tool := range []string{"ignition-validate", "ip", "containerd", "containerd-shim-runc-v2", "ctr", "runc"} {
+	for _, tool := range []string{"ignition-validate", "ip", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "nmcli", "xz"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			missing = append(missing, tool+" not on PATH")
 		}
@@ -108,6 +108,9 @@ type innerSpec struct {
 	// the live kube-apiserver's server-side dry-run validation as a pod.
 	OpenShiftPods string
 	CLI           string // render-static, for the phases that run it (renew, a worker)
+	// InterruptAiokube has the first boot stop aiokube half-way (the reboot must finish it); otherwise it runs to
+	// its end and the first boot prints when it was done.
+	InterruptAiokube bool
 	// Fleet, when set, has the first boot run the fleet's Indexed Job (examples/fleet/job.yaml) on the node.
 	Fleet *fleetJobSpec
 	// The lab (lab_test.go): LabCommand is run with no input instead of an interactive shell (LAB_CMD);
@@ -214,6 +217,10 @@ func TestInner(t *testing.T) {
 		innerRenew(t, &spec)
 	case workerPhase:
 		innerWorker(t, &spec)
+	case "poweroff":
+		innerPowerOff(t, &spec)
+	case "recover":
+		innerRecover(t, &spec)
 	default:
 		t.Fatalf("unknown phase %q", spec.Phase)
 	}

@@ -130,14 +130,15 @@ func innerLab(t *testing.T, spec *innerSpec) {
 	tm := newTimings("lab")
 	n := bootNode(t, spec, tm)
 	cs, _ := clients(t, spec.Kubeconfig)
+	ak := startAiokube(t, n) // with the kubelet, as its unit starts
 	tm.add("kubelet->readyz", waitAPI(t, n, cs, 4*time.Minute))
 	startCSRApprover(t, n)
+	tm.add("kubelet->mirror-pods-ready", waitMirrorPods(t, n, cs, 4*time.Minute))
 	tm.step("aiokube", func() {
-		if log, err := runAiokube(t, n); err != nil {
+		if log, err := ak.wait(t, 8*time.Minute); err != nil {
 			t.Logf("aiokube: %v (log: %s):\n%s", err, filepath.Join(n.LogDir(), "aiokube.log"), log)
 		}
 	})
-	tm.add("kubelet->mirror-pods-ready", waitMirrorPods(t, n, cs, 4*time.Minute))
 	env := append(filteredEnv(EnvInner, EnvHostNetns, EnvHostMntns, EnvHostPidns, "RENDER_STATIC_LAB", "RENDER_STATIC_LAB_RESULT", "LAB_CMD"),
 		"KUBECONFIG="+spec.Kubeconfig)
 	dir := moduleRoot(t) // where the user started the lab

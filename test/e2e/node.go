@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -42,11 +43,18 @@ type Node struct {
 	CRISocket    string // where the rendered kubelet.conf points its runtime endpoint (containerd listens there)
 	PauseImage   string // the sandbox image the rendered CRI-O drop-in names
 	KubeletArgv  []string
-	KubeletStart time.Time
+	KubeletStart time.Time // the kubelet's first start in this boot
+	// KubeletRestarts are the later starts (the node's own scripts restart it through systemctl: standins.go).
+	KubeletRestarts []time.Time
 
 	containerd *exec.Cmd
-	kubelet    *exec.Cmd
 	logs       []*os.File
+
+	events eventLog // what the harness saw happen (timeline.go)
+
+	mu          sync.Mutex
+	kubelet     *exec.Cmd
+	kubeletDown bool // stopped on request (systemctl stop): not a failure
 }
 
 // LogDir holds containerd.log and kubelet.log of this boot.
@@ -299,6 +307,12 @@ func ReadKubeletUnit(root string) (*KubeletUnit, error) {
 // StartKubelet runs the rendered unit's ExecStartPre commands, then its ExecStart (with the flag overrides of
 // overrides.go applied and printed).
 func (n *Node) StartKubelet(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.startKubelet(ctx)
+}
+
+func (n *Node) startKubelet(ctx context.Context) error {
 	u, err := ReadKubeletUnit("/")
 	if err != nil {
 		return err
@@ -312,13 +326,50 @@ func (n *Node) StartKubelet(ctx context.Context) error {
 		}
 	}
 	n.KubeletArgv = applyFlagOverrides(u.Start)
-	n.KubeletStart = time.Now()
+	if n.KubeletStart.IsZero() {
+		n.KubeletStart = time.Now()
+	} else {
+		n.KubeletRestarts = append(n.KubeletRestarts, time.Now())
+	}
 	n.kubelet, err = n.start("kubelet", n.KubeletArgv, nil)
+	n.kubeletDown = false
 	return err
 }
 
-// KubeletRunning reports an error when the kubelet has exited, with its log's tail.
+// StopKubelet stops the kubelet as systemd stops its unit (SIGTERM, SIGKILL after 20 s); its pods go on running.
+func (n *Node) StopKubelet() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.kubelet != nil {
+		stopProcess(n.kubelet, 20*time.Second)
+		n.kubelet = nil
+	}
+	n.kubeletDown = true
+}
+
+// RestartKubelet starts the kubelet again (stopping it first if it runs and restart is set, as `systemctl
+// restart` does; `systemctl start` of a running kubelet does nothing).
+func (n *Node) RestartKubelet(ctx context.Context, restart bool) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.kubelet != nil {
+		if !restart {
+			return nil
+		}
+		stopProcess(n.kubelet, 20*time.Second)
+		n.kubelet = nil
+	}
+	return n.startKubelet(ctx)
+}
+
+// KubeletRunning reports an error when the kubelet has exited, with its log's tail (not when it was stopped on
+// request).
 func (n *Node) KubeletRunning() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.kubeletDown {
+		return nil
+	}
 	if n.kubelet == nil {
 		return errors.New("the kubelet was not started")
 	}
@@ -336,12 +387,15 @@ func (n *Node) KubeletRunning() error {
 // runtime's shims exit), then containerd. It returns what needed force.
 func (n *Node) Stop(ctx context.Context) []string {
 	var forced []string
+	n.mu.Lock()
 	if n.kubelet != nil {
 		if stopProcess(n.kubelet, 20*time.Second) {
 			forced = append(forced, "kubelet")
 		}
 		n.kubelet = nil
 	}
+	n.kubeletDown = true
+	n.mu.Unlock()
 	if n.containerd != nil {
 		if err := StopAllPods(ctx, n.CRISocket, 60*time.Second); err != nil {
 			n.Logf("stopping pods through the CRI: %v", err)

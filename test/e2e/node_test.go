@@ -58,12 +58,18 @@ func bootNode(t *testing.T, spec *innerSpec, tm *timings) *Node {
 	if spec.Worker != nil {
 		n.HostView = filepath.Join(n.Work, "hostview") // the worker's overlays take the host's directories from there
 	}
+	var stopStandIns func()
 	tm.step("mount", func() {
 		if err := n.Mount(); err != nil {
 			t.Fatal(err)
 		}
+		var err error
+		if stopStandIns, err = n.serveStandIns(); err != nil {
+			t.Fatal(err)
+		}
 	})
 	t.Cleanup(func() {
+		stopStandIns()
 		if t.Failed() {
 			dumpNodeLogs(t, n)
 		}
@@ -144,7 +150,7 @@ func crashLooping(ctx context.Context, n *Node) (string, error) {
 // container crash-loops (with its log). It returns the time from the kubelet's start.
 func waitAPI(t *testing.T, n *Node, cs *kubernetes.Clientset, timeout time.Duration) time.Duration {
 	t.Helper()
-	err := poll(context.Background(), timeout, time.Second, func(ctx context.Context) (bool, error) {
+	err := poll(context.Background(), timeout, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
 		if err := n.KubeletRunning(); err != nil {
 			t.Fatal(err)
 		}
@@ -157,6 +163,7 @@ func waitAPI(t *testing.T, n *Node, cs *kubernetes.Clientset, timeout time.Durat
 	if err != nil {
 		t.Fatalf("kube-apiserver never became ready: %v", err)
 	}
+	n.event("/readyz ok (seen by the harness)")
 	d := time.Since(n.KubeletStart)
 	t.Logf("FIGURE %s: /readyz ok %.1fs after the kubelet started", n.phase(), d.Seconds())
 	return d
@@ -165,7 +172,8 @@ func waitAPI(t *testing.T, n *Node, cs *kubernetes.Clientset, timeout time.Durat
 func (n *Node) phase() string { return filepath.Base(n.Work) }
 
 // waitMirrorPods waits (bounded) until every static pod of the node has a mirror pod in the API that is Running
-// and Ready, and returns the time from the kubelet's start.
+// and Ready with a status of this boot (every container it reports runs now: after a reboot the API first shows
+// the status the last boot left), and returns the time from the kubelet's start.
 func waitMirrorPods(t *testing.T, n *Node, cs *kubernetes.Clientset, timeout time.Duration) time.Duration {
 	t.Helper()
 	pods, err := StaticPods("/")
@@ -176,9 +184,13 @@ func waitMirrorPods(t *testing.T, n *Node, cs *kubernetes.Clientset, timeout tim
 	for _, p := range pods {
 		want[p.Namespace+"/"+p.Name+"-"+n.NodeName] = false
 	}
-	err = poll(context.Background(), timeout, time.Second, func(ctx context.Context) (bool, error) {
+	err = poll(context.Background(), timeout, 250*time.Millisecond, func(ctx context.Context) (bool, error) {
 		if msg, err := crashLooping(ctx, n); err == nil && msg != "" {
 			t.Fatalf("a static pod cannot run:\n%s", msg)
+		}
+		running := map[string]bool{}
+		for _, id := range runningContainers(t, n) {
+			running[id] = true
 		}
 		for k := range want {
 			ns, name, _ := strings.Cut(k, "/")
@@ -188,7 +200,15 @@ func waitMirrorPods(t *testing.T, n *Node, cs *kubernetes.Clientset, timeout tim
 				continue
 			}
 			_, mirror := p.Annotations["kubernetes.io/config.mirror"]
-			want[k] = mirror && p.Status.Phase == corev1.PodRunning && podReady(p)
+			fresh := len(p.Status.ContainerStatuses) > 0
+			for _, c := range p.Status.ContainerStatuses {
+				_, id, _ := strings.Cut(c.ContainerID, "://")
+				fresh = fresh && running[id]
+			}
+			if ok := mirror && fresh && p.Status.Phase == corev1.PodRunning && podReady(p); ok && !want[k] {
+				want[k] = true
+				n.event("mirror pod " + k + " Running and Ready (seen through the API)")
+			}
 		}
 		for _, ok := range want {
 			if !ok {
@@ -214,8 +234,8 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// unitRunner runs a rendered unit's ExecStart with its Environment (plus overrides) on the node, output to
-// LogDir/<name>.log.
+// unitCmd runs a rendered unit's ExecStart with its Environment (plus overrides) on the node, output to
+// LogDir/<name>.log, each line stamped with the time it was written (as the journal would).
 func (n *Node) unitCmd(t *testing.T, name, unit string, extraEnv ...string) *exec.Cmd {
 	t.Helper()
 	argv, env := unitCommand(t, filepath.Join("/etc/systemd/system", unit))
@@ -229,7 +249,9 @@ func (n *Node) unitCmd(t *testing.T, name, unit string, extraEnv ...string) *exe
 	}
 	t.Cleanup(func() { f.Close() })
 	cmd := nodeCommand(context.Background(), env, argv...)
-	cmd.Stdout, cmd.Stderr = f, f
+	w := &stampWriter{w: f}
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.WaitDelay = 10 * time.Second // a client left running after its script was stopped holds the output pipe
 	return cmd
 }
 
@@ -271,15 +293,100 @@ var aiokubeEnv = []string{"AIOKUBE_API_WAIT_SECONDS=120", "AIOKUBE_RETRY_SECONDS
 // runAiokube runs the first-boot apply to its end, as its unit would (bounded); it returns its log's last lines.
 func runAiokube(t *testing.T, n *Node) (string, error) {
 	t.Helper()
-	ak := n.unitCmd(t, "aiokube", "aiokube.service", aiokubeEnv...)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	if err := ak.Start(); err != nil {
-		return "", err
+	ak := startAiokube(t, n)
+	return ak.wait(t, 8*time.Minute)
+}
+
+// aiokubeRun is aiokube started as its unit starts it.
+type aiokubeRun struct {
+	n    *Node
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// startAiokube starts aiokube as its unit does: once the kubelet started (After=kubelet.service).
+func startAiokube(t *testing.T, n *Node) *aiokubeRun {
+	t.Helper()
+	a := &aiokubeRun{n: n, cmd: n.unitCmd(t, "aiokube", "aiokube.service", aiokubeEnv...), done: make(chan error, 1)}
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	go func() { <-ctx.Done(); ak.Process.Kill() }()
-	err := ak.Wait()
-	return tail(filepath.Join(n.LogDir(), "aiokube.log"), 25), err
+	go func() { a.done <- a.cmd.Wait() }()
+	n.event("aiokube started")
+	return a
+}
+
+// wait waits (bounded; then its process group is killed) until aiokube ends; it returns its log's last lines.
+func (a *aiokubeRun) wait(t *testing.T, timeout time.Duration) (string, error) {
+	t.Helper()
+	var err error
+	select {
+	case err = <-a.done:
+	case <-time.After(timeout):
+		syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
+		err = fmt.Errorf("aiokube still running after %s (killed): %v", timeout, <-a.done)
+	}
+	a.n.event("aiokube ended")
+	return tail(filepath.Join(a.n.LogDir(), "aiokube.log"), 25), err
+}
+
+// stopHalfWay stops aiokube (by its process group, as systemd stops a unit) once it has created the namespaces and
+// a few more manifests, and checks it had not finished; it returns how many manifests were done.
+func (a *aiokubeRun) stopHalfWay(t *testing.T) int {
+	t.Helper()
+	stateDir, namespaces := aiokubeState(t)
+	done := 0
+	err := poll(context.Background(), 4*time.Minute, 100*time.Millisecond, func(context.Context) (bool, error) {
+		select {
+		case err := <-a.done:
+			return false, fmt.Errorf("aiokube ended before it was stopped half-way (%v):\n%s", err, tail(filepath.Join(a.n.LogDir(), "aiokube.log"), 30))
+		default:
+		}
+		m, _ := filepath.Glob(filepath.Join(stateDir, "done", "*"))
+		done = len(m)
+		return done >= namespaces+5, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(-a.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-a.done:
+	case <-time.After(20 * time.Second):
+		syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
+		<-a.done
+	}
+	a.n.event(fmt.Sprintf("aiokube stopped half-way, %d manifests done", done))
+	if _, err := os.Stat(filepath.Join(stateDir, "applied")); err == nil {
+		t.Fatal("aiokube finished before it was stopped: the reboot cannot show it resumes")
+	}
+	t.Logf("aiokube stopped half-way (pid %d) after %d manifests (%d namespaces)", a.cmd.Process.Pid, done, namespaces)
+	return done
+}
+
+// aiokubeFigures prints when aiokube had created every manifest and when it was done, from its stamped log.
+func aiokubeFigures(t *testing.T, n *Node, tm *timings) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(n.LogDir(), "aiokube.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var applied, finished time.Time
+	for _, e := range UnitLogEvents(f) {
+		switch {
+		case e.What == "aiokube: every manifest is created":
+			applied = e.At
+		case strings.HasPrefix(e.What, "aiokube: done:"):
+			finished = e.At
+		}
+	}
+	if applied.IsZero() || finished.IsZero() {
+		t.Fatalf("aiokube's log says no end of the apply or of the run:\n%s", tail(f.Name(), 20))
+	}
+	tm.add("kubelet->aiokube-applied", applied.Sub(n.KubeletStart))
+	t.Logf("FIGURE %s: aiokube created every manifest %.1fs after the kubelet started (its run, tokens and clean-up included, ended at %.1fs)",
+		n.phase(), applied.Sub(n.KubeletStart).Seconds(), finished.Sub(n.KubeletStart).Seconds())
 }
 
 // aiokubeState is the state directory the rendered aiokube unit names.
@@ -316,45 +423,21 @@ func innerFirstBoot(t *testing.T, spec *innerSpec) {
 	tm := newTimings("upstream/" + spec.Case + " (first boot)")
 	n := bootNode(t, spec, tm)
 	cs, cfg := clients(t, spec.Kubeconfig)
+	ak := startAiokube(t, n)
 	tm.add("kubelet->readyz", waitAPI(t, n, cs, 4*time.Minute))
 	startCSRApprover(t, n)
-
-	// aiokube as its unit runs it, stopped (by PID) once it has created the namespaces and some more.
-	stateDir, namespaces := aiokubeState(t)
-	ak := n.unitCmd(t, "aiokube", "aiokube.service", aiokubeEnv...)
-	if err := ak.Start(); err != nil {
-		t.Fatal(err)
-	}
-	akDone := make(chan error, 1)
-	go func() { akDone <- ak.Wait() }()
 	done := 0
-	err := poll(context.Background(), 4*time.Minute, 200*time.Millisecond, func(context.Context) (bool, error) {
-		select {
-		case err := <-akDone:
-			return false, fmt.Errorf("aiokube ended before it was stopped half-way (%v):\n%s", err, tail(filepath.Join(n.LogDir(), "aiokube.log"), 30))
-		default:
-		}
-		m, _ := filepath.Glob(filepath.Join(stateDir, "done", "*"))
-		done = len(m)
-		return done >= namespaces+5, nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	if spec.InterruptAiokube {
+		done = ak.stopHalfWay(t)
 	}
-	// As systemd stops a unit: SIGTERM to its whole process group (the script and the client it runs).
-	syscall.Kill(-ak.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-akDone:
-	case <-time.After(20 * time.Second):
-		syscall.Kill(-ak.Process.Pid, syscall.SIGKILL)
-		<-akDone
-	}
-	if _, err := os.Stat(filepath.Join(stateDir, "applied")); err == nil {
-		t.Fatal("aiokube finished before it was stopped: the reboot cannot show it resumes")
-	}
-	t.Logf("aiokube stopped half-way (pid %d) after %d manifests (%d namespaces)", ak.Process.Pid, done, namespaces)
-
 	tm.add("kubelet->mirror-pods-ready", waitMirrorPods(t, n, cs, 4*time.Minute))
+	if !spec.InterruptAiokube {
+		if log, err := ak.wait(t, 8*time.Minute); err != nil {
+			t.Fatalf("aiokube: %v\n%s", err, log)
+		}
+		aiokubeFigures(t, n, tm)
+	}
+	t.Logf("TIMELINE %s (seconds after the kubelet started):%s", n.phase(), n.timeline())
 	tm.step("checks", func() {
 		checkNodeRegistered(t, cs, n)
 		checkHealth(t, cs)
@@ -409,13 +492,17 @@ func innerReboot(t *testing.T, spec *innerSpec) {
 	if err != nil {
 		t.Fatalf("exported manifests: %v", err)
 	}
-	tm.step("aiokube", func() {
-		log, err := runAiokube(t, n)
-		t.Logf("aiokube (rerun after the reboot; %d manifests were done before):\n%s", st.AiokubeDone, log)
-		if err != nil {
-			t.Fatalf("aiokube after the reboot: %v", err)
-		}
-	})
+	if _, err := os.Stat("/etc/systemd/system/aiokube.service"); err != nil {
+		t.Logf("aiokube finished on the first boot and removed itself: nothing to resume")
+	} else {
+		tm.step("aiokube", func() {
+			log, err := runAiokube(t, n)
+			t.Logf("aiokube (rerun after the reboot; %d manifests were done before):\n%s", st.AiokubeDone, log)
+			if err != nil {
+				t.Fatalf("aiokube after the reboot: %v", err)
+			}
+		})
+	}
 	checkObjectsExist(t, cs, cfg, objs)
 	// The approver's RBAC is one of the exported manifests: only now can it approve the kubelet's serving CSR.
 	checkServingCSR(t, cs, n)

@@ -28,8 +28,8 @@ var Overrides = []struct{ What, Why string }{
 		"it names a systemd slice (/system.slice/crio.service) that does not exist here"},
 	{"/usr/bin/kubelet and /usr/bin/kubectl are the upstream v1.34.3 builds (overlay on /usr/bin)",
 		"RHCOS ships both; here they are built from the Go module proxy"},
-	{"/usr/bin/systemctl is a stand-in that logs and succeeds (overlay on /usr/bin)",
-		"aiokube disables its own unit when done; no systemd runs here"},
+	{"/usr/bin/systemctl and /usr/bin/crictl are stand-ins that hand their arguments to the harness (overlay on /usr/bin; standins.go): stop/start/restart of kubelet.service stop and start the harness's kubelet by PID with the unit's own commands, other units only succeed; crictl pods/stopp/rmp go through the harness's CRI client",
+		"aiokube disables its own unit when done and aio-update recover restarts the kubelet and the static pods; no systemd runs here and Debian ships no crictl (RHCOS has both)"},
 	{"/etc/resolv.conf: nameserver 127.0.0.1",
 		"the private network namespace has no DNS server; a lookup must fail at once, not time out"},
 	{"the CSR approver's unit runs every 5 s instead of its timer's 1 min; aiokube's waits are shortened (AIOKUBE_*_SECONDS, AIOKUBE_ATTEMPTS)",
@@ -49,9 +49,6 @@ func PrintOverrides(logf func(string, ...any)) {
 	logf("the harness's overrides of the rendered node (test/e2e/overrides.go):%s", b.String())
 }
 
-// systemctlStandIn replaces systemctl on the node (see Overrides).
-const systemctlStandIn = "#!/bin/sh\n# e2e stand-in (test/e2e/overrides.go): no systemd runs in the node's namespaces\necho \"systemctl (e2e stand-in): $*\" >&2\nexit 0\n"
-
 // applyFileOverrides makes the file changes of Overrides in the node's view (overlays and bind mounts only).
 func applyFileOverrides(n *Node) error {
 	if err := writeFile("/etc/resolv.conf", []byte("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"), 0o644); err != nil {
@@ -62,8 +59,10 @@ func applyFileOverrides(n *Node) error {
 			return err
 		}
 	}
-	if err := writeFile("/usr/bin/systemctl", []byte(systemctlStandIn), 0o755); err != nil {
-		return err
+	for _, tool := range []string{"systemctl", "crictl"} {
+		if err := writeFile("/usr/bin/"+tool, []byte(standInScript(tool)), 0o755); err != nil {
+			return err
+		}
 	}
 	// kubelet.conf: a patched copy bind-mounted over the rendered one (the node's disk keeps the original).
 	u, err := ReadKubeletUnit("/")

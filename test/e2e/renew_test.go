@@ -38,6 +38,12 @@ import (
 // case waits (the case took 12.6 minutes).
 const renewLeaf = 12 * time.Minute
 
+// renewAfter is how long after the render the case renews: the renewed leaves then outlive the original ones by
+// 5 minutes, the checks after the original expiry included (they took up to 2 minutes), and the apply (2-3
+// minutes) is done ~8 minutes after the render, before kube-controller-manager's and kube-scheduler's second
+// reload of their client certificates (~10.5 minutes).
+const renewAfter = 5 * time.Minute
+
 // renewArgs: what renew is asked to do. --within the whole leaf lifetime makes every leaf due.
 var renewArgs = []string{"renew", "--within", renewLeaf.String()}
 
@@ -51,20 +57,28 @@ const UpdateCommand = "/usr/local/bin/aio-update"
 const updateDir = "/root/aio-update"
 
 func TestUpstreamE2ERenew(t *testing.T) {
-	preconditions(t)
-	if only := os.Getenv("RENDER_STATIC_E2E_CASES"); only != "" && !strings.Contains(","+only+",", ",renew,") {
-		t.Skipf("not in RENDER_STATIC_E2E_CASES=%s", only)
-	}
-	cli := renderStaticCLI(t)
-	bins := binaries(t)
-	c := upstreamCases[0]
-	c.name, c.worker = "renew", "" // the worker case renews with its worker (worker_test.go)
-	spec := prepareUpstreamCase(t, cli, bins, c)
+	spec := prepareIPv4Case(t, "renew")
 	spec.Phase = "renew"
-	spec.CLI = cli
 	tm := newTimings("upstream/renew (outer)")
 	tm.step("node", func() { runInner(t, spec, renewLeaf+15*time.Minute) })
 	t.Log(tm.String())
+}
+
+// prepareIPv4Case is the IPv4 install-config prepared as case name (its render flags: upstreamRenderArgs), for a
+// test that runs render-static on the node (spec.CLI); skipped unless RENDER_STATIC_E2E_CASES names it (or is
+// empty).
+func prepareIPv4Case(t *testing.T, name string) *innerSpec {
+	t.Helper()
+	preconditions(t)
+	if only := os.Getenv("RENDER_STATIC_E2E_CASES"); only != "" && !strings.Contains(","+only+",", ","+name+",") {
+		t.Skipf("not in RENDER_STATIC_E2E_CASES=%s", only)
+	}
+	cli := renderStaticCLI(t)
+	c := upstreamCases[0]
+	c.name, c.worker = name, "" // the control-plane node alone (the worker case renews with its worker: worker_test.go)
+	spec := prepareUpstreamCase(t, cli, binaries(t), c)
+	spec.CLI = cli
+	return spec
 }
 
 // renewBefore is what the node runs on before the update.
@@ -78,7 +92,6 @@ type renewBefore struct {
 // copied into the node and applied; then, past the expiry of every original leaf, the checks.
 func innerRenew(t *testing.T, spec *innerSpec) {
 	tm := newTimings("upstream/renew (node)")
-	renderDir := filepath.Dir(filepath.Dir(spec.Kubeconfig))
 	n := bootNode(t, spec, tm)
 	cs, _ := clients(t, spec.Kubeconfig)
 	tm.add("kubelet->readyz", waitAPI(t, n, cs, 4*time.Minute))
@@ -96,23 +109,16 @@ func innerRenew(t *testing.T, spec *innerSpec) {
 		b.earliest.Cert.NotAfter.UTC().Format(time.RFC3339), b.earliest.Path, b.latest.Cert.NotAfter.UTC().Format(time.RFC3339),
 		b.latest.Path, time.Until(b.earliest.Cert.NotAfter).Seconds())
 
-	// renew now, on the render directory (it runs offline: here only because the node is up now; the renewed
-	// leaves live renewLeaf from now, so they outlive the original ones by the time the node took to come up).
-	tm.step("renew", func() {
-		out, err := RunLogged(context.Background(), 10*time.Minute, filepath.Join(n.LogDir(), "renew.log"), nil,
-			append(append([]string{spec.CLI}, renewArgs...), "--dir", renderDir)...)
-		t.Logf("render-static %s --dir %s:\n%s", strings.Join(renewArgs, " "), renderDir, out)
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
-	src := filepath.Join(renderDir, "update")
-	renewed, err := CertificatesIn(src)
-	if err != nil {
-		t.Fatalf("renew wrote no update: %v", err)
+	// renew on the render directory (it runs offline: here only because the node is up). The renewed leaves live
+	// renewLeaf from the renew, so they outlive the original ones by the time between the render and the renew;
+	// the checks end a few minutes past the original expiry, and the node is up within a minute of the render:
+	// renew renewAfter after the render (the case waits for the original expiry anyway, so this costs nothing).
+	if wait := time.Until(b.earliest.Cert.NotAfter.Add(renewAfter - renewLeaf)); wait > 0 {
+		t.Logf("waiting %s before the renew, until %s after the render", wait.Round(time.Second), renewAfter)
+		tm.step("wait-renew", func() { sleepWatching(t, n, wait) })
 	}
-	t.Logf("%s holds %d certificates (%d leaves)", src, len(renewed), len(Leaves(renewed)))
-	applyUpdate(t, n, tm, "", src, updateDir)
+	renewed := renewAndCopy(t, spec, n, tm, renewArgs...)
+	applyUpdate(t, n, tm, "", updateDir)
 	if left := time.Until(b.earliest.Cert.NotAfter); left <= 0 {
 		t.Fatalf("the apply finished %s after the first original leaf expired: raise renewLeaf (%s)", (-left).Round(time.Second), renewLeaf)
 	} else {
@@ -166,10 +172,32 @@ func innerRenew(t *testing.T, spec *innerSpec) {
 	t.Log(tm.String())
 }
 
-// applyUpdate copies an update of the render directory (src) into the node (dst, as an admin would copy it there)
-// and applies it with the aio-update aio.ign installed, inside the node's namespaces (steps <label>copy and
-// <label>apply of tm).
-func applyUpdate(t *testing.T, n *Node, tm *timings, label, src, dst string) {
+// renewAndCopy runs `render-static <args> --dir` on the render directory (renew, with args), and copies its update
+// into the node at updateDir, as an admin would; it returns the update's certificates.
+func renewAndCopy(t *testing.T, spec *innerSpec, n *Node, tm *timings, args ...string) []FoundCert {
+	t.Helper()
+	renderDir := filepath.Dir(filepath.Dir(spec.Kubeconfig))
+	tm.step("renew", func() {
+		out, err := RunLogged(context.Background(), 10*time.Minute, filepath.Join(n.LogDir(), "renew.log"), nil,
+			append(append([]string{spec.CLI}, args...), "--dir", renderDir)...)
+		t.Logf("render-static %s --dir %s:\n%s", strings.Join(args, " "), renderDir, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	src := filepath.Join(renderDir, "update")
+	renewed, err := CertificatesIn(src)
+	if err != nil {
+		t.Fatalf("renew wrote no update: %v", err)
+	}
+	t.Logf("%s holds %d certificates (%d leaves)", src, len(renewed), len(Leaves(renewed)))
+	copyUpdate(t, tm, "", src, updateDir)
+	return renewed
+}
+
+// copyUpdate copies an update of the render directory (src) into the node at dst, as an admin would copy it there
+// (step <label>copy of tm).
+func copyUpdate(t *testing.T, tm *timings, label, src, dst string) {
 	t.Helper()
 	tm.step(label+"copy", func() {
 		os.RemoveAll(dst)
@@ -177,12 +205,18 @@ func applyUpdate(t *testing.T, n *Node, tm *timings, label, src, dst string) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// applyUpdate applies the update copied into the node at dir with the aio-update aio.ign installed, inside the
+// node's namespaces (step <label>apply of tm).
+func applyUpdate(t *testing.T, n *Node, tm *timings, label, dir string) {
+	t.Helper()
 	tm.step(label+"apply", func() {
 		if _, err := os.Stat(UpdateCommand); err != nil {
 			t.Fatalf("aio.ign installed no %s: %v", UpdateCommand, err)
 		}
-		out, err := RunLogged(context.Background(), 20*time.Minute, filepath.Join(n.LogDir(), "aio-update.log"), nil, UpdateCommand, "apply", dst)
-		t.Logf("%s apply %s:\n%s", UpdateCommand, dst, out)
+		out, err := RunLogged(context.Background(), 20*time.Minute, filepath.Join(n.LogDir(), "aio-update.log"), nil, UpdateCommand, "apply", dir)
+		t.Logf("%s apply %s:\n%s", UpdateCommand, dir, out)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/render-static/render-static/internal/testkit/testtools"
 )
 
 // The end-to-end test: `render-static --flavor upstream` renders an install-config into aio.ign; Debian's real
@@ -144,6 +147,9 @@ func TestUpstreamE2E(t *testing.T) {
 					}
 				})
 			}
+			// One case shows a reboot half-way through aiokube; the others let it finish on the first boot and
+			// print when (the IPv4 figure comes from TestUpstreamE2EPowerOff's first boot).
+			spec.InterruptAiokube = c.name == interruptAiokubeCase
 			spec.Phase = "boot"
 			tm.step("first-boot", func() { runInner(t, spec, 15*time.Minute) })
 			spec.Phase = "reboot"
@@ -186,12 +192,16 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 		}
 		worker = &workerSpec{Name: upstreamWorkerName, IPs: c.worker, Addrs: waddrs}
 	}
+	// The node's static network, as a keyfile nmcli makes: aio.ign lays it down (live_test.go checks the live ISO's
+	// side); the node here runs no NetworkManager, its addresses are the test's own.
+	keyfile := testtools.Keyfile(t, work, "node-"+c.name+".nmconnection", addrs...)
 	render := func(flavor, out string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		args := []string{"--flavor", flavor, "--install-config", icPath, "--node-ip", c.nodeIPs, "--node-name", upstreamNodeName, "--dir", out}
 		if flavor == "upstream" {
 			args = append(args, upstreamRenderArgs[c.name]...)
+			args = append(args, "--install-device", "/dev/vda", "--network-keyfile", keyfile)
 		}
 		cmd := exec.CommandContext(ctx, cli, args...)
 		b, err := cmd.CombinedOutput()
@@ -217,6 +227,13 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 			t.Fatal(err)
 		}
 		t.Logf("ignition laid %s into %s in %.1fs", ign, root, res.Duration.Seconds())
+		want, _ := os.ReadFile(keyfile)
+		laid := filepath.Join(root, "etc/NetworkManager/system-connections", filepath.Base(keyfile))
+		if got, err := os.ReadFile(laid); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: not the keyfile given (%v)", laid, err)
+		} else if st, _ := os.Stat(laid); st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", laid, st.Mode().Perm())
+		}
 	})
 	var images string
 	tm.step("images", func() {
@@ -233,6 +250,9 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 		OpenShiftPods: filepath.Join(openshift, "rootfs", "etc", "kubernetes", "manifests"), Worker: worker, CLI: cli,
 	}
 }
+
+// interruptAiokubeCase is the case whose first boot stops aiokube half-way and whose reboot finishes it.
+const interruptAiokubeCase = "ipv4"
 
 // The fleet's Indexed Job runs on the first boot of one case (it tests the Job and the image, not the network
 // family): fleetJobSites sites over the example's four shards, so that shard 0 renders two of them.

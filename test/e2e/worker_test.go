@@ -60,7 +60,8 @@ func innerAddWorker(t *testing.T, spec *innerSpec, n *Node, cs *kubernetes.Clien
 			t.Fatal(err)
 		}
 	})
-	applyUpdate(t, n, tm, "update:", filepath.Join(renderDir, "update"), "/root/aio-update-"+w.Name)
+	copyUpdate(t, tm, "update:", filepath.Join(renderDir, "update"), "/root/aio-update-"+w.Name)
+	applyUpdate(t, n, tm, "update:", "/root/aio-update-"+w.Name)
 	checkApproverKnows(t, w)
 	checkDeclaredNode(t, cs, w)
 
@@ -104,15 +105,8 @@ func innerAddWorker(t *testing.T, spec *innerSpec, n *Node, cs *kubernetes.Clien
 
 	// Every leaf of the control plane renewed, its update applied (etcd and kube-apiserver roll): the worker
 	// still works.
-	tm.step("renew", func() {
-		argv := []string{spec.CLI, "renew", "--force", "--dir", renderDir}
-		out, err := RunLogged(ctx, 10*time.Minute, filepath.Join(n.LogDir(), "renew.log"), nil, argv...)
-		t.Logf("%s:\n%s", strings.Join(argv[1:], " "), out)
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
-	applyUpdate(t, n, tm, "renew:", filepath.Join(renderDir, "update"), "/root/aio-update-renew")
+	renewAndCopy(t, spec, n, tm, "renew", "--force")
+	applyUpdate(t, n, tm, "renew:", updateDir)
 	applied := time.Now()
 	tm.add("apply->readyz", waitReadyz(t, n, cs, 4*time.Minute))
 	checkLeasesAdvance(t, cs, applied, "kube-node-lease", w.Name)

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"testing"
 
 	"github.com/render-static/render-static/internal/procstat"
@@ -76,4 +78,31 @@ func ResetPeakRSS() (float64, error) {
 		return 0, err
 	}
 	return procstat.MB("VmRSS"), nil
+}
+
+// Keyfile makes a static NetworkManager keyfile as a user would, with NetworkManager's own nmcli (`nmcli --offline
+// connection add`, NetworkManager 1.42 or later): an ethernet connection on eno1 with the given addresses
+// ("192.168.126.10/24", "fd00::10/64"), each family manual or disabled. It writes it into dir as name (0600),
+// or ends the test without nmcli (Tool), and returns its path.
+func Keyfile(t testing.TB, dir, name string, prefixes ...string) string {
+	t.Helper()
+	args := []string{"--offline", "connection", "add", "type", "ethernet", "con-name", strings.TrimSuffix(name, ".nmconnection"), "ifname", "eno1"}
+	v4, v6 := "disabled", "disabled"
+	for _, p := range prefixes {
+		if strings.Contains(p, ":") {
+			args, v6 = append(args, "ipv6.addresses", p), "manual"
+		} else {
+			args, v4 = append(args, "ipv4.addresses", p), "manual"
+		}
+	}
+	args = append(args, "ipv4.method", v4, "ipv6.method", v6)
+	out, err := exec.Command(Tool(t, "nmcli"), args...).Output()
+	if err != nil {
+		t.Fatalf("nmcli %s: %v", strings.Join(args, " "), err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -1,0 +1,220 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"path"
+	"strings"
+
+	"github.com/render-static/render-static/internal/isoembed"
+	"github.com/render-static/render-static/internal/nmkeyfile"
+	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/installconfig"
+	"github.com/render-static/render-static/pkg/state"
+)
+
+// The live ISO install (README, "Installing"): every render also writes DIR/live.ign, the RHCOS live ISO's config
+// that installs the node with aio.ign (export.LiveIgnition), and says what it takes in the ISO's embed area
+// (internal/isoembed). Its inputs: the disk (installDevice) and the node's NetworkManager keyfiles
+// (networkKeyfiles), which aio.ign and live.ign both write.
+
+// checkInstallDevice refuses what coreos-installer could not open as a disk: anything but a clean absolute path
+// under /dev (a path of letters, digits and ._:+@- as /dev/disk/by-id names are). A relative name
+// (coreos-installer's deprecated "sda" form of coreos.inst.install_dev) is refused too.
+func checkInstallDevice(dev string) error {
+	if !strings.HasPrefix(dev, "/dev/") || len(dev) == len("/dev/") || path.Clean(dev) != dev {
+		return fmt.Errorf("%q is not an absolute device path (/dev/..., e.g. /dev/sda or /dev/disk/by-id/...)", dev)
+	}
+	for _, c := range dev {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/._:+@-", c)) {
+			return fmt.Errorf("%q is not an absolute device path: %q is not a character of a device name", dev, c)
+		}
+	}
+	return nil
+}
+
+// KeyfileSuffix is what a keyfile's name must end in: NetworkManager ignores files under system-connections it
+// takes for backups or editors' files (nm-keyfile-utils.c, nm_keyfile_utils_ignore_filename), and names its own
+// keyfiles so.
+const KeyfileSuffix = ".nmconnection"
+
+// readKeyfiles has NetworkManager read each keyfile (nmkeyfile.Read) and checks that every node IP is a static
+// address of one of them. Every problem names its keyfile (its Source) and what is wrong; with none given, there is
+// nothing to check.
+func readKeyfiles(keyfiles []clusterconfig.Keyfile, nodeIPs []netip.Addr) ([]clusterconfig.Keyfile, installconfig.ErrorList) {
+	if len(keyfiles) == 0 {
+		return nil, nil
+	}
+	var errs installconfig.ErrorList
+	add := func(format string, args ...any) {
+		errs = append(errs, installconfig.FieldError{Field: InNetworkKeyfiles, Detail: fmt.Sprintf(format, args...)})
+	}
+	seen := map[string]string{}
+	conns := make([]*nmkeyfile.Connection, 0, len(keyfiles))
+	for _, k := range keyfiles {
+		src := k.Source
+		if src == "" {
+			src = k.Name
+		}
+		switch {
+		case k.Name == "" || strings.ContainsAny(k.Name, "/\x00") || strings.HasPrefix(k.Name, "."):
+			add("%s: %q cannot be a keyfile's name under %s", src, k.Name, export.KeyfileDir)
+			continue
+		case !strings.HasSuffix(k.Name, KeyfileSuffix) || k.Name == KeyfileSuffix:
+			add("%s: the name must end in %s (NetworkManager skips other names it takes for backups and editors' files)", src, KeyfileSuffix)
+			continue
+		case seen[k.Name] != "":
+			add("%s: a second keyfile named %s (the first: %s): both would be %s/%s", src, k.Name, seen[k.Name], export.KeyfileDir, k.Name)
+			continue
+		}
+		seen[k.Name] = src
+		c, err := nmkeyfile.Read(context.Background(), k.Contents)
+		if errors.Is(err, nmkeyfile.ErrNoNmcli) {
+			add("%s: cannot be checked: %v; render-static has NetworkManager's own parser read every keyfile (nmcli --offline, NetworkManager 1.42 or later): install NetworkManager where you render (Debian, Ubuntu: network-manager; Fedora, RHEL: NetworkManager)", src, err)
+			continue
+		}
+		if err != nil {
+			add("%s: %v", src, err)
+			continue
+		}
+		conns = append(conns, c)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	for _, ip := range nodeIPs {
+		found := false
+		for _, c := range conns {
+			found = found || c.Static(ip)
+		}
+		if found {
+			continue
+		}
+		var have []string
+		for i, c := range conns {
+			have = append(have, fmt.Sprintf("%s: %s", keyfiles[i].Name, describeIP(c, ip)))
+		}
+		add("%s (%s) is not a static address of any keyfile, and the node must keep it (it is in the node's certificates): %s",
+			ip, installconfig.Ref(InNodeIP), strings.Join(have, "; "))
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return keyfiles, nil
+}
+
+// describeIP says what a connection has of ip's family: "ipv4.method=auto, ipv4.addresses none".
+func describeIP(c *nmkeyfile.Connection, ip netip.Addr) string {
+	fam, cfg := "ipv4", c.IPv4
+	if ip.Is6() && !ip.Is4In6() {
+		fam, cfg = "ipv6", c.IPv6
+	}
+	method := cfg.Method
+	if method == "" {
+		method = "(none: a " + c.Type + " connection has no " + fam + " setting)"
+	}
+	addrs := "none"
+	if len(cfg.Addresses) > 0 {
+		var s []string
+		for _, p := range cfg.Addresses {
+			s = append(s, p.String())
+		}
+		addrs = strings.Join(s, ",")
+	}
+	return fmt.Sprintf("%s.method=%s, %s.addresses %s", fam, method, fam, addrs)
+}
+
+// exportKeyfiles are the inputs' keyfiles as aio.ign and live.ign write them.
+func exportKeyfiles(in *clusterconfig.Inputs) []export.Keyfile {
+	out := make([]export.Keyfile, 0, len(in.NetworkKeyfiles))
+	for _, k := range in.NetworkKeyfiles {
+		out = append(out, export.Keyfile{Name: k.Name, Contents: k.Contents})
+	}
+	return out
+}
+
+// addKeyfiles lays the keyfiles out on the node: 0600 under /etc/NetworkManager/system-connections, where
+// NetworkManager reads them (and refuses files others may read).
+func addKeyfiles(tree *export.Tree, in *clusterconfig.Inputs) error {
+	for _, k := range exportKeyfiles(in) {
+		if err := tree.AddFile(path.Join(export.KeyfileDir, k.Name), 0o600, k.Contents); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// liveIgnition is live.ign for aio.ign and the inputs.
+func liveIgnition(aio []byte, in *clusterconfig.Inputs) ([]byte, error) {
+	return export.LiveIgnition(aio, export.LiveOptions{InstallDevice: in.InstallDevice, Keyfiles: exportKeyfiles(in),
+		SSHAuthorizedKeys: in.InstallConfig.SSHKeys()})
+}
+
+// LiveEmbed is what live.ign takes in the live ISO's embed area, or why that is not known.
+type LiveEmbed struct {
+	Bytes int    // 0: not measured
+	Err   string // why not
+	// Saved is what the state keeps of it (nil: not measured).
+	Saved *state.LiveEmbed
+}
+
+// Fits says whether live.ign fits the embed area (false when not measured).
+func (e LiveEmbed) Fits() bool { return e.Bytes > 0 && e.Bytes <= isoembed.AreaSize }
+
+// measureLive is the embed area's size of live (isoembed: coreos-installer's archive, compressed with xz as it
+// compresses it); the earlier measure is taken when it is of the same live.ign and the same xz.
+func measureLive(ctx context.Context, live []byte, earlier *state.LiveEmbed) LiveEmbed {
+	sum := sha256.Sum256(live)
+	id := hex.EncodeToString(sum[:])
+	xz := isoembed.Version(ctx)
+	if xz == "" {
+		return LiveEmbed{Err: isoembed.ErrNoXZ.Error()}
+	}
+	if earlier != nil && earlier.SHA256 == id && earlier.XZ == xz && earlier.Bytes > 0 {
+		return LiveEmbed{Bytes: earlier.Bytes, Saved: earlier}
+	}
+	z, err := isoembed.Compress(ctx, isoembed.Archive(map[string][]byte{isoembed.ConfigMember: live}))
+	if err != nil {
+		return LiveEmbed{Err: err.Error()}
+	}
+	return LiveEmbed{Bytes: len(z), Saved: &state.LiveEmbed{SHA256: id, XZ: xz, Bytes: len(z)}}
+}
+
+// liveLines are the summary's lines about live.ign: its size and the embed area's, and how it installs.
+func (s Summary) liveLines() []string {
+	if s.LiveBytes == 0 {
+		return nil
+	}
+	var embed string
+	switch e := s.LiveEmbed; {
+	case e.Bytes == 0:
+		embed = "embed size not measured: " + e.Err
+	case e.Fits():
+		embed = fmt.Sprintf("embeds in %d of the live ISO's %d bytes (xz as coreos-installer)", e.Bytes, isoembed.AreaSize)
+	default:
+		embed = fmt.Sprintf("DOES NOT FIT the live ISO's embed area: %d > %d bytes (xz as coreos-installer); boot PXE (coreos-installer pxe ignition wrap) or serve aio.ign over HTTP (README, Installing)", e.Bytes, isoembed.AreaSize)
+	}
+	install := "to " + s.InstallDevice + ", then reboot"
+	if s.InstallDevice == "" {
+		install = "no install device: boot the ISO with coreos.inst.install_dev=/dev/<disk>, or coreos-installer stops (destination device must be specified)"
+	}
+	if len(s.Keyfiles) > 0 {
+		install += "; network: " + strings.Join(s.Keyfiles, ", ") + " (live system and installed node)"
+	}
+	return []string{fmt.Sprintf("%d bytes; %s", s.LiveBytes, embed), install}
+}
+
+// liveWarning is the warning a live.ign that does not fit the embed area gives.
+func (s Summary) liveWarning(dir string) string {
+	if s.LiveEmbed.Bytes == 0 || s.LiveEmbed.Fits() {
+		return ""
+	}
+	return fmt.Sprintf("%s does not fit the live ISO's embed area: %d bytes once compressed as coreos-installer compresses it, the area holds %d; "+
+		"boot the PXE images with it instead (coreos-installer pxe ignition wrap -i %s), or serve %s over HTTP and embed a pointer config (README, Installing)",
+		path.Join(dir, "live.ign"), s.LiveEmbed.Bytes, isoembed.AreaSize, path.Join(dir, "live.ign"), path.Join(dir, "aio.ign"))
+}
