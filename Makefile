@@ -35,9 +35,9 @@ e2e-build:
 	./hack/e2e-build.sh
 
 # Everything: lint, unit and integration tests, and the end-to-end boot, with the external tools required.
-# The e2e package is named first so that it starts first: it is the longest (~38 min, mostly waiting for the
-# renewal and power-off cases' certificates to expire, ~13 and ~8 min; the three IP families ~5 min, the two worker
-# cases ~6 min, the lab tests ~6 min) and the other packages run beside it.
+# The e2e package is named first so that it starts first: it is the longest (~37 min, mostly waiting for the
+# renewal and power-off cases' certificates to expire, ~13 and ~8 min; the three IP families with the two worker
+# cases ~9 min (2.8-3.1 min each), the lab tests ~6 min) and the other packages run beside it.
 test: deps lint e2e-build
 	RENDER_STATIC_REQUIRE_TOOLS=1 RENDER_STATIC_E2E=1 RENDER_STATIC_E2E_REQUIRE_FLAVOR=1 $(GO) test -count=1 -timeout 60m ./test/e2e/ ./...
 
