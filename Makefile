@@ -19,7 +19,7 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o $(BIN) ./cmd/render-static
 
-# Renders the bundled single-node example into ./aio (aio.ign, auth/, manifests/, rootfs/, trace.txt).
+# Renders the bundled single-node example into ./aio (aio.ign, live.ign, auth/, manifests/, rootfs/, state/, trace.txt).
 run: build
 	./$(BIN) --install-config $(EXAMPLE) --node-ip $(EXAMPLE_NODE_IP) --node-name $(EXAMPLE_NODE_NAME) --dir aio
 
