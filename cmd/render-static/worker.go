@@ -12,18 +12,23 @@ import (
 
 // workerFlags are the worker command's inputs as its flags.
 var workerFlags = map[string]string{pipeline.InDir: "--dir", pipeline.InNodeName: "--node-name", pipeline.InNodeIP: "--node-ip",
-	pipeline.InFresh: "render-static --fresh", pipeline.InWorkers: "render-static --workers"}
+	pipeline.InFresh: "render-static --fresh", pipeline.InWorkers: "render-static --workers",
+	pipeline.InInstallDevice: "--install-device", pipeline.InNetworkKeyfiles: "--network-keyfile"}
 
 func newWorkerCommand(stdout io.Writer) *cobra.Command {
 	var o renew.WorkerOptions
 	cmd := &cobra.Command{
-		Use:   "worker --dir DIR --node-name NAME --node-ip IP[,IP]",
-		Short: "Add a worker node to a rendered cluster: its worker.ign, and an update for the control-plane node",
+		Use:   "worker --dir DIR --node-name NAME --node-ip IP[,IP] [--install-device DEV] [--network-keyfile FILE]...",
+		Short: "Add a worker node to a rendered cluster: its worker.ign and live.ign, and an update for the control-plane node",
 		Long: `worker continues the cluster saved in --dir (state/) with one worker more (seed 004, day 2) and writes
 --dir/workers/NAME/worker.ign (0600: it holds the worker's key) and rootfs/ (what it lays down): the kubelet,
 configured as the control-plane node's, with the worker role and a client certificate for system:node:NAME signed
 at render time by kube-controller-manager's CSR signer, so that it joins with no token and no approval; CRI-O
 with the pull secret, mirrors and trust bundle; /etc/hosts sending api and api-int to the control-plane node.
+Beside it, --dir/workers/NAME/live.ign (0600) is the RHCOS live ISO's config that installs the worker with
+worker.ign to --install-device, as the render's live.ign installs the control-plane node; --network-keyfile
+gives the worker its NetworkManager keyfiles (written by worker.ign and live.ign; --node-ip must be a static
+address of one of them). The summary says what live.ign takes in the live ISO's embed area.
 The worker is kept in state/ (every later render, renew and certs knows it). The running control-plane node must
 learn of it: --dir/update holds the update (its CSR approver's list of nodes, which then approves the worker's
 serving certificate and client renewals, and nothing else of it), to apply there with "aio-update apply DIR"
@@ -41,5 +46,7 @@ control-plane node's families, a --dir without state: exit 1, --dir untouched.`,
 	f.StringVar(&o.Dir, "dir", "aio", "a render's output directory (with its state/)")
 	f.StringVar(&o.NodeName, "node-name", "", "the worker's name; worker.ign sets /etc/hostname to it (required)")
 	f.StringVar(&o.NodeIP, "node-ip", "", "the worker's IP in the machine network; for dual stack two comma-separated IPs, primary first (required)")
+	f.StringVar(&o.InstallDevice, "install-device", "", "the disk the worker's live.ign installs it to, an absolute path under /dev (e.g. /dev/sda, /dev/disk/by-id/...; default: none: the live ISO then needs coreos.inst.install_dev=/dev/<disk> on its kernel command line)")
+	f.StringArrayVar(&o.NetworkKeyfiles, "network-keyfile", nil, "a NetworkManager keyfile (NAME.nmconnection) for the worker, written 0600 under /etc/NetworkManager/system-connections by its worker.ign and live.ign (repeatable); NetworkManager's nmcli (1.42 or later) must be on PATH to read it, and every --node-ip must be one of its static addresses")
 	return cmd
 }

@@ -42,10 +42,13 @@ type Inputs struct {
 }
 
 // Worker is a worker node: its name (the kubelet's system:node:<name> identity) and its IPs (primary first, of
-// the control-plane node's families).
+// the control-plane node's families); InstallDevice and NetworkKeyfiles are its live ISO install's, as the
+// control-plane node's (Inputs): its live.ign installs it to that disk, and worker.ign and live.ign write its keyfiles.
 type Worker struct {
-	Name string
-	IPs  []netip.Addr
+	Name            string
+	IPs             []netip.Addr
+	InstallDevice   string
+	NetworkKeyfiles []Keyfile
 }
 
 // Keyfile is a NetworkManager keyfile: its file name on the node and its contents; Source names where it was

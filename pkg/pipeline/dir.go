@@ -154,12 +154,13 @@ func (d *Dir) withSaved(o Options) (Options, *story) {
 		o.Flavor = si.Flavor
 		saved("flavor")
 	}
-	if o.Workers == "" && o.WorkersData == nil && len(si.Workers) > 0 {
-		o.Workers, o.WorkersData = filepath.Join(d.Path, state.Dir, "render.json")+" inputs.workers", WorkersData(si.Workers)
+	if o.Workers == "" && o.WorkersData == nil && o.WorkerList == nil && len(si.Workers) > 0 {
+		o.Workers = filepath.Join(d.Path, state.Dir, "render.json") + " inputs.workers"
+		o.WorkerList = SavedWorkers(o.Workers, si.Workers)
 		saved("workers")
 	}
 	if o.AddedWorkers == nil {
-		o.AddedWorkers = si.AddedWorkers
+		o.AddedWorkers = SavedWorkers(filepath.Join(d.Path, state.Dir, "render.json")+" inputs."+InAddedWorkers, si.AddedWorkers)
 	}
 	if o.InstallDevice == "" && si.InstallDevice != "" {
 		o.InstallDevice = si.InstallDevice
@@ -264,7 +265,7 @@ func (d *Dir) changedInputs(o Options) []string {
 	if si.Images != now.Images {
 		out = append(out, "images")
 	}
-	if !slices.Equal(si.Workers, now.Workers) {
+	if !sameWorkers(si.Workers, now.Workers) {
 		out = append(out, "workers")
 	}
 	if si.InstallDevice != now.InstallDevice {

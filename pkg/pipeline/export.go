@@ -68,6 +68,7 @@ func (o *Output) summarized() {
 
 // embedded waits for live.ign's embed size and puts it into Summary and State (which keeps it for the next run).
 func (o *Output) embedded() {
+	o.workersEmbedded() // workers.go
 	if o.embed == nil {
 		return
 	}
@@ -168,6 +169,7 @@ func exportValidating(ctx context.Context, e *Settled) (*Output, error) {
 		Summary: Summary{
 			Loops: e.Loops, Passes: e.Result.TotalPasses(), Objects: len(manifests), Files: len(tree.Files()),
 			IgnitionBytes: len(b.ign.Raw), LiveBytes: len(b.live), InstallDevice: in.InstallDevice, Keyfiles: keyfileNames(in),
+			WorkerLive: workerLives(in, workers),
 			Warnings:   warnings(in),
 			KeygenTime: e.KeygenTime, LoopsTime: e.LoopsTime, ExportTime: exportTime, IgnitionTime: ignTime,
 		},

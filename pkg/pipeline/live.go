@@ -47,12 +47,18 @@ const KeyfileSuffix = ".nmconnection"
 // address of one of them. Every problem names its keyfile (its Source) and what is wrong; with none given, there is
 // nothing to check.
 func readKeyfiles(keyfiles []clusterconfig.Keyfile, nodeIPs []netip.Addr) ([]clusterconfig.Keyfile, installconfig.ErrorList) {
+	return readKeyfilesOf(InNetworkKeyfiles, installconfig.Ref(InNodeIP), keyfiles, nodeIPs)
+}
+
+// readKeyfilesOf is readKeyfiles for the keyfiles input field (a worker's: workers[i].networkKeyfiles) of the node
+// whose IPs problems name ipInput (an input reference, installconfig.Ref, or a worker's field: workers[i].nodeIP).
+func readKeyfilesOf(field, ipInput string, keyfiles []clusterconfig.Keyfile, nodeIPs []netip.Addr) ([]clusterconfig.Keyfile, installconfig.ErrorList) {
 	if len(keyfiles) == 0 {
 		return nil, nil
 	}
 	var errs installconfig.ErrorList
 	add := func(format string, args ...any) {
-		errs = append(errs, installconfig.FieldError{Field: InNetworkKeyfiles, Detail: fmt.Sprintf(format, args...)})
+		errs = append(errs, installconfig.FieldError{Field: field, Detail: fmt.Sprintf(format, args...)})
 	}
 	seen := map[string]string{}
 	conns := make([]*nmkeyfile.Connection, 0, len(keyfiles))
@@ -100,7 +106,7 @@ func readKeyfiles(keyfiles []clusterconfig.Keyfile, nodeIPs []netip.Addr) ([]clu
 			have = append(have, fmt.Sprintf("%s: %s", keyfiles[i].Name, describeIP(c, ip)))
 		}
 		add("%s (%s) is not a static address of any keyfile, and the node must keep it (it is in the node's certificates): %s",
-			ip, installconfig.Ref(InNodeIP), strings.Join(have, "; "))
+			ip, ipInput, strings.Join(have, "; "))
 	}
 	if len(errs) > 0 {
 		return nil, errs
@@ -131,8 +137,13 @@ func describeIP(c *nmkeyfile.Connection, ip netip.Addr) string {
 
 // exportKeyfiles are the inputs' keyfiles as aio.ign and live.ign write them.
 func exportKeyfiles(in *clusterconfig.Inputs) []export.Keyfile {
-	out := make([]export.Keyfile, 0, len(in.NetworkKeyfiles))
-	for _, k := range in.NetworkKeyfiles {
+	return exportKeyfilesOf(in.NetworkKeyfiles)
+}
+
+// exportKeyfilesOf are keyfiles as a node's Ignition configs write them.
+func exportKeyfilesOf(keyfiles []clusterconfig.Keyfile) []export.Keyfile {
+	out := make([]export.Keyfile, 0, len(keyfiles))
+	for _, k := range keyfiles {
 		out = append(out, export.Keyfile{Name: k.Name, Contents: k.Contents})
 	}
 	return out
@@ -141,7 +152,12 @@ func exportKeyfiles(in *clusterconfig.Inputs) []export.Keyfile {
 // addKeyfiles lays the keyfiles out on the node: 0600 under /etc/NetworkManager/system-connections, where
 // NetworkManager reads them (and refuses files others may read).
 func addKeyfiles(tree *export.Tree, in *clusterconfig.Inputs) error {
-	for _, k := range exportKeyfiles(in) {
+	return addKeyfilesOf(tree, in.NetworkKeyfiles)
+}
+
+// addKeyfilesOf is addKeyfiles of a node's keyfiles (a worker's).
+func addKeyfilesOf(tree *export.Tree, keyfiles []clusterconfig.Keyfile) error {
+	for _, k := range exportKeyfilesOf(keyfiles) {
 		if err := tree.AddFile(path.Join(export.KeyfileDir, k.Name), 0o600, k.Contents); err != nil {
 			return err
 		}
@@ -211,10 +227,16 @@ func (s Summary) liveLines() []string {
 
 // liveWarning is the warning a live.ign that does not fit the embed area gives.
 func (s Summary) liveWarning(dir string) string {
-	if s.LiveEmbed.Bytes == 0 || s.LiveEmbed.Fits() {
+	return liveWarningOf(s.LiveEmbed, dir, "aio.ign")
+}
+
+// liveWarningOf is the warning the live.ign in dir gives when it does not fit the embed area; config is the
+// Ignition config it installs, in the same folder (aio.ign, a worker's worker.ign).
+func liveWarningOf(e LiveEmbed, dir, config string) string {
+	if e.Bytes == 0 || e.Fits() {
 		return ""
 	}
 	return fmt.Sprintf("%s does not fit the live ISO's embed area: %d bytes once compressed as coreos-installer compresses it, the area holds %d; "+
 		"boot the PXE images with it instead (coreos-installer pxe ignition wrap -i %s), or serve %s over HTTP and embed a pointer config (README, Installing)",
-		path.Join(dir, "live.ign"), s.LiveEmbed.Bytes, isoembed.AreaSize, path.Join(dir, "live.ign"), path.Join(dir, "aio.ign"))
+		path.Join(dir, "live.ign"), e.Bytes, isoembed.AreaSize, path.Join(dir, "live.ign"), path.Join(dir, config))
 }

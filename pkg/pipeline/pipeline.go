@@ -74,9 +74,12 @@ type Options struct {
 	// Flavor is "openshift" (the default) or "upstream".
 	Flavor string
 	// Workers is the workers file (WorkersData, when not nil, its contents): the workers the install-config's
-	// compute replicas ask for, each with nodeName and nodeIP (workers.go); not given, none.
+	// compute replicas ask for, each with nodeName and nodeIP, and its own installDevice and networkKeyfiles
+	// (workers.go); not given, none. WorkerList, when not nil, are those workers with their keyfiles read (as the
+	// state keeps them): then Workers only names where they come from, and WorkersData is not read.
 	Workers     string
 	WorkersData []byte
+	WorkerList  []state.Worker
 	// AddedWorkers are the workers added to the cluster after its first render (`render-static worker`); a render
 	// continuing a saved cluster takes the saved ones.
 	AddedWorkers []state.Worker
@@ -129,7 +132,12 @@ func (o Options) readFiles() (Options, installconfig.ErrorList) {
 	}
 	read(InInstallConfig, &o.InstallConfig, &o.InstallConfigData)
 	read(InImages, &o.Images, &o.ImagesData)
-	read(InWorkers, &o.Workers, &o.WorkersData)
+	if o.WorkerList == nil {
+		read(InWorkers, &o.Workers, &o.WorkersData)
+		var werrs installconfig.ErrorList
+		o.WorkerList, werrs = readWorkersFile(o.Workers, o.WorkersData) // workers.go
+		errs = append(errs, werrs...)
+	}
 	if o.NetworkKeyfileData == nil && len(o.NetworkKeyfiles) > 0 {
 		o.NetworkKeyfileData = []clusterconfig.Keyfile{}
 		for _, p := range o.NetworkKeyfiles {
@@ -202,7 +210,7 @@ func validate(o Options, errs installconfig.ErrorList) (*clusterconfig.Inputs, e
 	var workers []clusterconfig.Worker
 	if ic != nil && !errs.Has(InWorkers) {
 		var werrs installconfig.ErrorList
-		workers, werrs = validateWorkers(o, ic, nodeIPs)
+		workers, werrs = validateWorkers(o, ic, nodeIPs, errs)
 		errs = append(errs, werrs...)
 	}
 	if o.InstallDevice != "" {
@@ -286,6 +294,11 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 	s.Crypto = FIPSModeLine()
 	if w := s.liveWarning(o.Dir); w != "" {
 		s.Warnings = append(s.Warnings, w)
+	}
+	for _, wl := range s.WorkerLive {
+		if w := wl.Warning(o.Dir); w != "" {
+			s.Warnings = append(s.Warnings, w)
+		}
 	}
 	s.WriteTime = time.Since(written)
 	s.Elapsed = time.Since(start)

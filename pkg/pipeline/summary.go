@@ -20,10 +20,12 @@ type Summary struct {
 	IgnitionBytes                 int
 	// LiveBytes is live.ign's size, LiveEmbed what it takes in the live ISO's embed area; InstallDevice and
 	// Keyfiles are how it installs the node (live.go).
-	LiveBytes             int
-	LiveEmbed             LiveEmbed
-	InstallDevice         string
-	Keyfiles              []string
+	LiveBytes     int
+	LiveEmbed     LiveEmbed
+	InstallDevice string
+	Keyfiles      []string
+	// WorkerLive are the workers' live.ign (DIR/workers/<name>/live.ign), as the control-plane node's.
+	WorkerLive            []WorkerLive
 	EarliestExpiry        time.Time
 	EarliestExpirySubject string // the certificate's name in `render-static certs`
 	// OffUntil is until when the node may be powered off and still come back on its own: the earliest expiry
@@ -100,6 +102,9 @@ func (s Summary) Print(w io.Writer, dir string) {
 	if lines := s.liveLines(); len(lines) == 2 {
 		fmt.Fprintf(w, "  live.ign:         %s\n", lines[0])
 		fmt.Fprintf(w, "  install:          %s\n", lines[1])
+	}
+	for _, wl := range s.WorkerLive {
+		wl.Print(w)
 	}
 	fmt.Fprintf(w, "  earliest expiry:  %s (%s)\n", s.EarliestExpiry.UTC().Format(time.RFC3339), s.EarliestExpirySubject)
 	if !s.OffUntil.IsZero() {

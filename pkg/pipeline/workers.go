@@ -1,10 +1,13 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -24,30 +27,96 @@ import (
 // (Options.AddedWorkers). Both are inputs the state keeps (state.Inputs.Workers, AddedWorkers), so every later run
 // (a re-render, renew, certs) knows them; each run writes DIR/workers/<name>/ from them (WorkersDir).
 
-// WorkersDir holds, in a render directory, one folder per worker: worker.ign (0600: it holds the worker's key)
-// and rootfs/ (exactly what it lays down).
+// WorkersDir holds, in a render directory, one folder per worker: worker.ign (0600: it holds the worker's key),
+// live.ign (0600: it carries worker.ign) and rootfs/ (exactly what worker.ign lays down).
 const WorkersDir = inventory.WorkersDir
 
-// WorkerIgnition is a worker's Ignition config in its folder.
-const WorkerIgnition = "worker.ign"
+// WorkerIgnition is a worker's Ignition config in its folder; WorkerLiveIgnition its live ISO's config, which
+// installs it with worker.ign.
+const (
+	WorkerIgnition     = "worker.ign"
+	WorkerLiveIgnition = "live.ign"
+)
 
 // InAddedWorkers names the workers `render-static worker` added, in problems about them (their saved inputs).
 const InAddedWorkers = "addedWorkers"
 
-// ParseWorkers reads a workers file: a YAML list of workers, each with nodeName and nodeIP (as --node-ip takes
-// it), unknown fields refused.
-func ParseWorkers(data []byte) ([]state.Worker, error) {
-	var ws []state.Worker
-	if err := inputfile.DecodeStrict(data, &ws); err != nil {
-		return nil, err
-	}
-	return ws, nil
+// workerEntry is one worker of a workers file: its node name, its IPs (as --node-ip takes them), and its live ISO
+// install's inputs as the agent installer's hosts list gives each host its own rootDeviceHints and networkConfig:
+// the disk its live.ign installs it to, and the paths of its NetworkManager keyfiles (relative to the workers
+// file's folder, or absolute).
+type workerEntry struct {
+	NodeName        string   `yaml:"nodeName"`
+	NodeIP          string   `yaml:"nodeIP"`
+	InstallDevice   string   `yaml:"installDevice"`
+	NetworkKeyfiles []string `yaml:"networkKeyfiles"`
 }
 
-// WorkersData is a list of workers as a workers file holds it (JSON is YAML): the saved list as a run takes it.
-func WorkersData(ws []state.Worker) []byte {
-	b, _ := json.Marshal(ws) // strings only: never fails
-	return b
+// ParseWorkers reads a workers file (file names it, and its folder is where relative keyfile paths are): a YAML
+// list of workers (workerEntry), unknown fields refused, each worker's keyfiles read (inputfile.Read). A file
+// that does not parse is a problem of InWorkers; a keyfile that cannot be read one of its worker's
+// networkKeyfiles (workers[i].networkKeyfiles), and the worker is returned without it.
+func ParseWorkers(file string, data []byte) ([]state.Worker, installconfig.ErrorList) {
+	var entries []workerEntry
+	if err := inputfile.DecodeStrict(data, &entries); err != nil {
+		return nil, installconfig.ErrorList{{Field: InWorkers, Detail: fmt.Sprintf("%s: %v", file, err)}}
+	}
+	var errs installconfig.ErrorList
+	ws := make([]state.Worker, 0, len(entries))
+	for i, e := range entries {
+		w := state.Worker{NodeName: e.NodeName, NodeIP: e.NodeIP, InstallDevice: e.InstallDevice}
+		for _, p := range e.NetworkKeyfiles {
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(filepath.Dir(file), p)
+			}
+			b, err := inputfile.Read(p)
+			if err != nil {
+				errs = append(errs, installconfig.FieldError{Field: workerField(InWorkers, i, InNetworkKeyfiles), Detail: err.Error()})
+				continue
+			}
+			w.NetworkKeyfiles = append(w.NetworkKeyfiles, state.Keyfile{Name: filepath.Base(p), Contents: string(b), Source: p})
+		}
+		ws = append(ws, w)
+	}
+	return ws, errs
+}
+
+// readWorkersFile is ParseWorkers of the workers file when one was given (data not nil).
+func readWorkersFile(file string, data []byte) ([]state.Worker, installconfig.ErrorList) {
+	if data == nil {
+		return nil, nil
+	}
+	return ParseWorkers(file, data)
+}
+
+// SavedWorkers are saved workers (state.Inputs.Workers, AddedWorkers) as a run takes them again: their keyfiles
+// named in messages by where they are saved (where, e.g. "state/render.json inputs.workers", [i].networkKeyfiles[j]).
+func SavedWorkers(where string, ws []state.Worker) []state.Worker {
+	if ws == nil {
+		return nil
+	}
+	out := make([]state.Worker, len(ws))
+	for i, w := range ws {
+		w.NetworkKeyfiles = slices.Clone(w.NetworkKeyfiles)
+		for j := range w.NetworkKeyfiles {
+			k := &w.NetworkKeyfiles[j]
+			k.Source = fmt.Sprintf("%s[%d].%s[%d] (%s)", where, i, InNetworkKeyfiles, j, k.Name)
+		}
+		out[i] = w
+	}
+	return out
+}
+
+// sameWorkers says whether two lists of workers are the same inputs (where their keyfiles were read aside).
+func sameWorkers(a, b []state.Worker) bool {
+	ja, _ := json.Marshal(a) // strings only: never fails
+	jb, _ := json.Marshal(b)
+	return bytes.Equal(ja, jb)
+}
+
+// workerField is the input field of a worker's: workers[1].networkKeyfiles.
+func workerField(list string, i int, field string) string {
+	return fmt.Sprintf("%s[%d].%s", list, i, field)
 }
 
 // workerCheck is what a worker is checked against: the install-config, the control-plane node, and the workers
@@ -69,9 +138,13 @@ func newWorkerCheck(ic *installconfig.InstallConfig, node string, nodeIPs []neti
 	return c
 }
 
-// worker checks one worker, whose fields problems name base+".nodeName" and base+".nodeIP", and returns it.
-func (c *workerCheck) worker(base string, w state.Worker) (clusterconfig.Worker, bool) {
+// worker checks one worker, whose fields problems name base+".nodeName", ".nodeIP", ".installDevice" and
+// ".networkKeyfiles" (the live ISO install's inputs, checked as the control-plane node's: live.go), and returns it.
+// prior are the problems found before (reading its keyfiles): a keyfile that could not be read is not checked
+// against the worker's IPs.
+func (c *workerCheck) worker(base string, w state.Worker, prior installconfig.ErrorList) (clusterconfig.Worker, bool) {
 	nameField, ipField := base+".nodeName", base+".nodeIP"
+	deviceField, keyfilesField := base+"."+InInstallDevice, base+"."+InNetworkKeyfiles
 	add := func(field, format string, args ...any) {
 		c.errs = append(c.errs, installconfig.FieldError{Field: field, Detail: fmt.Sprintf(format, args...)})
 	}
@@ -86,10 +159,25 @@ func (c *workerCheck) worker(base string, w state.Worker) (clusterconfig.Worker,
 	default:
 		c.names[w.NodeName] = c.which(base, w.NodeName)
 	}
+	if w.InstallDevice != "" {
+		if err := checkInstallDevice(w.InstallDevice); err != nil {
+			add(deviceField, "%v", err)
+		}
+	}
 	ips, err := installconfig.ParseNodeIPsOf(ipField, w.NodeIP)
 	if err != nil {
 		c.errs = append(c.errs, asFieldErrors(ipField, err)...)
 		return clusterconfig.Worker{}, false
+	}
+	var keyfiles []clusterconfig.Keyfile
+	if !prior.Has(keyfilesField) {
+		given := make([]clusterconfig.Keyfile, len(w.NetworkKeyfiles))
+		for i, k := range w.NetworkKeyfiles {
+			given[i] = clusterconfig.Keyfile{Name: k.Name, Source: k.Source, Contents: []byte(k.Contents)}
+		}
+		var kerrs installconfig.ErrorList
+		keyfiles, kerrs = readKeyfilesOf(keyfilesField, ipField, given, ips)
+		c.errs = append(c.errs, kerrs...)
 	}
 	placed := c.ic.CheckNodeIPs(ipField, ips)
 	c.errs = append(c.errs, placed...)
@@ -104,7 +192,7 @@ func (c *workerCheck) worker(base string, w state.Worker) (clusterconfig.Worker,
 		}
 		c.ips[ip] = c.which(base, w.NodeName)
 	}
-	return clusterconfig.Worker{Name: w.NodeName, IPs: ips}, len(c.errs) == n
+	return clusterconfig.Worker{Name: w.NodeName, IPs: ips, InstallDevice: w.InstallDevice, NetworkKeyfiles: keyfiles}, len(c.errs) == n
 }
 
 // which names a worker in problems about another node: by its name and where it comes from.
@@ -126,19 +214,12 @@ func joinIPs(ips []netip.Addr) string {
 	return strings.Join(s, ",")
 }
 
-// validateWorkers checks the workers of a render: those of the workers file (data, its problems at
+// validateWorkers checks the workers of a render: those of the workers file (o.WorkerList, its problems at
 // workers[i].<field>), exactly as many as the install-config's compute replicas ask for, and the added ones
-// (addedWorkers[i].<field>); every name and IP its own.
-func validateWorkers(o Options, ic *installconfig.InstallConfig, nodeIPs []netip.Addr) ([]clusterconfig.Worker, installconfig.ErrorList) {
-	var listed []state.Worker
+// (addedWorkers[i].<field>); every name and IP its own. prior are the problems found reading the inputs.
+func validateWorkers(o Options, ic *installconfig.InstallConfig, nodeIPs []netip.Addr, prior installconfig.ErrorList) ([]clusterconfig.Worker, installconfig.ErrorList) {
+	listed := o.WorkerList
 	var errs installconfig.ErrorList
-	if o.WorkersData != nil {
-		ws, err := ParseWorkers(o.WorkersData)
-		if err != nil {
-			return nil, installconfig.ErrorList{{Field: InWorkers, Detail: fmt.Sprintf("%s: %v", o.Workers, err)}}
-		}
-		listed = ws
-	}
 	if want := ic.ComputeReplicas(); int64(len(listed)) != want {
 		noun := "workers"
 		if want == 1 {
@@ -147,7 +228,7 @@ func validateWorkers(o Options, ic *installconfig.InstallConfig, nodeIPs []netip
 		detail := fmt.Sprintf("the install-config asks for %d %s (compute replicas; the installer's default pool of %d when compute does not say), but %s",
 			want, noun, installconfig.DefaultComputeReplicas, installconfig.Ref(InWorkers))
 		switch {
-		case o.WorkersData == nil:
+		case listed == nil:
 			detail += " names none: name each (nodeName, nodeIP), or set compute[0].replicas: 0 for a single node"
 		default:
 			detail += fmt.Sprintf(" names %d: name each, and add workers to a running cluster with render-static worker", len(listed))
@@ -157,40 +238,126 @@ func validateWorkers(o Options, ic *installconfig.InstallConfig, nodeIPs []netip
 	c := newWorkerCheck(ic, o.NodeName, nodeIPs)
 	var out []clusterconfig.Worker
 	for i, w := range listed {
-		if wk, ok := c.worker(fmt.Sprintf("%s[%d]", InWorkers, i), w); ok {
+		if wk, ok := c.worker(fmt.Sprintf("%s[%d]", InWorkers, i), w, prior); ok {
 			out = append(out, wk)
 		}
 	}
 	for i, w := range o.AddedWorkers {
-		if wk, ok := c.worker(fmt.Sprintf("%s[%d]", InAddedWorkers, i), w); ok {
+		if wk, ok := c.worker(fmt.Sprintf("%s[%d]", InAddedWorkers, i), w, prior); ok {
 			out = append(out, wk)
 		}
 	}
 	return out, append(errs, c.errs...)
 }
 
-// WorkerOutput is one worker's files: its tree (rootfs/) and its Ignition config.
+// WorkerOutput is one worker's files: its tree (rootfs/), its Ignition config, and its live.ign (the live ISO's
+// config that installs it with worker.ign, as the control-plane node's live.ign installs it with aio.ign: live.go).
 type WorkerOutput struct {
 	Name     string
 	Tree     *export.Tree
 	Ignition []byte
+	Live     []byte
+	// embed is live.ign's size in the live ISO's embed area, measured while the output is made (nil once in the
+	// summary: Output.workersEmbedded).
+	embed *future[LiveEmbed]
 }
 
-// workerOutputs builds every worker's tree and Ignition config (validated) from the settled cluster.
+// WorkerLive is what the summary says of a worker's live.ign: as the control-plane node's (Summary.liveLines).
+type WorkerLive struct {
+	Name          string
+	Bytes         int
+	Embed         LiveEmbed
+	InstallDevice string
+	Keyfiles      []string
+}
+
+// workerOutputs builds every worker's tree, Ignition config (validated) and live.ign from the settled cluster,
+// and starts measuring each live.ign's embed size (taken from the state when that live.ign is the one measured
+// before: measureLive).
 func workerOutputs(ctx context.Context, e *Settled) ([]WorkerOutput, error) {
 	var out []WorkerOutput
+	ssh := e.Inputs.InstallConfig.SSHKeys()
 	for _, w := range e.Inputs.Workers {
 		tree, err := e.Node.WorkerTree(ctx, w)
 		if err != nil {
 			return nil, err
 		}
-		ign, err := export.Ignition(tree, export.IgnitionOptions{SSHAuthorizedKeys: e.Inputs.InstallConfig.SSHKeys()})
+		// The installed worker keeps its static network: worker.ign lays its keyfiles as aio.ign lays the
+		// control-plane node's.
+		if err := addKeyfilesOf(tree, w.NetworkKeyfiles); err != nil {
+			return nil, fmt.Errorf("worker %s: %w", w.Name, err)
+		}
+		ign, err := export.Ignition(tree, export.IgnitionOptions{SSHAuthorizedKeys: ssh})
 		if err != nil {
 			return nil, fmt.Errorf("worker %s: ignition: %w", w.Name, err)
 		}
-		out = append(out, WorkerOutput{Name: w.Name, Tree: tree, Ignition: ign})
+		live, err := export.LiveIgnition(ign, export.LiveOptions{InstallDevice: w.InstallDevice, Keyfiles: exportKeyfilesOf(w.NetworkKeyfiles),
+			SSHAuthorizedKeys: ssh})
+		if err != nil {
+			return nil, fmt.Errorf("worker %s: live.ign: %w", w.Name, err)
+		}
+		var earlier *state.LiveEmbed
+		if e.From != nil {
+			earlier = e.From.WorkerLiveEmbeds[w.Name]
+		}
+		embed := goFuture(func() (LiveEmbed, error) { return measureLive(ctx, live, earlier), nil })
+		out = append(out, WorkerOutput{Name: w.Name, Tree: tree, Ignition: ign, Live: live, embed: embed})
 	}
 	return out, nil
+}
+
+// workerLives are the summary's workers' live.ign, their embed sizes not measured yet (workersEmbedded).
+func workerLives(in *clusterconfig.Inputs, ws []WorkerOutput) []WorkerLive {
+	var out []WorkerLive
+	for i, w := range in.Workers {
+		wl := WorkerLive{Name: w.Name, Bytes: len(ws[i].Live), InstallDevice: w.InstallDevice}
+		for _, k := range w.NetworkKeyfiles {
+			wl.Keyfiles = append(wl.Keyfiles, k.Name)
+		}
+		out = append(out, wl)
+	}
+	return out
+}
+
+// workersEmbedded waits for the workers' live.ign embed sizes and puts them into Summary and State (which keeps
+// them for the next run, by worker).
+func (o *Output) workersEmbedded() {
+	for i := range o.Workers {
+		w := &o.Workers[i]
+		if w.embed == nil {
+			continue
+		}
+		e, _ := w.embed.Get()
+		w.embed = nil
+		if i < len(o.Summary.WorkerLive) {
+			o.Summary.WorkerLive[i].Embed = e
+		}
+		if o.State != nil && e.Saved != nil {
+			if o.State.WorkerLiveEmbeds == nil {
+				o.State.WorkerLiveEmbeds = map[string]*state.LiveEmbed{}
+			}
+			o.State.WorkerLiveEmbeds[w.Name] = e.Saved
+		}
+	}
+}
+
+// lines are the summary's lines about a worker's live.ign, as the control-plane node's (Summary.liveLines).
+func (w WorkerLive) lines() []string {
+	return Summary{LiveBytes: w.Bytes, LiveEmbed: w.Embed, InstallDevice: w.InstallDevice, Keyfiles: w.Keyfiles}.liveLines()
+}
+
+// Print writes the worker's live.ign lines of a summary.
+func (w WorkerLive) Print(out io.Writer) {
+	if lines := w.lines(); len(lines) == 2 {
+		fmt.Fprintf(out, "  %s live.ign: %s\n", w.Name, lines[0])
+		fmt.Fprintf(out, "  %s install:  %s\n", w.Name, lines[1])
+	}
+}
+
+// Warning is the warning the worker's live.ign (in the render directory dir) gives when it does not fit the live
+// ISO's embed area, as the control-plane node's (liveWarningOf).
+func (w WorkerLive) Warning(dir string) string {
+	return liveWarningOf(w.Embed, filepath.Join(dir, WorkersDir, w.Name), WorkerIgnition)
 }
 
 // planWorkers adds the workers' folders to the output's plan (WorkersDir).
@@ -202,6 +369,8 @@ func planWorkers(plan *export.Plan, ws []WorkerOutput) error {
 		dir := WorkersDir + "/" + w.Name
 		plan.Dir(dir, 0o700)
 		plan.File(dir+"/"+WorkerIgnition, 0600, w.Ignition)
+		// 0600 as worker.ign, which it carries.
+		plan.File(dir+"/"+WorkerLiveIgnition, 0600, w.Live)
 		if err := plan.Rootfs(dir+"/rootfs", w.Tree); err != nil {
 			return err
 		}
@@ -209,11 +378,8 @@ func planWorkers(plan *export.Plan, ws []WorkerOutput) error {
 	return nil
 }
 
-// savedWorkers are the workers as the state keeps them: the workers file's (parsed again: it was validated) and
-// the added ones.
+// savedWorkers are the workers as the state keeps them: the workers file's (their keyfiles read) and the added
+// ones.
 func savedWorkers(o Options) (listed, added []state.Worker) {
-	if o.WorkersData != nil {
-		listed, _ = ParseWorkers(o.WorkersData)
-	}
-	return listed, slices.Clone(o.AddedWorkers)
+	return slices.Clone(o.WorkerList), slices.Clone(o.AddedWorkers)
 }

@@ -3,9 +3,12 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +18,9 @@ import (
 
 	"github.com/render-static/render-static/internal/testkit/testtools"
 	"github.com/render-static/render-static/internal/testkit/treetest"
+	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/installconfig"
+	"github.com/render-static/render-static/pkg/inventory"
 	"github.com/render-static/render-static/pkg/state"
 )
 
@@ -64,7 +69,7 @@ func TestValidateWorkers(t *testing.T) {
 		{name: "unnamed", o: opts("2", ""), want: []string{"workers: the install-config asks for 2 workers (compute replicas; the installer's default pool of 3 when compute does not say), but workers names none: name each (nodeName, nodeIP), or set compute[0].replicas: 0 for a single node"}},
 		{name: "installer default", o: opts("", two), want: []string{"workers: the install-config asks for 3 workers (compute replicas; the installer's default pool of 3 when compute does not say), but workers names 2: name each, and add workers to a running cluster with render-static worker"}},
 		{name: "too many", o: opts("1", two), want: []string{"workers: the install-config asks for 1 worker (compute replicas; the installer's default pool of 3 when compute does not say), but workers names 2: name each, and add workers to a running cluster with render-static worker"}},
-		{name: "not a list", o: opts("1", "nodeName: worker-0\n"), want: []string{"workers: workers.yaml: line 1: cannot unmarshal !!map into []state.Worker"}},
+		{name: "not a list", o: opts("1", "nodeName: worker-0\n"), want: []string{"workers: workers.yaml: line 1: cannot unmarshal !!map into []pipeline.workerEntry"}},
 		{name: "unknown field", o: opts("1", "- nodeName: worker-0\n  nodeIp: 192.168.126.11\n"), want: []string{"workers: workers.yaml: line 2: field nodeIp not found"}},
 		{name: "every problem", o: opts("4", "- nodeName: master-0\n  nodeIP: 192.168.126.10\n- nodeName: Worker_1\n  nodeIP: 10.0.0.1\n"+
 			"- nodeName: worker-2\n  nodeIP: 192.168.126.12,fd00::12\n- nodeIP: 192.168.126.13\n",
@@ -175,8 +180,31 @@ func TestRenderWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Inputs.Workers) != 2 || st.Inputs.Workers[1] != (state.Worker{NodeName: "worker-1", NodeIP: "192.168.126.12"}) {
+	keyfile, err := os.ReadFile(repo("examples/sno-workers/worker-1.nmconnection"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Inputs.Workers) != 2 || !reflect.DeepEqual(st.Inputs.Workers[1], state.Worker{NodeName: "worker-1", NodeIP: "192.168.126.12",
+		InstallDevice: "/dev/sda", NetworkKeyfiles: []state.Keyfile{{Name: "worker-1.nmconnection", Contents: string(keyfile)}}}) {
 		t.Errorf("saved workers %+v", st.Inputs.Workers)
+	}
+	checkWorkerLive(t, tree, s, "worker-0", "/dev/disk/by-path/pci-0000:00:1f.2-ata-1", nil)
+	checkWorkerLive(t, tree, s, "worker-1", "/dev/sda", keyfile)
+	var printed bytes.Buffer
+	s.Print(&printed, dir)
+	for _, want := range []string{
+		fmt.Sprintf("\n  worker-1 live.ign: %d bytes; embeds in %d of the live ISO's 262144 bytes (xz as coreos-installer)\n", len(tree[filepath.Join(WorkersDir, "worker-1", WorkerLiveIgnition)].Contents), s.WorkerLive[1].Embed.Bytes),
+		"\n  worker-1 install:  to /dev/sda, then reboot; network: worker-1.nmconnection (live system and installed node)\n",
+		"\n  worker-0 install:  to /dev/disk/by-path/pci-0000:00:1f.2-ata-1, then reboot\n",
+	} {
+		if !strings.Contains(printed.String(), want) {
+			t.Errorf("the summary lacks %q:\n%s", want, printed.String())
+		}
+	}
+	for i, w := range s.WorkerLive {
+		if saved := st.WorkerLiveEmbeds[w.Name]; saved == nil || *saved != *w.Embed.Saved {
+			t.Errorf("workers[%d]: the state keeps the embed size %+v, the summary says %+v", i, saved, w.Embed.Saved)
+		}
 	}
 	for file, want := range map[string]string{
 		"manifests/05_cluster_infrastructure.config.openshift.io_cluster.yaml": "  infrastructureTopology: HighlyAvailable\n",
@@ -191,15 +219,65 @@ func TestRenderWorkers(t *testing.T) {
 		}
 	}
 
-	// A re-render: every input the state's, nothing issued, every file the same.
-	if _, err := Render(ctx, Options{Dir: dir}); err != nil {
+	// A re-render: every input the state's, nothing issued, every file the same (live.ign included, its embed size
+	// the saved one).
+	s2, err := Render(ctx, Options{Dir: dir})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Contains(s2.FromState, "workers") || !reflect.DeepEqual(s2.WorkerLive, s.WorkerLive) {
+		t.Errorf("the re-render's workers: from the state %q; live.ign %+v, was %+v", s2.FromState, s2.WorkerLive, s.WorkerLive)
 	}
 	again := treetest.Read(t, dir)
 	for p, f := range tree {
 		if (strings.HasSuffix(p, ".ign") || strings.HasPrefix(p, WorkersDir+"/")) && f.Mode.IsRegular() && !bytes.Equal(again[p].Contents, f.Contents) {
 			t.Errorf("the re-render changed %s", p)
 		}
+	}
+}
+
+// checkWorkerLive: a worker's live.ign (0600) installs worker.ign (byte for byte, as /etc/coreos/dest.ign) to
+// device, with its keyfile (nil: none) for the live system and copied to the installed one; worker.ign lays the
+// keyfile down too (0600 in rootfs/), and the summary says its size and its measured embed size.
+func checkWorkerLive(t *testing.T, tree map[string]treetest.File, s *Summary, name, device string, keyfile []byte) {
+	t.Helper()
+	folder := filepath.Join(WorkersDir, name)
+	live, ok := tree[filepath.Join(folder, WorkerLiveIgnition)]
+	if !ok || live.Mode.Perm() != 0o600 {
+		t.Fatalf("%s/live.ign: %+v, want a 0600 file", folder, live)
+	}
+	files, err := inventory.FromIgnition(live.Contents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	installer := "# render-static: install RHCOS with aio.ign as the destination config, then reboot\nignition-file: /etc/coreos/dest.ign\ndest-device: " + device + "\n"
+	if keyfile != nil {
+		installer += "copy-network: true\n"
+	}
+	want := map[string][]byte{export.LiveDestPath: tree[filepath.Join(folder, WorkerIgnition)].Contents, export.LiveInstallerConfigPath: []byte(installer)}
+	kfPath := path.Join(export.KeyfileDir, name+".nmconnection")
+	if keyfile != nil {
+		want[kfPath] = keyfile
+		if rf := tree[filepath.Join(folder, "rootfs", kfPath)]; !bytes.Equal(rf.Contents, keyfile) || rf.Mode.Perm() != 0o600 {
+			t.Errorf("%s: worker.ign does not lay down its keyfile 0600 (%v)", name, rf.Mode)
+		}
+	}
+	if len(files) != len(want) {
+		t.Errorf("%s/live.ign writes %d files, want %d", folder, len(files), len(want))
+	}
+	for p, data := range want {
+		if !bytes.Equal(files[p], data) {
+			t.Errorf("%s/live.ign: %s is %.80q, want %.80q", folder, p, files[p], data)
+		}
+	}
+	var wl *WorkerLive
+	for i := range s.WorkerLive {
+		if s.WorkerLive[i].Name == name {
+			wl = &s.WorkerLive[i]
+		}
+	}
+	if wl == nil || wl.Bytes != len(live.Contents) || !wl.Embed.Fits() || wl.InstallDevice != device {
+		t.Errorf("%s: the summary says %+v of live.ign (%d bytes)", name, wl, len(live.Contents))
 	}
 }
 
@@ -217,5 +295,84 @@ func TestWorkerFolderModes(t *testing.T) {
 		if err != nil || st.Mode() != want {
 			t.Errorf("%s: %v %v, want %v", p, st.Mode(), err, want)
 		}
+	}
+}
+
+// TestValidateWorkerLiveInputs: each worker of a workers file may give its own live ISO install, as the agent
+// installer's hosts do: installDevice, and networkKeyfiles (relative to the workers file's folder, or absolute),
+// read when the render reads its inputs and checked as the control-plane node's (NetworkManager reads each, the
+// worker's IPs are static addresses of one, names are unique); every problem names the worker's field and the file.
+func TestValidateWorkerLiveInputs(t *testing.T) {
+	tmp := t.TempDir()
+	if err := os.Mkdir(filepath.Join(tmp, "net"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w0 := testtools.Keyfile(t, filepath.Join(tmp, "net"), "w0.nmconnection", "192.168.126.11/24")
+	w1 := testtools.Keyfile(t, tmp, "w1.nmconnection", "192.168.126.12/24")
+	other := filepath.Join(tmp, "other")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w0again := testtools.Keyfile(t, other, "w0.nmconnection", "192.168.126.11/24")
+	opts := func(workers string) Options {
+		return Options{InstallConfig: "install-config.yaml", InstallConfigData: withReplicas(t, "2"), NodeIP: "192.168.126.10",
+			NodeName: "master-0", Dir: "aio", InfraID: "sno-x7k2p", Workers: filepath.Join(tmp, "workers.yaml"), WorkersData: []byte(workers)}
+	}
+	good := "- nodeName: worker-0\n  nodeIP: 192.168.126.11\n  installDevice: /dev/disk/by-id/wwn-0x5000c500a1b2c3d4\n  networkKeyfiles: [net/w0.nmconnection]\n" +
+		"- nodeName: worker-1\n  nodeIP: 192.168.126.12\n  networkKeyfiles: [" + w1 + "]\n"
+	in, err := Validate(opts(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w0data, _ := os.ReadFile(w0)
+	w1data, _ := os.ReadFile(w1)
+	if w := in.Workers[0]; w.InstallDevice != "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4" || len(w.NetworkKeyfiles) != 1 ||
+		w.NetworkKeyfiles[0].Name != "w0.nmconnection" || !bytes.Equal(w.NetworkKeyfiles[0].Contents, w0data) {
+		t.Errorf("worker-0: %+v", w)
+	}
+	if w := in.Workers[1]; w.InstallDevice != "" || len(w.NetworkKeyfiles) != 1 || !bytes.Equal(w.NetworkKeyfiles[0].Contents, w1data) {
+		t.Errorf("worker-1: %+v", w)
+	}
+	// The state keeps the keyfiles' contents, so that later runs need no file.
+	o, errs := opts(good).readFiles()
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	saved := savedInputs(o).Workers
+	if len(saved) != 2 || saved[0].InstallDevice != in.Workers[0].InstallDevice || len(saved[0].NetworkKeyfiles) != 1 ||
+		saved[0].NetworkKeyfiles[0] != (state.Keyfile{Name: "w0.nmconnection", Contents: string(w0data), Source: filepath.Join(tmp, "net/w0.nmconnection")}) {
+		t.Errorf("saved workers %+v", saved)
+	}
+
+	for _, c := range []struct {
+		name, workers string
+		want          []string
+	}{
+		{"device", "- nodeName: worker-0\n  nodeIP: 192.168.126.11\n  installDevice: sda\n- nodeName: worker-1\n  nodeIP: 192.168.126.12\n  installDevice: /dev/../etc/passwd\n", []string{
+			`workers[0].installDevice: "sda" is not an absolute device path (/dev/..., e.g. /dev/sda or /dev/disk/by-id/...)`,
+			`workers[1].installDevice: "/dev/../etc/passwd" is not an absolute device path (/dev/..., e.g. /dev/sda or /dev/disk/by-id/...)`}},
+		{"another worker's keyfile", "- nodeName: worker-0\n  nodeIP: 192.168.126.11\n- nodeName: worker-1\n  nodeIP: 192.168.126.12\n  networkKeyfiles: [net/w0.nmconnection]\n", []string{
+			"workers[1].networkKeyfiles: 192.168.126.12 (workers[1].nodeIP) is not a static address of any keyfile, and the node must keep it (it is in the node's certificates): w0.nmconnection: ipv4.method=manual, ipv4.addresses 192.168.126.11/24"}},
+		{"same name twice", "- nodeName: worker-0\n  nodeIP: 192.168.126.11\n  networkKeyfiles: [net/w0.nmconnection, other/w0.nmconnection]\n- nodeName: worker-1\n  nodeIP: 192.168.126.12\n", []string{
+			"workers[0].networkKeyfiles: " + w0again + ": a second keyfile named w0.nmconnection (the first: " + w0 + "): both would be /etc/NetworkManager/system-connections/w0.nmconnection"}},
+		{"missing keyfile", "- nodeName: worker-0\n  nodeIP: 192.168.126.11\n  networkKeyfiles: [net/w0.nmconnection, gone.nmconnection]\n- nodeName: worker-1\n  nodeIP: 192.168.126.12\n", []string{
+			"workers[0].networkKeyfiles: open " + filepath.Join(tmp, "gone.nmconnection") + ": no such file or directory"}},
+		{"paths, not keyfiles", "- nodeName: worker-0\n  nodeIP: 192.168.126.11\n  networkKeyfiles: [{name: a.nmconnection, contents: x}]\n", []string{
+			"workers: " + filepath.Join(tmp, "workers.yaml") + ": line 3: cannot unmarshal !!map into string"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Validate(opts(c.workers))
+			list, ok := err.(installconfig.ErrorList)
+			if !ok {
+				t.Fatalf("error %v, want the problems", err)
+			}
+			var got []string
+			for _, e := range list.Named(nil) {
+				got = append(got, e.Error())
+			}
+			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
 	}
 }

@@ -104,6 +104,7 @@ func run(ctx context.Context, o Options, command string, add *state.Worker) (*Re
 		return nil, err
 	}
 	rep.command = command
+	rep.Workers = out.Summary.WorkerLive
 	rep.Elapsed = time.Since(start)
 	return rep, nil
 }
@@ -145,12 +146,13 @@ func savedInputs(st *state.State, dir string, add *state.Worker) (*clusterconfig
 		return nil, errs
 	}
 	o := pipeline.Options{InstallConfig: field("installConfig"), InstallConfigData: []byte(si.InstallConfig), NodeIP: si.NodeIP,
-		NodeName: si.NodeName, Dir: dir, CertValidity: validity, InfraID: st.InfraID, Flavor: si.Flavor, AddedWorkers: slices.Clone(si.AddedWorkers)}
+		NodeName: si.NodeName, Dir: dir, CertValidity: validity, InfraID: st.InfraID, Flavor: si.Flavor,
+		AddedWorkers: pipeline.SavedWorkers(field(pipeline.InAddedWorkers), si.AddedWorkers)}
 	if si.Images != "" {
 		o.Images, o.ImagesData = field("images"), []byte(si.Images)
 	}
 	if si.Workers != nil {
-		o.Workers, o.WorkersData = field("workers"), pipeline.WorkersData(si.Workers)
+		o.Workers, o.WorkerList = field("workers"), pipeline.SavedWorkers(field("workers"), si.Workers)
 	}
 	// The added worker's problems are its inputs' (the worker command's); the saved ones', their saved inputs'.
 	addedPrefix := fmt.Sprintf("%s[%d].", pipeline.InAddedWorkers, len(si.AddedWorkers))
@@ -172,6 +174,10 @@ func savedInputs(st *state.State, dir string, add *state.Worker) (*clusterconfig
 				e.Field = pipeline.InNodeName
 			case add != nil && e.Field == addedPrefix+"nodeIP":
 				e.Field = pipeline.InNodeIP
+			case add != nil && e.Field == addedPrefix+pipeline.InInstallDevice:
+				e.Field = pipeline.InInstallDevice
+			case add != nil && e.Field == addedPrefix+pipeline.InNetworkKeyfiles:
+				e.Field, e.Detail = pipeline.InNetworkKeyfiles, strings.ReplaceAll(e.Detail, "("+addedPrefix+"nodeIP)", "("+installconfig.Ref(pipeline.InNodeIP)+")")
 			case e.Field == pipeline.InInfraID:
 				e.Field = state.Dir + "/render.json infraID"
 			case slices.Contains([]string{pipeline.InInstallConfig, pipeline.InNodeIP, pipeline.InNodeName, pipeline.InCertValidity, pipeline.InFlavor,

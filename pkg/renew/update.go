@@ -123,6 +123,8 @@ type Report struct {
 	EarliestExpiry        time.Time
 	EarliestExpirySubject string
 	Elapsed               time.Duration
+	// Workers are the workers' live.ign as the run wrote them (DIR/workers/<name>/live.ign), with their embed sizes.
+	Workers []pipeline.WorkerLive
 	// command is the run's command (renew, worker): how the report names it.
 	command string
 }

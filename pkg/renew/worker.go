@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/render-static/render-static/internal/inputfile"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/pipeline"
 	"github.com/render-static/render-static/pkg/state"
@@ -28,6 +29,11 @@ type WorkerOptions struct {
 	Dir string
 	// NodeName and NodeIP are the worker's name and IPs (as --node-ip: one, or two of different families).
 	NodeName, NodeIP string
+	// InstallDevice and NetworkKeyfiles (paths) are the worker's live ISO install's inputs, as a render's
+	// (pipeline.Options): the disk its live.ign installs it to, and its NetworkManager keyfiles, which its
+	// worker.ign and live.ign write; its IPs must be static addresses of one of them.
+	InstallDevice   string
+	NetworkKeyfiles []string
 	// Now is when the update is made (zero: the wall clock).
 	Now time.Time
 }
@@ -57,10 +63,19 @@ func AddWorker(ctx context.Context, o WorkerOptions) (*WorkerReport, error) {
 	if o.NodeIP == "" {
 		errs = append(errs, installconfig.FieldError{Field: pipeline.InNodeIP, Detail: "required: the worker's IP (two for dual stack)"})
 	}
+	add := &state.Worker{NodeName: o.NodeName, NodeIP: o.NodeIP, InstallDevice: o.InstallDevice}
+	for _, p := range o.NetworkKeyfiles {
+		b, err := inputfile.Read(p)
+		if err != nil {
+			errs = append(errs, installconfig.FieldError{Field: pipeline.InNetworkKeyfiles, Detail: err.Error()})
+			continue
+		}
+		add.NetworkKeyfiles = append(add.NetworkKeyfiles, state.Keyfile{Name: filepath.Base(p), Contents: string(b), Source: p})
+	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	rep, err := run(ctx, Options{Dir: o.Dir, Now: o.Now}, "worker", &state.Worker{NodeName: o.NodeName, NodeIP: o.NodeIP})
+	rep, err := run(ctx, Options{Dir: o.Dir, Now: o.Now}, "worker", add)
 	if err != nil {
 		return nil, err
 	}
@@ -71,6 +86,16 @@ func AddWorker(ctx context.Context, o WorkerOptions) (*WorkerReport, error) {
 func (r *WorkerReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "worker %s added to %s\n", r.Worker, r.Dir)
 	fmt.Fprintf(w, "  its Ignition config: %s (boot the worker with it; 0600: it holds the worker's key)\n", filepath.Join(r.Folder, pipeline.WorkerIgnition))
+	fmt.Fprintf(w, "  its live ISO config: %s (embed it in the RHCOS live ISO: it installs the worker with worker.ign)\n", filepath.Join(r.Folder, pipeline.WorkerLiveIgnition))
+	for _, wl := range r.Workers {
+		if wl.Name != r.Worker {
+			continue
+		}
+		wl.Print(w)
+		if warning := wl.Warning(r.Dir); warning != "" {
+			fmt.Fprintf(w, "  warning: %s\n", warning)
+		}
+	}
 	if r.Update == nil {
 		fmt.Fprintf(w, "  the control-plane node needs no update\n")
 	} else {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -65,7 +66,7 @@ func TestAddWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(st.Inputs.AddedWorkers, []state.Worker{{NodeName: "worker-0", NodeIP: "192.168.126.11"}}) {
+	if !reflect.DeepEqual(st.Inputs.AddedWorkers, []state.Worker{{NodeName: "worker-0", NodeIP: "192.168.126.11"}}) {
 		t.Errorf("saved added workers %+v", st.Inputs.AddedWorkers)
 	}
 	if _, err := os.Stat(filepath.Join(rep.Folder, pipeline.WorkerIgnition)); err != nil {

@@ -78,6 +78,8 @@ type State struct {
 	IgnitionEncoder string `json:"ignitionEncoder,omitempty"`
 	// LiveEmbed is the embed-area size of the live.ign written beside the state (nil: not measured).
 	LiveEmbed *LiveEmbed `json:"liveEmbed,omitempty"`
+	// WorkerLiveEmbeds are the embed-area sizes of the workers' live.ign (DIR/workers/<name>/live.ign), by name.
+	WorkerLiveEmbeds map[string]*LiveEmbed `json:"workerLiveEmbeds,omitempty"`
 	// LoadedFrom is the output directory Load read the state from ("" for a captured state).
 	LoadedFrom string `json:"-"`
 	// Legacy says Load read a format 1 state, which has no SHA256SUMS to check its files against.
@@ -125,16 +127,21 @@ type Inputs struct {
 	NetworkKeyfiles []Keyfile `json:"networkKeyfiles,omitempty"`
 }
 
-// Worker is one worker node as the workers file names it: its node name, and its IPs as --node-ip takes them.
+// Worker is one worker node: its node name, its IPs as --node-ip takes them, and its live ISO install's inputs
+// (the disk, and its NetworkManager keyfiles' contents, read when it was given: pkg/pipeline workers.go).
 type Worker struct {
-	NodeName string `json:"nodeName" yaml:"nodeName"`
-	NodeIP   string `json:"nodeIP" yaml:"nodeIP"`
+	NodeName        string    `json:"nodeName"`
+	NodeIP          string    `json:"nodeIP"`
+	InstallDevice   string    `json:"installDevice,omitempty"`
+	NetworkKeyfiles []Keyfile `json:"networkKeyfiles,omitempty"`
 }
 
-// Keyfile is a NetworkManager keyfile given to a render: its file name on the node and its contents.
+// Keyfile is a NetworkManager keyfile given to a render: its file name on the node and its contents. Source names
+// where it was read, in messages of the run that read it; it is not kept.
 type Keyfile struct {
 	Name     string `json:"name"`
 	Contents string `json:"contents"`
+	Source   string `json:"-"`
 }
 
 // LiveEmbed is what a live.ign takes in the live ISO's embed area (internal/isoembed), measured once: a later run
