@@ -76,7 +76,7 @@ func (s Summary) Print(w io.Writer, dir string) {
 		fmt.Fprintf(w, "  cluster:          %s (%s)\n", s.Cluster, how)
 		fmt.Fprintf(w, "  node:             %s\n", s.Node)
 		if len(s.Workers) > 0 {
-			fmt.Fprintf(w, "  workers:          %s (%s)\n", strings.Join(s.Workers, "; "), filepath.Join(dir, WorkersDir, "<name>", WorkerIgnition))
+			fmt.Fprintf(w, "  workers:          %s (%s, %s)\n", strings.Join(s.Workers, "; "), filepath.Join(dir, WorkersDir, "<name>", WorkerIgnition), WorkerLiveIgnition)
 		}
 		fmt.Fprintf(w, "  flavor:           %s\n", s.Flavor)
 	}

@@ -122,10 +122,12 @@ func TestValidateWorkers(t *testing.T) {
 
 // TestRenderWorkers: a render with day-1 workers (the bundled example with compute replicas 2 and its workers
 // file, upstream flavor) writes DIR/workers/<name>/: worker.ign (0600) and rootfs/, exactly what worker.ign lays
-// down; the state keeps the workers; the cluster objects say what the installer says for one control-plane node and
-// two workers (infrastructure HighlyAvailable, masters not schedulable, ingress on the control plane) and declare
-// the workers' Nodes; the control-plane node registers with the master taint; its approver lists the workers. A
-// re-render of the directory is byte-identical, workers included.
+// down, and live.ign (checkWorkerLive) with the worker's own install device and keyfile; the state keeps the
+// workers, their live ISO inputs and embed sizes; the cluster objects say what the installer says for one
+// control-plane node and two workers (infrastructure HighlyAvailable, masters not schedulable, ingress on the
+// control plane) and declare the workers' Nodes; the control-plane node registers with the master taint; its
+// approver lists the workers. A re-render of the directory is byte-identical, workers included, and a run from
+// the state takes a worker's saved embed size.
 func TestRenderWorkers(t *testing.T) {
 	testtools.Long(t, "renders the whole cluster twice")
 	ctx := context.Background()
@@ -233,6 +235,30 @@ func TestRenderWorkers(t *testing.T) {
 		if (strings.HasSuffix(p, ".ign") || strings.HasPrefix(p, WorkersDir+"/")) && f.Mode.IsRegular() && !bytes.Equal(again[p].Contents, f.Contents) {
 			t.Errorf("the re-render changed %s", p)
 		}
+	}
+
+	// A run from the state takes a worker's saved embed size for the same live.ign without measuring it again (a
+	// made-up size shows it), as it does the control-plane node's.
+	st, err = state.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.WorkerLiveEmbeds["worker-1"].Bytes = 12345
+	in, err := Validate(Options{InstallConfig: "saved", InstallConfigData: []byte(st.Inputs.InstallConfig), NodeIP: st.Inputs.NodeIP, Dir: dir,
+		Flavor: st.Inputs.Flavor, InfraID: st.InfraID, Workers: "saved", WorkerList: st.Inputs.Workers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := SettleFrom(ctx, in, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Export(ctx, eng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.Summary.WorkerLive; got[1].Embed.Bytes != 12345 || got[0].Embed.Bytes != s.WorkerLive[0].Embed.Bytes {
+		t.Errorf("from the state: %+v, want worker-1's saved 12345 bytes and worker-0's %d", got, s.WorkerLive[0].Embed.Bytes)
 	}
 }
 

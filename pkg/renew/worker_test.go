@@ -1,19 +1,24 @@
 package renew
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/render-static/render-static/internal/testkit/testtools"
 	"github.com/render-static/render-static/internal/testkit/treetest"
 	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/installconfig"
+	"github.com/render-static/render-static/pkg/inventory"
 	"github.com/render-static/render-static/pkg/node"
 	"github.com/render-static/render-static/pkg/pipeline"
 	"github.com/render-static/render-static/pkg/state"
@@ -42,10 +47,24 @@ func TestAddWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rep, err := AddWorker(ctx, WorkerOptions{Dir: dir, NodeName: "worker-0", NodeIP: "192.168.126.11"})
+	keyfile := testtools.Keyfile(t, t.TempDir(), "w0.nmconnection", "192.168.126.11/24")
+	rep, err := AddWorker(ctx, WorkerOptions{Dir: dir, NodeName: "worker-0", NodeIP: "192.168.126.11", InstallDevice: "/dev/vda", NetworkKeyfiles: []string{keyfile}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	var printed strings.Builder
+	rep.Print(&printed)
+	for _, want := range []string{"  its live ISO config: " + filepath.Join(rep.Folder, pipeline.WorkerLiveIgnition),
+		"\n  worker-0 live.ign: ", " bytes; embeds in ", "\n  worker-0 install:  to /dev/vda, then reboot; network: w0.nmconnection (live system and installed node)\n"} {
+		if !strings.Contains(printed.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, printed.String())
+		}
+	}
+	kfData, err := os.ReadFile(keyfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkWorkerLiveFiles(t, dir, "worker-0", "/dev/vda", "w0.nmconnection", kfData)
 	if rep.Update == nil || rep.Folder != filepath.Join(dir, pipeline.WorkersDir, "worker-0") {
 		t.Fatalf("report: update %v, folder %s", rep.Update, rep.Folder)
 	}
@@ -66,7 +85,8 @@ func TestAddWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(st.Inputs.AddedWorkers, []state.Worker{{NodeName: "worker-0", NodeIP: "192.168.126.11"}}) {
+	if !reflect.DeepEqual(st.Inputs.AddedWorkers, []state.Worker{{NodeName: "worker-0", NodeIP: "192.168.126.11", InstallDevice: "/dev/vda",
+		NetworkKeyfiles: []state.Keyfile{{Name: "w0.nmconnection", Contents: string(kfData)}}}}) || st.WorkerLiveEmbeds["worker-0"] == nil {
 		t.Errorf("saved added workers %+v", st.Inputs.AddedWorkers)
 	}
 	if _, err := os.Stat(filepath.Join(rep.Folder, pipeline.WorkerIgnition)); err != nil {
@@ -110,6 +130,9 @@ func TestAddWorker(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, UpdatesDir, first, "update.json")); err != nil {
 		t.Errorf("the first worker's update is not kept: %v", err)
 	}
+	// A re-render and a renew with nothing due: the workers' folders the same, byte for byte, with no input given.
+	folders := func() map[string][]byte { return treetest.Contents(t, filepath.Join(dir, pipeline.WorkersDir)) }
+	was := folders()
 	if _, err := pipeline.Render(ctx, pipeline.Options{Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
@@ -118,10 +141,21 @@ func TestAddWorker(t *testing.T) {
 			t.Errorf("a re-render dropped %s: %v", w, err)
 		}
 	}
+	if d := diffFiles(prefixed(was), prefixed(folders())); len(d) > 0 {
+		t.Errorf("a re-render changed the workers' folders: %v", d)
+	}
+	if _, err := Run(ctx, Options{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	if d := diffFiles(prefixed(was), prefixed(folders())); len(d) > 0 {
+		t.Errorf("a renew with nothing due changed the workers' folders: %v", d)
+	}
 	renewed, err := Run(ctx, Options{Dir: dir, Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Renewed, the worker's live.ign carries its new worker.ign, still to its disk with its keyfile.
+	checkWorkerLiveFiles(t, dir, "worker-0", "/dev/vda", "w0.nmconnection", kfData)
 	for _, w := range []string{"worker-0", "worker-1"} {
 		if !slices.Contains(renewedNames(renewed, "leaf"), "certificatesigningrequest render-static-node-client-"+w) {
 			t.Errorf("renew --force did not renew %s's render-time client certificate: %v", w, renewedNames(renewed, "leaf"))
@@ -137,6 +171,13 @@ func checkAddWorkerBadInput(t *testing.T, dir string) {
 	ctx := context.Background()
 	before := treetest.Contents(t, dir)
 	empty := t.TempDir()
+	kfDir := t.TempDir()
+	other := testtools.Keyfile(t, kfDir, "w0.nmconnection", "192.168.126.11/24")
+	w1 := testtools.Keyfile(t, kfDir, "w1.nmconnection", "192.168.126.12/24")
+	if err := os.Mkdir(filepath.Join(kfDir, "again"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	w1again := testtools.Keyfile(t, filepath.Join(kfDir, "again"), "w1.nmconnection", "192.168.126.12/24")
 	for _, c := range []struct {
 		o    WorkerOptions
 		want []string
@@ -155,6 +196,14 @@ func checkAddWorkerBadInput(t *testing.T, dir string) {
 			`nodeName: "Worker 1" is not a valid node name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
 			`nodeIP: "nope" is not an IP address`}},
 		{WorkerOptions{Dir: dir}, []string{"nodeName: required: the worker's name", "nodeIP: required: the worker's IP (two for dual stack)"}},
+		{WorkerOptions{Dir: dir, NodeName: "worker-1", NodeIP: "192.168.126.12", InstallDevice: "sdb"}, []string{
+			`installDevice: "sdb" is not an absolute device path (/dev/..., e.g. /dev/sda or /dev/disk/by-id/...)`}},
+		{WorkerOptions{Dir: dir, NodeName: "worker-1", NodeIP: "192.168.126.12", NetworkKeyfiles: []string{other}}, []string{
+			"networkKeyfiles: 192.168.126.12 ({nodeIP}) is not a static address of any keyfile, and the node must keep it (it is in the node's certificates): w0.nmconnection: ipv4.method=manual, ipv4.addresses 192.168.126.11/24"}},
+		{WorkerOptions{Dir: dir, NodeName: "worker-1", NodeIP: "192.168.126.12", NetworkKeyfiles: []string{w1, w1again}}, []string{
+			"networkKeyfiles: " + w1again + ": a second keyfile named w1.nmconnection (the first: " + w1 + "): both would be /etc/NetworkManager/system-connections/w1.nmconnection"}},
+		{WorkerOptions{Dir: dir, NodeName: "worker-1", NodeIP: "192.168.126.12", NetworkKeyfiles: []string{filepath.Join(kfDir, "gone.nmconnection")}}, []string{
+			"networkKeyfiles: open " + filepath.Join(kfDir, "gone.nmconnection") + ": no such file or directory"}},
 		{WorkerOptions{Dir: empty, NodeName: "worker-1", NodeIP: "192.168.126.12"}, []string{
 			"dir: " + empty + " holds no render state (" + empty + "/state/): worker continues a cluster that render-static rendered into this directory"}},
 	} {
@@ -175,6 +224,38 @@ func checkAddWorkerBadInput(t *testing.T, dir string) {
 	after := treetest.Contents(t, dir)
 	if d := diffFiles(prefixed(before), prefixed(after)); len(d) > 0 {
 		t.Errorf("refused workers changed the directory: %v", d)
+	}
+}
+
+// checkWorkerLiveFiles: the worker's live.ign in dir installs its worker.ign (byte for byte) to device with its
+// keyfile (named keyfileName), which worker.ign lays down too.
+func checkWorkerLiveFiles(t *testing.T, dir, name, device, keyfileName string, keyfile []byte) {
+	t.Helper()
+	folder := filepath.Join(dir, pipeline.WorkersDir, name)
+	worker, err := os.ReadFile(filepath.Join(folder, pipeline.WorkerIgnition))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := os.ReadFile(filepath.Join(folder, pipeline.WorkerLiveIgnition))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := inventory.FromIgnition(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	laid, err := inventory.FromIgnition(worker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kf := path.Join(export.KeyfileDir, keyfileName)
+	switch {
+	case !bytes.Equal(files[export.LiveDestPath], worker):
+		t.Errorf("%s: live.ign does not carry worker.ign", name)
+	case !strings.Contains(string(files[export.LiveInstallerConfigPath]), "\ndest-device: "+device+"\ncopy-network: true\n"):
+		t.Errorf("%s: live.ign's installer config %q", name, files[export.LiveInstallerConfigPath])
+	case !bytes.Equal(files[kf], keyfile) || !bytes.Equal(laid[kf], keyfile):
+		t.Errorf("%s: the keyfile %s is not in live.ign and worker.ign", name, kf)
 	}
 }
 
