@@ -33,7 +33,8 @@ The worker is kept in state/ (every later render, renew and certs knows it). The
 learn of it: --dir/update holds the update (its CSR approver's list of nodes, which then approves the worker's
 serving certificate and client renewals, and nothing else of it), to apply there with "aio-update apply DIR"
 before or after the worker boots. A name or IP another node has, an IP outside the machine network or not of the
-control-plane node's families, a --dir without state: exit 1, --dir untouched.`,
+control-plane node's families, a --dir without state, an --install-device not under /dev, a --network-keyfile
+NetworkManager refuses or without --node-ip as a static address: exit 1, --dir untouched.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
