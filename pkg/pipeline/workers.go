@@ -23,7 +23,8 @@ import (
 
 // Workers (seed 004): worker nodes beside the control-plane node. Day 1, the install-config's compute replicas ask
 // for N of them and the workers file (InWorkers) names each: its node name and IPs, as a fleet's site file names
-// the control-plane node. Day 2, `render-static worker` (pkg/renew, AddWorker) adds one to the saved cluster
+// the control-plane node, and its own live ISO install (installDevice, networkKeyfiles), as the agent installer's
+// hosts list gives each host its rootDeviceHints and networkConfig. Day 2, `render-static worker` (pkg/renew, AddWorker) adds one to the saved cluster
 // (Options.AddedWorkers). Both are inputs the state keeps (state.Inputs.Workers, AddedWorkers), so every later run
 // (a re-render, renew, certs) knows them; each run writes DIR/workers/<name>/ from them (WorkersDir).
 
@@ -52,11 +53,14 @@ type workerEntry struct {
 	NetworkKeyfiles []string `yaml:"networkKeyfiles"`
 }
 
-// ParseWorkers reads a workers file (file names it, and its folder is where relative keyfile paths are): a YAML
-// list of workers (workerEntry), unknown fields refused, each worker's keyfiles read (inputfile.Read). A file
-// that does not parse is a problem of InWorkers; a keyfile that cannot be read one of its worker's
-// networkKeyfiles (workers[i].networkKeyfiles), and the worker is returned without it.
-func ParseWorkers(file string, data []byte) ([]state.Worker, installconfig.ErrorList) {
+// readWorkersFile reads a workers file when one was given (data not nil; file names it, and its folder is where
+// relative keyfile paths are): a YAML list of workers (workerEntry), unknown fields refused, each worker's keyfiles
+// read (inputfile.Read). A file that does not parse is a problem of InWorkers; a keyfile that cannot be read one of
+// its worker's (workers[i].networkKeyfiles), and the worker is returned without it.
+func readWorkersFile(file string, data []byte) ([]state.Worker, installconfig.ErrorList) {
+	if data == nil {
+		return nil, nil
+	}
 	var entries []workerEntry
 	if err := inputfile.DecodeStrict(data, &entries); err != nil {
 		return nil, installconfig.ErrorList{{Field: InWorkers, Detail: fmt.Sprintf("%s: %v", file, err)}}
@@ -71,7 +75,7 @@ func ParseWorkers(file string, data []byte) ([]state.Worker, installconfig.Error
 			}
 			b, err := inputfile.Read(p)
 			if err != nil {
-				errs = append(errs, installconfig.FieldError{Field: workerField(InWorkers, i, InNetworkKeyfiles), Detail: err.Error()})
+				errs = append(errs, installconfig.FieldError{Field: fmt.Sprintf("%s[%d].%s", InWorkers, i, InNetworkKeyfiles), Detail: err.Error()})
 				continue
 			}
 			w.NetworkKeyfiles = append(w.NetworkKeyfiles, state.Keyfile{Name: filepath.Base(p), Contents: string(b), Source: p})
@@ -79,14 +83,6 @@ func ParseWorkers(file string, data []byte) ([]state.Worker, installconfig.Error
 		ws = append(ws, w)
 	}
 	return ws, errs
-}
-
-// readWorkersFile is ParseWorkers of the workers file when one was given (data not nil).
-func readWorkersFile(file string, data []byte) ([]state.Worker, installconfig.ErrorList) {
-	if data == nil {
-		return nil, nil
-	}
-	return ParseWorkers(file, data)
 }
 
 // SavedWorkers are saved workers (state.Inputs.Workers, AddedWorkers) as a run takes them again: their keyfiles
@@ -112,11 +108,6 @@ func sameWorkers(a, b []state.Worker) bool {
 	ja, _ := json.Marshal(a) // strings only: never fails
 	jb, _ := json.Marshal(b)
 	return bytes.Equal(ja, jb)
-}
-
-// workerField is the input field of a worker's: workers[1].networkKeyfiles.
-func workerField(list string, i int, field string) string {
-	return fmt.Sprintf("%s[%d].%s", list, i, field)
 }
 
 // workerCheck is what a worker is checked against: the install-config, the control-plane node, and the workers

@@ -69,7 +69,9 @@ const exampleEmbedGoal = 200 << 10
 //     is there (0600) and NetworkManager reads it with the node IPs as static addresses;
 //   - Ignition lays dest.ign into another root: every file and directory of DIR/rootfs, with its mode;
 //   - for some cases, the same files encoded as aio.ign encoded them before (gzip and base64 where shorter) lay
-//     down byte-identical files.
+//     down byte-identical files;
+//   - each worker's live.ign of the bundled sno-workers example, the same way, installing its worker.ign
+//     (checkLiveWorkers).
 func TestLiveISOInstall(t *testing.T) {
 	testtools.Long(t, "renders ten clusters and runs Ignition three times on each")
 	if os.Geteuid() != 0 {
@@ -88,6 +90,8 @@ func TestLiveISOInstall(t *testing.T) {
 			sizes[c.name] = checkLiveCase(t, cli, c)
 		})
 	}
+	// Each worker's live.ign, as the control-plane node's.
+	t.Run("workers", func(t *testing.T) { checkLiveWorkers(t, cli) })
 	var lines []string
 	for _, c := range liveCases {
 		lines = append(lines, fmt.Sprintf("%-20s %7d bytes of %d", c.name, sizes[c.name], isoembed.AreaSize))
@@ -152,49 +156,11 @@ func checkLiveCase(t *testing.T, cli string, c liveCase) int {
 		t.Errorf("live.ign takes %d bytes in the embed area, which holds %d", len(z), isoembed.AreaSize)
 	}
 
-	// The live system, as its Ignition leaves it.
-	liveRoot := filepath.Join(work, "live-root")
-	if _, err := Ignite(ctx, livePath, liveRoot, filepath.Join(work, "ignition-live")); err != nil {
-		t.Fatal(err)
-	}
-	dest := filepath.Join(liveRoot, "etc/coreos/dest.ign")
-	if got := readSecret(t, dest); !bytes.Equal(got, aio) {
-		t.Errorf("%s is %d bytes, not aio.ign (%d bytes)", dest, len(got), len(aio))
-	}
-	installer := "# render-static: install RHCOS with aio.ign as the destination config, then reboot\nignition-file: /etc/coreos/dest.ign\n"
+	deviceLine := ""
 	if c.device {
-		installer += "dest-device: " + liveDevice + "\n"
+		deviceLine = "dest-device: " + liveDevice + "\n"
 	}
-	installer += "copy-network: true\n"
-	if got := readSecret(t, filepath.Join(liveRoot, "etc/coreos/installer.d/0000-render-static.yaml")); string(got) != installer {
-		t.Errorf("installer config\n%s\nwant\n%s", got, installer)
-	}
-	want, err := os.ReadFile(keyfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, root := range []string{liveRoot, filepath.Join(out, "rootfs")} {
-		got := readSecret(t, filepath.Join(root, export.KeyfileDir, filepath.Base(keyfile)))
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s: the keyfile is not the one given", root)
-		}
-		conn, err := nmkeyfile.Read(ctx, got)
-		if err != nil {
-			t.Fatalf("NetworkManager reads the keyfile in %s: %v", root, err)
-		}
-		for _, ip := range ips {
-			if !conn.Static(netip.MustParseAddr(ip)) {
-				t.Errorf("%s: %s is not a static address of the keyfile NetworkManager read: %+v", root, ip, conn)
-			}
-		}
-	}
-
-	// The installed system: dest.ign, as coreos-installer copies it, laid down by Ignition.
-	nodeRoot := filepath.Join(work, "node-root")
-	if _, err := Ignite(ctx, dest, nodeRoot, filepath.Join(work, "ignition-node")); err != nil {
-		t.Fatal(err)
-	}
-	compareWithRootfs(t, filepath.Join(out, "rootfs"), nodeRoot)
+	checkLiveRoot(t, ctx, work, livePath, aio, deviceLine, keyfile, ips, filepath.Join(out, "rootfs"))
 	if c.previous {
 		prev := filepath.Join(work, "aio-gzip.ign")
 		if err := os.WriteFile(prev, previousEncoding(t, aio), 0o600); err != nil {
@@ -208,6 +174,107 @@ func checkLiveCase(t *testing.T, cli string, c liveCase) int {
 	}
 	t.Logf("live.ign %d bytes, %d in the embed area; aio.ign %d bytes", len(live), len(z), len(aio))
 	return len(z)
+}
+
+// checkLiveRoot runs Debian's Ignition on live.ign (livePath) as the live system's would, then on the destination
+// config it writes as the installed system's would: dest.ign is config (aio.ign, a worker's worker.ign) byte for
+// byte, the installer config names it and device (installer: its "dest-device: ..." line, or ""), the keyfile
+// ("" for none) is in the live root and in rootfs (0600) and NetworkManager reads it with ips as static
+// addresses, and the installed root holds every file and directory of rootfs.
+func checkLiveRoot(t *testing.T, ctx context.Context, work, livePath string, config []byte, device, keyfile string, ips []string, rootfs string) {
+	t.Helper()
+	liveRoot := filepath.Join(work, "live-root")
+	if _, err := Ignite(ctx, livePath, liveRoot, filepath.Join(work, "ignition-live")); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(liveRoot, "etc/coreos/dest.ign")
+	if got := readSecret(t, dest); !bytes.Equal(got, config) {
+		t.Errorf("%s is %d bytes, not the config it installs (%d bytes)", dest, len(got), len(config))
+	}
+	installer := "# render-static: install RHCOS with aio.ign as the destination config, then reboot\nignition-file: /etc/coreos/dest.ign\n" + device
+	if keyfile != "" {
+		installer += "copy-network: true\n"
+	}
+	if got := readSecret(t, filepath.Join(liveRoot, "etc/coreos/installer.d/0000-render-static.yaml")); string(got) != installer {
+		t.Errorf("installer config\n%s\nwant\n%s", got, installer)
+	}
+	if keyfile != "" {
+		want, err := os.ReadFile(keyfile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, root := range []string{liveRoot, rootfs} {
+			got := readSecret(t, filepath.Join(root, export.KeyfileDir, filepath.Base(keyfile)))
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s: the keyfile is not the one given", root)
+			}
+			conn, err := nmkeyfile.Read(ctx, got)
+			if err != nil {
+				t.Fatalf("NetworkManager reads the keyfile in %s: %v", root, err)
+			}
+			for _, ip := range ips {
+				if !conn.Static(netip.MustParseAddr(ip)) {
+					t.Errorf("%s: %s is not a static address of the keyfile NetworkManager read: %+v", root, ip, conn)
+				}
+			}
+		}
+	}
+
+	// The installed system: dest.ign, as coreos-installer copies it, laid down by Ignition.
+	nodeRoot := filepath.Join(work, "node-root")
+	if _, err := Ignite(ctx, dest, nodeRoot, filepath.Join(work, "ignition-node")); err != nil {
+		t.Fatal(err)
+	}
+	compareWithRootfs(t, rootfs, nodeRoot)
+}
+
+// checkLiveWorkers renders the bundled sno-workers example through the CLI (worker-0 with an install device,
+// worker-1 with one and the static keyfile beside the workers file, made by nmcli) and checks each worker's live.ign
+// as checkLiveCase checks the control-plane node's: ignition-validate passes worker.ign and live.ign, the summary's
+// embed size is what coreos-installer's archive compresses to, and Ignition installs worker.ign from it
+// (checkLiveRoot: the installed root is the worker's rootfs/).
+func checkLiveWorkers(t *testing.T, cli string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	out := filepath.Join(workDir(t), "aio")
+	example := "../../examples/sno-workers/"
+	args := []string{"--install-config", example + "install-config.yaml", "--node-ip", "192.168.126.10", "--workers", example + "workers.yaml", "--dir", out}
+	cmd := exec.CommandContext(ctx, cli, args...)
+	cmd.Env = filteredEnv("GODEBUG")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("render-static %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	for _, w := range []struct{ name, ip, device, keyfile string }{
+		{"worker-0", "192.168.126.11", "/dev/disk/by-path/pci-0000:00:1f.2-ata-1", ""},
+		{"worker-1", "192.168.126.12", "/dev/sda", example + "worker-1.nmconnection"},
+	} {
+		t.Run(w.name, func(t *testing.T) {
+			m := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(w.name) + ` live\.ign: (\d+) bytes; embeds in (\d+) of the live ISO's 262144 bytes \(xz as coreos-installer\)$`).
+				FindStringSubmatch(stdout.String())
+			if m == nil {
+				t.Fatalf("the summary has no live.ign line of %s that fits:\n%s", w.name, stdout.String())
+			}
+			folder := filepath.Join(out, "workers", w.name)
+			workerPath, livePath := filepath.Join(folder, "worker.ign"), filepath.Join(folder, "live.ign")
+			worker, live := readSecret(t, workerPath), readSecret(t, livePath)
+			if strconv.Itoa(len(live)) != m[1] {
+				t.Errorf("the summary says live.ign is %s bytes, it is %d", m[1], len(live))
+			}
+			for _, p := range []string{workerPath, livePath} {
+				if err := ValidateIgnition(ctx, p); err != nil {
+					t.Error(err)
+				}
+			}
+			z := xzAsCoreOSInstaller(t, isoembed.Archive(map[string][]byte{isoembed.ConfigMember: live}))
+			if strconv.Itoa(len(z)) != m[2] {
+				t.Errorf("the summary says %s bytes in the embed area, coreos-installer's archive compresses to %d", m[2], len(z))
+			}
+			checkLiveRoot(t, ctx, workDir(t), livePath, worker, "dest-device: "+w.device+"\n", w.keyfile, []string{w.ip}, filepath.Join(folder, "rootfs"))
+			t.Logf("%s: live.ign %d bytes, %d in the embed area; worker.ign %d bytes", w.name, len(live), len(z), len(worker))
+		})
+	}
 }
 
 // liveKeyfile makes the case's keyfile with nmcli, as a user would: the node IPs with their machine networks'
