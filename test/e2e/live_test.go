@@ -114,44 +114,22 @@ func checkLiveCase(t *testing.T, cli string, c liveCase) int {
 	if c.device {
 		args = append(args, "--install-device", liveDevice)
 	}
-	cmd := exec.CommandContext(ctx, cli, args...)
-	cmd.Env = filteredEnv("GODEBUG")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("render-static %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	m := regexp.MustCompile(`(?m)^  live\.ign: +(\d+) bytes; embeds in (\d+) of the live ISO's 262144 bytes \(xz as coreos-installer\)$`).FindStringSubmatch(stdout.String())
+	stdout := renderLive(t, ctx, cli, args)
+	m := regexp.MustCompile(`(?m)^  live\.ign: +(\d+) bytes; embeds in (\d+) of the live ISO's 262144 bytes \(xz as coreos-installer\)$`).FindStringSubmatch(stdout)
 	if m == nil {
-		t.Fatalf("the summary has no live.ign line that fits:\n%s", stdout.String())
+		t.Fatalf("the summary has no live.ign line that fits:\n%s", stdout)
 	}
-	printed, _ := strconv.Atoi(m[2])
 	wantInstall := "  install:          to " + liveDevice + ", then reboot; network: " + filepath.Base(keyfile) + " (live system and installed node)\n"
 	if !c.device {
 		wantInstall = "  install:          no install device: boot the ISO with coreos.inst.install_dev=/dev/<disk>, or coreos-installer stops (destination device must be specified); network: " +
 			filepath.Base(keyfile) + " (live system and installed node)\n"
 	}
-	if !strings.Contains(stdout.String(), wantInstall) {
-		t.Errorf("the summary lacks %q:\n%s", wantInstall, stdout.String())
+	if !strings.Contains(stdout, wantInstall) {
+		t.Errorf("the summary lacks %q:\n%s", wantInstall, stdout)
 	}
 
-	aioPath, livePath := filepath.Join(out, "aio.ign"), filepath.Join(out, "live.ign")
-	aio, live := readSecret(t, aioPath), readSecret(t, livePath)
-	if strconv.Itoa(len(live)) != m[1] {
-		t.Errorf("the summary says live.ign is %s bytes, it is %d", m[1], len(live))
-	}
-	for _, p := range []string{aioPath, livePath} {
-		if err := ValidateIgnition(ctx, p); err != nil {
-			t.Error(err)
-		}
-	}
-
-	// The embed size as coreos-installer computes it: its archive (isoembed.Archive, byte for byte), compressed by
-	// XZ Utils with its settings (preset 9, CRC32, one thread).
-	z := xzAsCoreOSInstaller(t, isoembed.Archive(map[string][]byte{isoembed.ConfigMember: live}))
-	if len(z) != printed {
-		t.Errorf("the summary says %d bytes in the embed area, coreos-installer's archive compresses to %d", printed, len(z))
-	}
+	livePath := filepath.Join(out, "live.ign")
+	aio, live, z := checkLiveSizes(t, ctx, filepath.Join(out, "aio.ign"), livePath, m)
 	if len(z) > isoembed.AreaSize {
 		t.Errorf("live.ign takes %d bytes in the embed area, which holds %d", len(z), isoembed.AreaSize)
 	}
@@ -174,6 +152,42 @@ func checkLiveCase(t *testing.T, cli string, c liveCase) int {
 	}
 	t.Logf("live.ign %d bytes, %d in the embed area; aio.ign %d bytes", len(live), len(z), len(aio))
 	return len(z)
+}
+
+// renderLive runs the CLI with args (a render, outside FIPS mode) and returns its summary.
+func renderLive(t *testing.T, ctx context.Context, cli string, args []string) string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, cli, args...)
+	cmd.Env = filteredEnv("GODEBUG")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("render-static %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+// checkLiveSizes reads an Ignition config (configPath: aio.ign, a worker's worker.ign) and the live.ign that
+// installs it (livePath), both 0600, has ignition-validate check both, and checks the summary's live.ign line
+// (m: its size, then its embed size) against live.ign and against what coreos-installer's archive of it
+// compresses to: its archive (isoembed.Archive, byte for byte), compressed by XZ Utils with its settings (preset 9,
+// CRC32, one thread). It returns the config, live.ign and the compressed archive.
+func checkLiveSizes(t *testing.T, ctx context.Context, configPath, livePath string, m []string) (config, live, z []byte) {
+	t.Helper()
+	config, live = readSecret(t, configPath), readSecret(t, livePath)
+	if strconv.Itoa(len(live)) != m[1] {
+		t.Errorf("the summary says %s is %s bytes, it is %d", livePath, m[1], len(live))
+	}
+	for _, p := range []string{configPath, livePath} {
+		if err := ValidateIgnition(ctx, p); err != nil {
+			t.Error(err)
+		}
+	}
+	z = xzAsCoreOSInstaller(t, isoembed.Archive(map[string][]byte{isoembed.ConfigMember: live}))
+	if strconv.Itoa(len(z)) != m[2] {
+		t.Errorf("the summary says %s bytes in the embed area, coreos-installer's archive compresses to %d", m[2], len(z))
+	}
+	return config, live, z
 }
 
 // checkLiveRoot runs Debian's Ignition on live.ign (livePath) as the live system's would, then on the destination
@@ -239,38 +253,20 @@ func checkLiveWorkers(t *testing.T, cli string) {
 	out := filepath.Join(workDir(t), "aio")
 	example := "../../examples/sno-workers/"
 	args := []string{"--install-config", example + "install-config.yaml", "--node-ip", "192.168.126.10", "--workers", example + "workers.yaml", "--dir", out}
-	cmd := exec.CommandContext(ctx, cli, args...)
-	cmd.Env = filteredEnv("GODEBUG")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("render-static %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
+	stdout := renderLive(t, ctx, cli, args)
 	for _, w := range []struct{ name, ip, device, keyfile string }{
 		{"worker-0", "192.168.126.11", "/dev/disk/by-path/pci-0000:00:1f.2-ata-1", ""},
 		{"worker-1", "192.168.126.12", "/dev/sda", example + "worker-1.nmconnection"},
 	} {
 		t.Run(w.name, func(t *testing.T) {
 			m := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(w.name) + ` live\.ign: (\d+) bytes; embeds in (\d+) of the live ISO's 262144 bytes \(xz as coreos-installer\)$`).
-				FindStringSubmatch(stdout.String())
+				FindStringSubmatch(stdout)
 			if m == nil {
-				t.Fatalf("the summary has no live.ign line of %s that fits:\n%s", w.name, stdout.String())
+				t.Fatalf("the summary has no live.ign line of %s that fits:\n%s", w.name, stdout)
 			}
 			folder := filepath.Join(out, "workers", w.name)
-			workerPath, livePath := filepath.Join(folder, "worker.ign"), filepath.Join(folder, "live.ign")
-			worker, live := readSecret(t, workerPath), readSecret(t, livePath)
-			if strconv.Itoa(len(live)) != m[1] {
-				t.Errorf("the summary says live.ign is %s bytes, it is %d", m[1], len(live))
-			}
-			for _, p := range []string{workerPath, livePath} {
-				if err := ValidateIgnition(ctx, p); err != nil {
-					t.Error(err)
-				}
-			}
-			z := xzAsCoreOSInstaller(t, isoembed.Archive(map[string][]byte{isoembed.ConfigMember: live}))
-			if strconv.Itoa(len(z)) != m[2] {
-				t.Errorf("the summary says %s bytes in the embed area, coreos-installer's archive compresses to %d", m[2], len(z))
-			}
+			livePath := filepath.Join(folder, "live.ign")
+			worker, live, z := checkLiveSizes(t, ctx, filepath.Join(folder, "worker.ign"), livePath, m)
 			checkLiveRoot(t, ctx, workDir(t), livePath, worker, "dest-device: "+w.device+"\n", w.keyfile, []string{w.ip}, filepath.Join(folder, "rootfs"))
 			t.Logf("%s: live.ign %d bytes, %d in the embed area; worker.ign %d bytes", w.name, len(live), len(z), len(worker))
 		})
