@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/netip"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -268,6 +269,8 @@ type WorkerLive struct {
 func workerOutputs(ctx context.Context, e *Settled) ([]WorkerOutput, error) {
 	var out []WorkerOutput
 	ssh := e.Inputs.InstallConfig.SSHKeys()
+	// One xz per core at most, however many workers (a worker's live.ign is small: milliseconds each).
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for _, w := range e.Inputs.Workers {
 		tree, err := e.Node.WorkerTree(ctx, w)
 		if err != nil {
@@ -291,7 +294,11 @@ func workerOutputs(ctx context.Context, e *Settled) ([]WorkerOutput, error) {
 		if e.From != nil {
 			earlier = e.From.WorkerLiveEmbeds[w.Name]
 		}
-		embed := goFuture(func() (LiveEmbed, error) { return measureLive(ctx, live, earlier), nil })
+		embed := goFuture(func() (LiveEmbed, error) {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			return measureLive(ctx, live, earlier), nil
+		})
 		out = append(out, WorkerOutput{Name: w.Name, Tree: tree, Ignition: ign, Live: live, embed: embed})
 	}
 	return out, nil
