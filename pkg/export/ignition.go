@@ -319,7 +319,9 @@ var base64Alphabet = func() (t [256]bool) {
 }()
 
 // encode is the data URL of data (see Ignition): base64 when tokens hold data's base64 (xz then finds it there),
-// or when data is not text and base64 is shorter; otherwise plain, escaped (escapeDataURL).
+// or when data is not text and base64 is shorter; otherwise plain, escaped (escapeDataURL). The plain URL is built
+// in one allocation, after one pass over data that finds both its escaped length and whether it is text
+// (scanPlain): aio.ign's contents and live.ign's aio.ign are megabytes.
 func encode(data []byte, tokens tokenSet) string {
 	const plainPrefix, b64Prefix = "data:,", "data:;base64,"
 	if n := base64.StdEncoding.EncodedLen(len(data)); n >= minToken && len(tokens[n]) > 0 {
@@ -327,21 +329,33 @@ func encode(data []byte, tokens tokenSet) string {
 			return b64Prefix + b64
 		}
 	}
-	escaped := escapedLen(data)
-	if !isText(data) && len(b64Prefix)+base64.StdEncoding.EncodedLen(len(data)) < len(plainPrefix)+escaped {
+	escaped, text := scanPlain(data)
+	if !text && len(b64Prefix)+base64.StdEncoding.EncodedLen(len(data)) < len(plainPrefix)+escaped {
 		return b64Prefix + base64.StdEncoding.EncodeToString(data)
 	}
-	return plainPrefix + escapeDataURLLen(data, escaped)
+	return appendEscaped(plainPrefix, data, escaped)
 }
 
-// isText says whether data is UTF-8 without control characters other than tab, newline and carriage return.
-func isText(data []byte) bool {
+// scanPlain is len(escapeDataURL(data)) and whether data is text: UTF-8 without control characters other than
+// tab, newline and carriage return.
+func scanPlain(data []byte) (escaped int, text bool) {
+	escaped, text = len(data), true
+	nonASCII := false
 	for _, c := range data {
-		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f {
-			return false
+		switch dataURLClass[c] {
+		case classLiteral:
+			continue
+		case classControl:
+			text = false
+		case classNonASCII:
+			nonASCII = true
 		}
+		escaped += 2
 	}
-	return utf8.Valid(data)
+	if text && nonASCII {
+		text = utf8.Valid(data)
+	}
+	return escaped, text
 }
 
 // escapeDataURL percent-escapes data for the data part of a "data:," URL: only what the data URL decoder Ignition
@@ -350,33 +364,57 @@ func isText(data []byte) bool {
 // DEL, space, "<>#"{}|\^[]` and '%' itself, and every non-ASCII byte, become %XX. Everything else is left as it is,
 // '+' and '?' included ('?' starts the URL's query, which Ignition's url.String() gives back unchanged).
 func escapeDataURL(data []byte) string {
-	return escapeDataURLLen(data, escapedLen(data))
+	return appendEscaped("", data, escapedLen(data))
 }
 
 // escapedLen is len(escapeDataURL(data)).
 func escapedLen(data []byte) int {
-	n := len(data)
-	for _, c := range data {
-		if !dataURLLiterals[c] {
-			n += 2
-		}
-	}
+	n, _ := scanPlain(data)
 	return n
 }
 
-// escapeDataURLLen is escapeDataURL(data), whose length is n.
-func escapeDataURLLen(data []byte, n int) string {
+// appendEscaped is prefix + escapeDataURL(data), where len(escapeDataURL(data)) is n.
+func appendEscaped(prefix string, data []byte, n int) string {
 	const hex = "0123456789ABCDEF"
-	b := make([]byte, 0, n)
+	var b strings.Builder
+	b.Grow(len(prefix) + n)
+	b.WriteString(prefix)
 	for _, c := range data {
 		if dataURLLiterals[c] {
-			b = append(b, c)
+			b.WriteByte(c)
 			continue
 		}
-		b = append(b, '%', hex[c>>4], hex[c&0xf])
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&0xf])
 	}
-	return string(b)
+	return b.String()
 }
+
+// The classes of bytes scanPlain tells apart: left as they are in a data URL, escaped, escaped and not text
+// (controls other than tab, newline and carriage return; DEL), escaped and text only in valid UTF-8.
+const (
+	classLiteral = iota
+	classEscaped
+	classControl
+	classNonASCII
+)
+
+var dataURLClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		switch {
+		case dataURLLiteral(byte(c)):
+			t[c] = classLiteral
+		case c >= 0x80:
+			t[c] = classNonASCII
+		case (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f:
+			t[c] = classControl
+		default:
+			t[c] = classEscaped
+		}
+	}
+	return t
+}()
 
 // dataURLLiterals are the bytes escapeDataURL leaves as they are.
 var dataURLLiterals = func() (t [256]bool) {
