@@ -169,7 +169,9 @@ func IgnitionUnvalidated(t *Tree, opts IgnitionOptions) (*Built, error) {
 		})
 	}
 	files := t.Files()
+	size := 1 << 16 // the JSON's length, about: the sources, and the rest of each file's object (~100 bytes)
 	for i, src := range encodeAll(files) {
+		size += len(src) + len(files[i].Path) + 128
 		cfg.Storage.Files = append(cfg.Storage.Files, types.File{
 			Node:          rootNode(files[i].Path, true),
 			FileEmbedded1: types.FileEmbedded1{Contents: types.Resource{Source: strPtr(src)}, Mode: intPtr(int(files[i].Mode.Perm()))},
@@ -209,7 +211,14 @@ func IgnitionUnvalidated(t *Tree, opts IgnitionOptions) (*Built, error) {
 	if raw := opts.PreviousParsed.same(&cfg); raw != nil {
 		return &Built{Raw: raw, config: cfg}, nil
 	}
-	raw, err := codec.MarshalCompactJSON(cfg)
+	size += 128 * len(cfg.Storage.Directories)
+	for _, u := range cfg.Systemd.Units {
+		size += 2*len(ptrString(u.Contents)) + 128 // a unit's contents are JSON-escaped: newlines, quotes
+		for _, d := range u.Dropins {
+			size += 2*len(ptrString(d.Contents)) + 128
+		}
+	}
+	raw, err := codec.MarshalCompactJSONSized(cfg, size)
 	if err != nil {
 		return nil, fmt.Errorf("building ignition config: marshalling: %w", err)
 	}
@@ -233,7 +242,13 @@ func rootNode(p string, overwrite bool) types.Node {
 	return n
 }
 
-func intPtr(i int) *int       { return &i }
+func intPtr(i int) *int { return &i }
+func ptrString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
 func strPtr(s string) *string { return &s }
 func boolPtr(b bool) *bool    { return &b }
 
