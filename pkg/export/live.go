@@ -3,10 +3,7 @@ package export
 import (
 	"fmt"
 	"path"
-	"slices"
 	"strings"
-
-	"github.com/coreos/ignition/v2/config/v3_2/types"
 )
 
 // The live ISO's side of an install, as coreos-installer does it (github.com/coreos/coreos-installer,
@@ -64,8 +61,8 @@ func InstallerConfig(o LiveOptions) []byte {
 // aio.ign as the destination config (LiveDestPath, 0600: it holds the cluster's keys), the installer config
 // (InstallerConfig, LiveInstallerConfigPath, 0600), the keyfiles under KeyfileDir (0600, as NetworkManager wants
 // them) and user "core" with the SSH keys. Its files are encoded as aio.ign's are (encode: plain, so that xz
-// compresses aio.ign inside it as well as alone). The config gets Ignition's verdict on it (Built.Validate),
-// without decoding the 3.4 MB data URL of aio.ign once more (validateCarrying).
+// compresses aio.ign inside it as well as alone). The config is validated as aio.ign is (Built.Validate, which does
+// not decode the 3.4 MB data URL of aio.ign: validSources).
 func LiveIgnition(aio []byte, o LiveOptions) ([]byte, error) {
 	t := NewTree()
 	add := func(p string, data []byte) error {
@@ -89,69 +86,8 @@ func LiveIgnition(aio []byte, o LiveOptions) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("live.ign: %w", err)
 	}
-	if err := b.validateCarrying(LiveDestPath); err != nil {
+	if err := b.Validate(); err != nil {
 		return nil, fmt.Errorf("live.ign: %w", err)
 	}
 	return b.Raw, nil
-}
-
-// validateCarrying is b.Validate()'s verdict on a config whose file at path p carries a large contents (aio.ign
-// in live.ign), without Ignition decoding that file's data URL: Ignition's validation (v3_2/types, v2.24.0) looks
-// at a file's contents.source only to see whether it is nil (file.go validateOverwrite, resource.go
-// validateVerification), whether its scheme allows HTTP headers (resource.go validateSchemeForHTTPHeaders: a
-// data URL never does) and whether it is a valid URL (url.go validateURL, through validateURLNilOK); no duplicate
-// check keys on it (a file's key is its path). So the verdict is that of the same config with that one source
-// replaced by another valid data URL (placeholderSource), provided the real source is a valid URL. It is when it
-// is wellFormedDataURL (that function says why); otherwise the whole config is validated as it is (Built.Validate,
-// with Ignition's own report).
-func (b *Built) validateCarrying(p string) error {
-	files := b.config.Storage.Files
-	i := slices.IndexFunc(files, func(f types.File) bool { return f.Path == p })
-	if i < 0 || files[i].Contents.Source == nil || !wellFormedDataURL(*files[i].Contents.Source) {
-		return b.Validate()
-	}
-	rest := *b
-	rest.config.Storage.Files = slices.Clone(files)
-	rest.config.Storage.Files[i].Contents.Source = strPtr(placeholderSource)
-	return rest.Validate()
-}
-
-// placeholderSource is the valid data URL validateCarrying validates in place of a well-formed one: empty contents.
-const placeholderSource = "data:,"
-
-// wellFormedDataURL says whether s is "data:," followed only by bytes escapeDataURL leaves as they are
-// (dataURLLiterals) and %XX escapes of two hex digits: what encode makes of text. Every such string passes
-// Ignition's validateURL (config/v3_2/types/url.go), whose two steps are:
-//
-//   - net/url.Parse (Go's net/url/url.go Parse, parse): s has no '#' (not a literal: no fragment to check) and no
-//     control byte (stringContainsCTLByte); its scheme is "data"; what follows the scheme, cut at a '?' (the
-//     query, which Parse does not check), starts with ',', not '/', so it is the URL's opaque part, returned
-//     without any further check;
-//   - dataurl.DecodeString (github.com/vincent-petithory/dataurl v1.0.0, lex.go, dataurl.go, rfc2396.go): after
-//     "data:" the lexer finds ',' (lexAfterDataPrefix, lexDataComma: no media type, no parameters) and takes the
-//     rest as data if every rune isURLCharRune (ASCII, not a control or DEL, not space or <>#"{}|\^[]`: every
-//     literal, '%' and hex digit is one, lexData); the parser then unescapes it (asciiDataReader, Unescape), which
-//     fails only on a non-ASCII rune or a '%' not followed by two hex digits.
-//
-// TestWellFormedDataURLsPassIgnition checks it on every literal and every escape.
-func wellFormedDataURL(s string) bool {
-	const prefix = "data:,"
-	if !strings.HasPrefix(s, prefix) {
-		return false
-	}
-	for i := len(prefix); i < len(s); i++ {
-		c := s[i]
-		if dataURLLiterals[c] {
-			continue
-		}
-		if c != '%' || i+2 >= len(s) || !isHexDigit(s[i+1]) || !isHexDigit(s[i+2]) {
-			return false
-		}
-		i += 2
-	}
-	return true
-}
-
-func isHexDigit(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
