@@ -361,10 +361,17 @@ const minToken = 64
 type tokenSet map[int]map[string]struct{}
 
 // base64Tokens collects every maximal run of at least minToken characters of the standard base64 alphabet,
-// followed by its '=' padding, in the files' contents: a Secret manifest's values, a kubeconfig's certificate and
-// key data.
+// followed by its '=' padding, in the files' contents (a Secret manifest's values, a kubeconfig's certificate and
+// key data) that is as long as the base64 of some file's contents: encode looks up no other length. (live.ign's
+// aio.ign holds thousands of other runs, its own data URLs' words among them.)
 func base64Tokens(files []File) tokenSet {
 	set := tokenSet{}
+	wanted := map[int]bool{}
+	for _, f := range files {
+		if n := base64.StdEncoding.EncodedLen(len(f.Contents)); n >= minToken {
+			wanted[n] = true
+		}
+	}
 	for _, f := range files {
 		b := f.Contents
 		for i := 0; i < len(b); {
@@ -379,7 +386,7 @@ func base64Tokens(files []File) tokenSet {
 			for k := 0; k < 2 && j < len(b) && b[j] == '='; k++ {
 				j++
 			}
-			if j-i >= minToken && (j == len(b) || !base64Alphabet[b[j]]) {
+			if j-i >= minToken && wanted[j-i] && (j == len(b) || !base64Alphabet[b[j]]) {
 				if set[j-i] == nil {
 					set[j-i] = map[string]struct{}{}
 				}

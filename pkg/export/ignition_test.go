@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -216,7 +217,8 @@ func TestIgnitionRoundTrip(t *testing.T) {
 
 func TestIgnitionEncodingChoice(t *testing.T) {
 	pem := []byte("-----BEGIN KEY-----\n" + strings.Repeat("QUJD", 30) + "\n-----END KEY-----\n")
-	tokens := base64Tokens([]File{{Contents: []byte("k: " + base64.StdEncoding.EncodeToString(pem) + "\n")}})
+	// The holder and the PEM, as a tree holds them: tokens are collected at the lengths of the files' base64.
+	tokens := base64Tokens([]File{{Contents: []byte("k: " + base64.StdEncoding.EncodeToString(pem) + "\n")}, {Contents: pem}})
 	for _, tc := range []struct {
 		name, data, want string
 	}{
@@ -545,6 +547,25 @@ func TestBuiltValidateAgreesWithParse(t *testing.T) {
 	}
 }
 
+// referenceTokens is base64Tokens written the plain way: every maximal run of base64 characters and its padding,
+// of any length from minToken on.
+func referenceTokens(files []File) tokenSet {
+	set := tokenSet{}
+	run := regexp.MustCompile(`[A-Za-z0-9+/]+={0,2}`)
+	for _, f := range files {
+		for _, m := range run.FindAllIndex(f.Contents, -1) {
+			if m[1]-m[0] < minToken || m[1] < len(f.Contents) && base64Alphabet[f.Contents[m[1]]] {
+				continue
+			}
+			if set[m[1]-m[0]] == nil {
+				set[m[1]-m[0]] = map[string]struct{}{}
+			}
+			set[m[1]-m[0]][string(f.Contents[m[0]:m[1]])] = struct{}{}
+		}
+	}
+	return set
+}
+
 // referenceEncode is encode written the plain way: every candidate built, with a fresh escape of each byte.
 func referenceEncode(data []byte, tokens tokenSet) string {
 	b64 := "data:;base64," + base64.StdEncoding.EncodeToString(data)
@@ -569,8 +590,9 @@ func referenceEncode(data []byte, tokens tokenSet) string {
 	return b64
 }
 
-// encode picks exactly what building every candidate picks, over contents of every size and make-up (empty, a
-// few bytes, text, binary, repetitive, the base64 of another file), and what it picks decodes, as Ignition
+// encode picks exactly what building every candidate picks, with the tokens base64Tokens keeps and with every
+// token there is (referenceTokens), over contents of every size and make-up (empty, a few bytes, text, binary,
+// repetitive, the base64 of another file), and what it picks decodes, as Ignition
 // decodes it (decodeSource), to the contents.
 func TestEncodeMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
@@ -599,10 +621,10 @@ func TestEncodeMatchesReference(t *testing.T) {
 		}
 		all = append(all, File{Contents: data})
 	}
-	tokens := base64Tokens(all)
+	tokens, every := base64Tokens(all), referenceTokens(all)
 	seen := map[string]bool{}
 	for _, f := range all {
-		want := referenceEncode(f.Contents, tokens)
+		want := referenceEncode(f.Contents, every)
 		got := encode(f.Contents, tokens)
 		if got != want {
 			t.Fatalf("contents %q: encoded as %q, want %q", f.Contents, got, want)
