@@ -139,7 +139,8 @@ func exportValidating(ctx context.Context, e *Settled) (*Output, error) {
 		if err != nil {
 			return built{}, err
 		}
-		// live.ign carries aio.ign; its embed size takes xz about a second, measured while the rest is made.
+		// live.ign carries aio.ign; its embed size takes xz about half a second, measured while the rest is made
+		// and written.
 		live, err := liveIgnition(ign.Raw, in)
 		if err != nil {
 			return built{}, err
