@@ -107,7 +107,89 @@ func TestCompressSettings(t *testing.T) {
 	if err != nil || !bytes.Equal(back, archive) {
 		t.Errorf("xz -d gives %d bytes (%v), want the archive's %d", len(back), err, len(archive))
 	}
+	// Without the huge pages runXZ asks glibc for, xz writes the same stream.
+	plain := exec.Command(xz, XZArgs...)
+	plain.Env = append(os.Environ(), "GLIBC_TUNABLES=")
+	plain.Stdin = bytes.NewReader(archive)
+	if same, err := plain.Output(); err != nil || !bytes.Equal(same, z) {
+		t.Errorf("xz without %s gives %d bytes (%v), Compress %d", hugePages, len(same), err, len(z))
+	}
 	if v := Version(context.Background()); !strings.Contains(v, "liblzma") {
 		t.Errorf("Version %q names no liblzma", v)
+	}
+}
+
+// Measure is the length of Compress of Archive, for members of every kind: none, empty contents, lengths that are
+// and are not multiples of 4, nested directories, text and random bytes.
+func TestMeasureIsCompressOfArchive(t *testing.T) {
+	testtools.Tool(t, "xz")
+	random := make([]byte, 70001)
+	for i := range random {
+		random[i] = byte(i*7919 + i*i*31 + i>>5)
+	}
+	for _, members := range []map[string][]byte{
+		{},
+		{ConfigMember: nil},
+		{ConfigMember: []byte("{}")},
+		{ConfigMember: bytes.Repeat([]byte("live.ign "), 100001)},
+		{ConfigMember: random, "a/b/c.txt": []byte("abc"), "a/d": []byte("abcd"), "e": random[:5]},
+	} {
+		archive := Archive(members)
+		z, err := Compress(context.Background(), archive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := Measure(context.Background(), members)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != len(z) {
+			t.Errorf("%d members: Measure %d, Compress of Archive %d bytes", len(members), n, len(z))
+		}
+		if joined := bytes.Join(archiveParts(members), nil); !bytes.Equal(joined, archive) {
+			t.Errorf("%d members: the parts Measure streams are not Archive", len(members))
+		}
+	}
+}
+
+// Version asks each xz binary once in a process, and asks again when the binary on PATH is another one. The xz
+// here is a stand-in that counts its runs: the real one cannot be swapped for another version.
+func TestVersionAskedOncePerBinary(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	bin := filepath.Join(dir, "xz")
+	write := func(version string) {
+		script := "#!/bin/sh\necho run >> " + runs + "\necho 'xz (XZ Utils) " + version + "'\necho 'liblzma " + version + "'\n"
+		if err := os.WriteFile(bin+".new", []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(bin+".new", bin); err != nil { // a new inode, as a package update makes
+			t.Fatal(err)
+		}
+	}
+	count := func() int {
+		b, _ := os.ReadFile(runs)
+		return strings.Count(string(b), "run")
+	}
+	t.Setenv("PATH", dir)
+	write("5.4.1")
+	for i := 0; i < 3; i++ {
+		if v := Version(context.Background()); v != "xz (XZ Utils) 5.4.1 liblzma 5.4.1" {
+			t.Fatalf("Version %q", v)
+		}
+	}
+	if n := count(); n != 1 {
+		t.Errorf("xz --version ran %d times for three Version calls, want once", n)
+	}
+	write("5.6.22")
+	if v := Version(context.Background()); v != "xz (XZ Utils) 5.6.22 liblzma 5.6.22" {
+		t.Errorf("after xz was replaced, Version %q", v)
+	}
+	if n := count(); n != 2 {
+		t.Errorf("xz --version ran %d times, want twice", n)
+	}
+	t.Setenv("PATH", t.TempDir())
+	if v := Version(context.Background()); v != "" {
+		t.Errorf("without xz, Version %q", v)
 	}
 }

@@ -249,7 +249,13 @@ func appendJSONString(buf []byte, s string) []byte {
 // marshalCompactGeneric writes (TestMarshalCompactMatchesGeneric), in one walk over cfg instead of marshalling,
 // decoding into generic objects, pruning and encoding again (~15 ms of a render's CPU).
 func MarshalCompactJSON(cfg any) ([]byte, error) {
-	b, empty, err := appendCompact(make([]byte, 0, 1<<20), reflect.ValueOf(cfg))
+	return MarshalCompactJSONSized(cfg, 1<<20)
+}
+
+// MarshalCompactJSONSized is MarshalCompactJSON into a buffer of size bytes to start with: a caller that knows
+// about how long the JSON is (aio.ign's and live.ign's megabytes of data URLs) spares its growing.
+func MarshalCompactJSONSized(cfg any, size int) ([]byte, error) {
+	b, empty, err := appendCompact(make([]byte, 0, size), reflect.ValueOf(cfg))
 	if errors.Is(err, errUnsupported) {
 		return marshalCompactGeneric(cfg)
 	}

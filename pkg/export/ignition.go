@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -109,15 +110,86 @@ type Built struct {
 // types.Config parses back to an equal config (TestBuiltValidateAgreesWithParse checks both on every kind of
 // config the tests build, and the end-to-end test runs the real Ignition on aio.ign), so what a parse adds is the
 // JSON's positions in a message and the check for keys types.Config does not have, which marshalling it cannot
-// emit; the parse cost a fresh render ~45 ms of CPU, most of its Ignition validation.
+// emit; the parse cost a fresh render ~45 ms of CPU, most of its Ignition validation. Nor does it decode the
+// data URLs it knows Ignition accepts (validSources): megabytes in aio.ign, and aio.ign's own in live.ign.
 func (b *Built) Validate() error {
-	if b.config.Ignition.Version != types.MaxVersion.String() {
-		return fmt.Errorf("building ignition config: version %q is not %s", b.config.Ignition.Version, types.MaxVersion)
+	return b.validate(validSources(b.config))
+}
+
+// validateWhole is Validate with Ignition decoding every data URL: what validSources spares, for the tests.
+func (b *Built) validateWhole() error { return b.validate(b.config) }
+
+func (b *Built) validate(cfg types.Config) error {
+	if cfg.Ignition.Version != types.MaxVersion.String() {
+		return fmt.Errorf("building ignition config: version %q is not %s", cfg.Ignition.Version, types.MaxVersion)
 	}
-	if rpt := validate.ValidateWithContext(b.config, nil); len(rpt.Entries) > 0 {
+	if rpt := validate.ValidateWithContext(cfg, nil); len(rpt.Entries) > 0 {
 		return fmt.Errorf("building ignition config: validating it reported:\n%s", reportText(rpt))
 	}
 	return nil
+}
+
+// validSources is cfg with every file's contents.source that is wellFormedDataURL replaced by the empty data URL
+// "data:,", for a validation that gives cfg's report (entries, paths, texts) without decoding those URLs: Ignition's
+// validation (config/v3_2/types, v2.24.0) looks at a file's contents.source only to see whether it is nil or empty
+// (file.go validateOverwrite; resource.go validateVerification, validateURLNilOK), whether its scheme allows HTTP
+// headers (resource.go validateSchemeForHTTPHeaders: "data" never does) and whether it is a valid URL (url.go
+// validateURL), which every wellFormedDataURL is, as "data:," is; no duplicate check keys on it (a file's key is
+// its path; config/validate ValidateDups). Other sources (base64 data URLs) are left to Ignition. cfg itself is
+// not changed.
+func validSources(cfg types.Config) types.Config {
+	files := cfg.Storage.Files
+	cloned := false
+	for i := range files {
+		src := files[i].Contents.Source
+		if src == nil || len(*src) <= len(emptyDataURL) || !wellFormedDataURL(*src) {
+			continue
+		}
+		if !cloned {
+			cfg.Storage.Files, cloned = slices.Clone(files), true
+		}
+		cfg.Storage.Files[i].Contents.Source = strPtr(emptyDataURL)
+	}
+	return cfg
+}
+
+// emptyDataURL is the valid data URL validSources validates in place of a well-formed one.
+const emptyDataURL = "data:,"
+
+// wellFormedDataURL says whether s is "data:," followed only by bytes escapeDataURL leaves as they are
+// (dataURLLiterals) and %XX escapes of two hex digits: what encode makes of text. Every such string passes
+// Ignition's validateURL (config/v3_2/types/url.go), whose two steps are:
+//
+//   - net/url.Parse (Go's net/url/url.go Parse, parse): s has no '#' (not a literal: no fragment to check) and no
+//     control byte (stringContainsCTLByte); its scheme is "data"; what follows the scheme, cut at a '?' (the
+//     query, which Parse does not check), starts with ',', not '/', so it is the URL's opaque part, returned
+//     without any further check;
+//   - dataurl.DecodeString (github.com/vincent-petithory/dataurl v1.0.0, lex.go, dataurl.go, rfc2396.go): after
+//     "data:" the lexer finds ',' (lexAfterDataPrefix, lexDataComma: no media type, no parameters) and takes the
+//     rest as data if every rune isURLCharRune (ASCII, not a control or DEL, not space or <>#"{}|\\^[]`: every
+//     literal, '%' and hex digit is one, lexData); the parser then unescapes it (asciiDataReader, Unescape), which
+//     fails only on a non-ASCII rune or a '%' not followed by two hex digits.
+//
+// TestWellFormedDataURLsPassIgnition checks it on every literal and every escape.
+func wellFormedDataURL(s string) bool {
+	if !strings.HasPrefix(s, emptyDataURL) {
+		return false
+	}
+	for i := len(emptyDataURL); i < len(s); i++ {
+		c := s[i]
+		if dataURLLiterals[c] {
+			continue
+		}
+		if c != '%' || i+2 >= len(s) || !isHexDigit(s[i+1]) || !isHexDigit(s[i+2]) {
+			return false
+		}
+		i += 2
+	}
+	return true
+}
+
+func isHexDigit(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 // EncoderID names how Ignition encodes contents: an earlier aio.ign may serve as IgnitionOptions.Previous only when
@@ -169,7 +241,9 @@ func IgnitionUnvalidated(t *Tree, opts IgnitionOptions) (*Built, error) {
 		})
 	}
 	files := t.Files()
+	size := 1 << 16 // the JSON's length, about: the sources, and the rest of each file's object (~100 bytes)
 	for i, src := range encodeAll(files) {
+		size += len(src) + len(files[i].Path) + 128
 		cfg.Storage.Files = append(cfg.Storage.Files, types.File{
 			Node:          rootNode(files[i].Path, true),
 			FileEmbedded1: types.FileEmbedded1{Contents: types.Resource{Source: strPtr(src)}, Mode: intPtr(int(files[i].Mode.Perm()))},
@@ -209,7 +283,14 @@ func IgnitionUnvalidated(t *Tree, opts IgnitionOptions) (*Built, error) {
 	if raw := opts.PreviousParsed.same(&cfg); raw != nil {
 		return &Built{Raw: raw, config: cfg}, nil
 	}
-	raw, err := codec.MarshalCompactJSON(cfg)
+	size += 128 * len(cfg.Storage.Directories)
+	for _, u := range cfg.Systemd.Units {
+		size += 2*len(ptrString(u.Contents)) + 128 // a unit's contents are JSON-escaped: newlines, quotes
+		for _, d := range u.Dropins {
+			size += 2*len(ptrString(d.Contents)) + 128
+		}
+	}
+	raw, err := codec.MarshalCompactJSONSized(cfg, size)
 	if err != nil {
 		return nil, fmt.Errorf("building ignition config: marshalling: %w", err)
 	}
@@ -233,7 +314,13 @@ func rootNode(p string, overwrite bool) types.Node {
 	return n
 }
 
-func intPtr(i int) *int       { return &i }
+func intPtr(i int) *int { return &i }
+func ptrString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
 func strPtr(s string) *string { return &s }
 func boolPtr(b bool) *bool    { return &b }
 
@@ -274,10 +361,17 @@ const minToken = 64
 type tokenSet map[int]map[string]struct{}
 
 // base64Tokens collects every maximal run of at least minToken characters of the standard base64 alphabet,
-// followed by its '=' padding, in the files' contents: a Secret manifest's values, a kubeconfig's certificate and
-// key data.
+// followed by its '=' padding, in the files' contents (a Secret manifest's values, a kubeconfig's certificate and
+// key data) that is as long as the base64 of some file's contents: encode looks up no other length. (live.ign's
+// aio.ign holds thousands of other runs, its own data URLs' words among them.)
 func base64Tokens(files []File) tokenSet {
 	set := tokenSet{}
+	wanted := map[int]bool{}
+	for _, f := range files {
+		if n := base64.StdEncoding.EncodedLen(len(f.Contents)); n >= minToken {
+			wanted[n] = true
+		}
+	}
 	for _, f := range files {
 		b := f.Contents
 		for i := 0; i < len(b); {
@@ -292,7 +386,7 @@ func base64Tokens(files []File) tokenSet {
 			for k := 0; k < 2 && j < len(b) && b[j] == '='; k++ {
 				j++
 			}
-			if j-i >= minToken && (j == len(b) || !base64Alphabet[b[j]]) {
+			if j-i >= minToken && wanted[j-i] && (j == len(b) || !base64Alphabet[b[j]]) {
 				if set[j-i] == nil {
 					set[j-i] = map[string]struct{}{}
 				}
@@ -319,7 +413,9 @@ var base64Alphabet = func() (t [256]bool) {
 }()
 
 // encode is the data URL of data (see Ignition): base64 when tokens hold data's base64 (xz then finds it there),
-// or when data is not text and base64 is shorter; otherwise plain, escaped (escapeDataURL).
+// or when data is not text and base64 is shorter; otherwise plain, escaped (escapeDataURL). The plain URL is built
+// in one allocation, after one pass over data that finds both its escaped length and whether it is text
+// (scanPlain): aio.ign's contents and live.ign's aio.ign are megabytes.
 func encode(data []byte, tokens tokenSet) string {
 	const plainPrefix, b64Prefix = "data:,", "data:;base64,"
 	if n := base64.StdEncoding.EncodedLen(len(data)); n >= minToken && len(tokens[n]) > 0 {
@@ -327,21 +423,33 @@ func encode(data []byte, tokens tokenSet) string {
 			return b64Prefix + b64
 		}
 	}
-	escaped := escapedLen(data)
-	if !isText(data) && len(b64Prefix)+base64.StdEncoding.EncodedLen(len(data)) < len(plainPrefix)+escaped {
+	escaped, text := scanPlain(data)
+	if !text && len(b64Prefix)+base64.StdEncoding.EncodedLen(len(data)) < len(plainPrefix)+escaped {
 		return b64Prefix + base64.StdEncoding.EncodeToString(data)
 	}
-	return plainPrefix + escapeDataURLLen(data, escaped)
+	return appendEscaped(plainPrefix, data, escaped)
 }
 
-// isText says whether data is UTF-8 without control characters other than tab, newline and carriage return.
-func isText(data []byte) bool {
+// scanPlain is len(escapeDataURL(data)) and whether data is text: UTF-8 without control characters other than
+// tab, newline and carriage return.
+func scanPlain(data []byte) (escaped int, text bool) {
+	escaped, text = len(data), true
+	nonASCII := false
 	for _, c := range data {
-		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f {
-			return false
+		switch dataURLClass[c] {
+		case classLiteral:
+			continue
+		case classControl:
+			text = false
+		case classNonASCII:
+			nonASCII = true
 		}
+		escaped += 2
 	}
-	return utf8.Valid(data)
+	if text && nonASCII {
+		text = utf8.Valid(data)
+	}
+	return escaped, text
 }
 
 // escapeDataURL percent-escapes data for the data part of a "data:," URL: only what the data URL decoder Ignition
@@ -350,33 +458,57 @@ func isText(data []byte) bool {
 // DEL, space, "<>#"{}|\^[]` and '%' itself, and every non-ASCII byte, become %XX. Everything else is left as it is,
 // '+' and '?' included ('?' starts the URL's query, which Ignition's url.String() gives back unchanged).
 func escapeDataURL(data []byte) string {
-	return escapeDataURLLen(data, escapedLen(data))
+	return appendEscaped("", data, escapedLen(data))
 }
 
 // escapedLen is len(escapeDataURL(data)).
 func escapedLen(data []byte) int {
-	n := len(data)
-	for _, c := range data {
-		if !dataURLLiterals[c] {
-			n += 2
-		}
-	}
+	n, _ := scanPlain(data)
 	return n
 }
 
-// escapeDataURLLen is escapeDataURL(data), whose length is n.
-func escapeDataURLLen(data []byte, n int) string {
+// appendEscaped is prefix + escapeDataURL(data), where len(escapeDataURL(data)) is n.
+func appendEscaped(prefix string, data []byte, n int) string {
 	const hex = "0123456789ABCDEF"
-	b := make([]byte, 0, n)
+	var b strings.Builder
+	b.Grow(len(prefix) + n)
+	b.WriteString(prefix)
 	for _, c := range data {
 		if dataURLLiterals[c] {
-			b = append(b, c)
+			b.WriteByte(c)
 			continue
 		}
-		b = append(b, '%', hex[c>>4], hex[c&0xf])
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&0xf])
 	}
-	return string(b)
+	return b.String()
 }
+
+// The classes of bytes scanPlain tells apart: left as they are in a data URL, escaped, escaped and not text
+// (controls other than tab, newline and carriage return; DEL), escaped and text only in valid UTF-8.
+const (
+	classLiteral = iota
+	classEscaped
+	classControl
+	classNonASCII
+)
+
+var dataURLClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		switch {
+		case dataURLLiteral(byte(c)):
+			t[c] = classLiteral
+		case c >= 0x80:
+			t[c] = classNonASCII
+		case (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f:
+			t[c] = classControl
+		default:
+			t[c] = classEscaped
+		}
+	}
+	return t
+}()
 
 // dataURLLiterals are the bytes escapeDataURL leaves as they are.
 var dataURLLiterals = func() (t [256]bool) {

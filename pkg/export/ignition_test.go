@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -20,6 +21,8 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_2"
 	"github.com/coreos/ignition/v2/config/v3_2/types"
 	"github.com/vincent-petithory/dataurl"
+
+	"github.com/render-static/render-static/pkg/codec"
 )
 
 const (
@@ -214,7 +217,8 @@ func TestIgnitionRoundTrip(t *testing.T) {
 
 func TestIgnitionEncodingChoice(t *testing.T) {
 	pem := []byte("-----BEGIN KEY-----\n" + strings.Repeat("QUJD", 30) + "\n-----END KEY-----\n")
-	tokens := base64Tokens([]File{{Contents: []byte("k: " + base64.StdEncoding.EncodeToString(pem) + "\n")}})
+	// The holder and the PEM, as a tree holds them: tokens are collected at the lengths of the files' base64.
+	tokens := base64Tokens([]File{{Contents: []byte("k: " + base64.StdEncoding.EncodeToString(pem) + "\n")}, {Contents: pem}})
 	for _, tc := range []struct {
 		name, data, want string
 	}{
@@ -543,6 +547,25 @@ func TestBuiltValidateAgreesWithParse(t *testing.T) {
 	}
 }
 
+// referenceTokens is base64Tokens written the plain way: every maximal run of base64 characters and its padding,
+// of any length from minToken on.
+func referenceTokens(files []File) tokenSet {
+	set := tokenSet{}
+	run := regexp.MustCompile(`[A-Za-z0-9+/]+={0,2}`)
+	for _, f := range files {
+		for _, m := range run.FindAllIndex(f.Contents, -1) {
+			if m[1]-m[0] < minToken || m[1] < len(f.Contents) && base64Alphabet[f.Contents[m[1]]] {
+				continue
+			}
+			if set[m[1]-m[0]] == nil {
+				set[m[1]-m[0]] = map[string]struct{}{}
+			}
+			set[m[1]-m[0]][string(f.Contents[m[0]:m[1]])] = struct{}{}
+		}
+	}
+	return set
+}
+
 // referenceEncode is encode written the plain way: every candidate built, with a fresh escape of each byte.
 func referenceEncode(data []byte, tokens tokenSet) string {
 	b64 := "data:;base64," + base64.StdEncoding.EncodeToString(data)
@@ -567,8 +590,9 @@ func referenceEncode(data []byte, tokens tokenSet) string {
 	return b64
 }
 
-// encode picks exactly what building every candidate picks, over contents of every size and make-up (empty, a
-// few bytes, text, binary, repetitive, the base64 of another file), and what it picks decodes, as Ignition
+// encode picks exactly what building every candidate picks, with the tokens base64Tokens keeps and with every
+// token there is (referenceTokens), over contents of every size and make-up (empty, a few bytes, text, binary,
+// repetitive, the base64 of another file), and what it picks decodes, as Ignition
 // decodes it (decodeSource), to the contents.
 func TestEncodeMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
@@ -597,10 +621,10 @@ func TestEncodeMatchesReference(t *testing.T) {
 		}
 		all = append(all, File{Contents: data})
 	}
-	tokens := base64Tokens(all)
+	tokens, every := base64Tokens(all), referenceTokens(all)
 	seen := map[string]bool{}
 	for _, f := range all {
-		want := referenceEncode(f.Contents, tokens)
+		want := referenceEncode(f.Contents, every)
 		got := encode(f.Contents, tokens)
 		if got != want {
 			t.Fatalf("contents %q: encoded as %q, want %q", f.Contents, got, want)
@@ -632,4 +656,175 @@ func parseBackValidate(raw []byte) error {
 		return fmt.Errorf("building ignition config: parsing the result back reported:\n%s", msg)
 	}
 	return nil
+}
+
+// liveBuilt is live.ign's config for the test aio.ign, as LiveIgnition builds it, before its validation.
+func liveBuilt(t *testing.T) *Built {
+	t.Helper()
+	aio, err := Ignition(buildTestTree(t), IgnitionOptions{SSHAuthorizedKeys: []string{testKey1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTree()
+	mustAddFile(t, tr, LiveDestPath, 0o600, string(aio))
+	mustAddFile(t, tr, LiveInstallerConfigPath, 0o600, string(InstallerConfig(LiveOptions{InstallDevice: "/dev/sda"})))
+	b, err := IgnitionUnvalidated(tr, IgnitionOptions{SSHAuthorizedKeys: []string{testKey1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Built.Validate, which does not decode well-formed data URLs (validSources), gives the verdict of Ignition's
+// validation of the whole config (validateWhole) and of parsing it back (parseBackValidate) on live.ign's config
+// and on aio.ign's, however broken: an invalid wrapper (the files, units and users besides aio.ign in live.ign)
+// fails, and so does a source that is not a valid data URL; the config validated is left as it was.
+func TestValidateAgreesWithWholeValidation(t *testing.T) {
+	fileAt := func(b *Built, p string) *types.File {
+		for i := range b.config.Storage.Files {
+			if b.config.Storage.Files[i].Path == p {
+				return &b.config.Storage.Files[i]
+			}
+		}
+		t.Fatalf("no file %s", p)
+		return nil
+	}
+	setSource := func(src string) func(b *Built) {
+		return func(b *Built) { fileAt(b, LiveDestPath).Contents.Source = strPtr(src) }
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(b *Built)
+		valid  bool
+	}{
+		{"as built", func(*Built) {}, true},
+		{"wrapper: installer config with setuid", func(b *Built) { fileAt(b, LiveInstallerConfigPath).Mode = intPtr(0o4600) }, false},
+		{"wrapper: carried file with an invalid mode", func(b *Built) { fileAt(b, LiveDestPath).Mode = intPtr(0o10000) }, false},
+		{"wrapper: relative path", func(b *Built) { fileAt(b, LiveInstallerConfigPath).Path = "etc/x" }, false},
+		{"wrapper: carried file's path twice", func(b *Built) {
+			b.config.Storage.Files = append(b.config.Storage.Files, *fileAt(b, LiveDestPath))
+		}, false},
+		{"wrapper: a directory where the carried file is", func(b *Built) {
+			b.config.Storage.Directories = append(b.config.Storage.Directories, types.Directory{Node: rootNode(LiveDestPath, false)})
+		}, false},
+		{"wrapper: broken unit", func(b *Built) {
+			b.config.Systemd.Units = append(b.config.Systemd.Units, types.Unit{Name: "x.service", Contents: strPtr("[Unit\n")})
+		}, false},
+		{"wrapper: carried file with HTTP headers", func(b *Built) {
+			fileAt(b, LiveDestPath).Contents.HTTPHeaders = types.HTTPHeaders{{Name: "A", Value: strPtr("b")}}
+		}, false},
+		{"wrapper: carried file's verification hash of another algorithm", func(b *Built) {
+			fileAt(b, LiveDestPath).Contents.Verification.Hash = strPtr("md5-00")
+		}, false},
+		{"carried source: a space", setSource("data:,a b"), false},
+		{"carried source: a bad escape", setSource("data:,ab%zz"), false},
+		{"carried source: a cut escape", setSource("data:,ab%4"), false},
+		{"carried source: a fragment", setSource("data:,a#b"), false},
+		{"carried source: non-ASCII", setSource("data:,\u00e9"), false},
+		{"carried source: another scheme", setSource("ftp://example.com/aio.ign"), false},
+		{"carried source: base64", setSource("data:;base64,YWlvCg=="), true},
+		{"carried source: bad base64", setSource("data:;base64,YWlvCg="), false},
+		{"carried source: a query", setSource("data:,a?b%20c"), true},
+		{"carried source: empty", setSource(""), true},
+		{"aio.ign: a well-formed source with an invalid mode", func(b *Built) {
+			*b = *aioBuilt(t)
+			fileAt(b, "/etc/hello.txt").Mode = intPtr(0o10000)
+		}, false},
+		{"aio.ign: a bad source among well-formed ones", func(b *Built) {
+			*b = *aioBuilt(t)
+			fileAt(b, "/etc/hello.txt").Contents.Source = strPtr("data:,hello%2")
+		}, false},
+		{"aio.ign: a bad base64 source", func(b *Built) {
+			*b = *aioBuilt(t)
+			fileAt(b, "/usr/local/bin/random.bin").Contents.Source = strPtr("data:;base64,%%%")
+		}, false},
+		{"aio.ign as built", func(b *Built) { *b = *aioBuilt(t) }, true},
+	} {
+		b := liveBuilt(t)
+		tc.mutate(b)
+		var sources []string
+		for _, f := range b.config.Storage.Files {
+			sources = append(sources, *f.Contents.Source)
+		}
+		raw, err := codec.MarshalCompactJSON(b.config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, whole, parsed := b.Validate(), b.validateWhole(), parseBackValidate(raw)
+		if (got == nil) != (whole == nil) || (whole == nil) != (parsed == nil) || (got == nil) != tc.valid {
+			t.Errorf("%s: Validate gives %v, validateWhole %v, parseBackValidate %v; want valid=%v", tc.name, got, whole, parsed, tc.valid)
+		}
+		if got != nil && whole != nil && got.Error() != whole.Error() {
+			t.Errorf("%s: Validate reports\n%v\nvalidateWhole\n%v", tc.name, got, whole)
+		}
+		for i, f := range b.config.Storage.Files {
+			if *f.Contents.Source != sources[i] {
+				t.Errorf("%s: Validate changed %s's source", tc.name, f.Path)
+			}
+		}
+	}
+}
+
+// aioBuilt is the test tree's aio.ign config, before its validation.
+func aioBuilt(t *testing.T) *Built {
+	t.Helper()
+	b, err := IgnitionUnvalidated(buildTestTree(t), IgnitionOptions{SSHAuthorizedKeys: []string{testKey1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Every wellFormedDataURL string passes Ignition's URL validation (the argument in wellFormedDataURL's comment):
+// one holding every literal byte and every escape in both cases, and random ones; escapeDataURL makes such strings
+// of any bytes; and a string with any other byte, or a cut or non-hex escape, is not taken for one (Ignition then
+// validates it: validSources).
+func TestWellFormedDataURLsPassIgnition(t *testing.T) {
+	ignitionValid := func(s string) error { // Ignition's validation of a config whose one file has source s
+		b := Built{config: types.Config{Ignition: types.Ignition{Version: types.MaxVersion.String()}}}
+		b.config.Storage.Files = []types.File{{Node: rootNode("/etc/x", true),
+			FileEmbedded1: types.FileEmbedded1{Contents: types.Resource{Source: &s}, Mode: intPtr(0o600)}}}
+		return b.validateWhole()
+	}
+	var pieces []string
+	for c := 0; c < 256; c++ {
+		if dataURLLiterals[c] {
+			pieces = append(pieces, string(rune(c)))
+		}
+		pieces = append(pieces, fmt.Sprintf("%%%02X", c), fmt.Sprintf("%%%02x", c))
+	}
+	all := "data:," + strings.Join(pieces, "")
+	r := rand.New(rand.NewPCG(5, 6))
+	cases := []string{"data:,", all}
+	for i := 0; i < 2000; i++ {
+		var b strings.Builder
+		b.WriteString("data:,")
+		for n := r.IntN(40); n > 0; n-- {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		cases = append(cases, b.String())
+	}
+	raw := make([]byte, 256)
+	for i := range raw {
+		raw[i] = byte(i)
+	}
+	cases = append(cases, "data:,"+escapeDataURL(raw), "data:,"+escapeDataURL(randomBytes(5000)))
+	for _, s := range cases {
+		if !wellFormedDataURL(s) {
+			t.Fatalf("%.80q is not taken for well-formed", s)
+		}
+		if err := ignitionValid(s); err != nil {
+			t.Fatalf("%.80q: Ignition refuses it: %v", s, err)
+		}
+	}
+	for c := 0; c < 256; c++ {
+		if !dataURLLiterals[c] && c != '%' && wellFormedDataURL("data:,a"+string([]byte{byte(c)})+"b") {
+			t.Errorf("byte %#x is taken for well-formed", c)
+		}
+	}
+	for _, s := range []string{"data:,%", "data:,%4", "data:,a%4", "data:,%g0", "data:,%0g", "data:;base64,YQ==", "data:text/plain,a", "Data:,a", "http://x", ""} {
+		if wellFormedDataURL(s) {
+			t.Errorf("%q is taken for well-formed", s)
+		}
+	}
 }

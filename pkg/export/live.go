@@ -61,11 +61,12 @@ func InstallerConfig(o LiveOptions) []byte {
 // aio.ign as the destination config (LiveDestPath, 0600: it holds the cluster's keys), the installer config
 // (InstallerConfig, LiveInstallerConfigPath, 0600), the keyfiles under KeyfileDir (0600, as NetworkManager wants
 // them) and user "core" with the SSH keys. Its files are encoded as aio.ign's are (encode: plain, so that xz
-// compresses aio.ign inside it as well as alone). The config is validated as aio.ign is (Built.Validate).
+// compresses aio.ign inside it as well as alone). The config is validated as aio.ign is (Built.Validate, which does
+// not decode the 3.4 MB data URL of aio.ign: validSources).
 func LiveIgnition(aio []byte, o LiveOptions) ([]byte, error) {
 	t := NewTree()
 	add := func(p string, data []byte) error {
-		if err := t.AddFile(p, 0o600, data); err != nil {
+		if err := t.addFile(p, 0o600, data, false); err != nil { // t lives as long as this call, which changes nothing
 			return fmt.Errorf("building live.ign: %w", err)
 		}
 		return nil

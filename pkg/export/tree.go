@@ -228,6 +228,12 @@ func (t *Tree) claim(ops []op) error {
 // parent). Mode must be permission bits only; secret paths (see IsSecretPath) must not have group/other
 // bits. contents is copied.
 func (t *Tree) AddFile(p string, mode fs.FileMode, contents []byte) error {
+	return t.addFile(p, mode, contents, true)
+}
+
+// addFile is AddFile, keeping contents itself rather than a copy unless copied: for a caller whose contents no one
+// changes (LiveIgnition's aio.ign, megabytes).
+func (t *Tree) addFile(p string, mode fs.FileMode, contents []byte, copied bool) error {
 	if err := checkPath(p); err != nil {
 		return fmt.Errorf("adding file: %w", err)
 	}
@@ -249,8 +255,11 @@ func (t *Tree) AddFile(p string, mode fs.FileMode, contents []byte) error {
 	if err := t.claim([]op{{p, kindFile}}); err != nil {
 		return fmt.Errorf("adding file: %w", err)
 	}
-	c := make([]byte, len(contents))
-	copy(c, contents)
+	c := contents
+	if copied {
+		c = make([]byte, len(contents))
+		copy(c, contents)
+	}
 	t.files[p] = File{Path: p, Mode: mode, Contents: c}
 	return nil
 }

@@ -140,7 +140,8 @@ func exportValidating(ctx context.Context, e *Settled) (*Output, error) {
 		if err != nil {
 			return built{}, err
 		}
-		// live.ign carries aio.ign; its embed size takes xz about a second, measured while the rest is made.
+		// live.ign carries aio.ign; its embed size takes xz about half a second, measured while the rest is made
+		// and written.
 		live, err := liveIgnition(ign.Raw, in)
 		if err != nil {
 			return built{}, err
@@ -326,12 +327,12 @@ func (o *Output) Write(dir string) error {
 	return export.WriteDirAtomic(dir, o.Fill)
 }
 
-// Fill writes the output into tmp, a new directory export.WriteDirAtomic is filling (renew adds its update): one
-// export.Plan, so that files with the same contents and mode are written once. aio.ign and live.ign are written
-// last, once Ignition passed its validation (Validated), which may run meanwhile; the state keeps live.ign's embed
-// size, so it waits for that first.
+// Fill writes the output into tmp, a new directory export.WriteDirAtomic is filling (renew adds its update): an
+// export.Plan, so that files with the same contents and mode are written once. The state keeps live.ign's embed
+// size, which xz may still be measuring: everything else is written meanwhile, then the state, in a plan of its
+// own (no state file has the contents and mode of a file outside it). aio.ign and live.ign are written last, once
+// Ignition passed its validation (Validated), which may run meanwhile too.
 func (o *Output) Fill(tmp string) error {
-	o.embedded()
 	var plan export.Plan
 	plan.File("auth/kubeconfig", 0600, o.AdminKubeconfig)
 	if len(o.Manifests) > 0 {
@@ -347,17 +348,22 @@ func (o *Output) Fill(tmp string) error {
 	if err := plan.Rootfs("rootfs", o.Tree); err != nil {
 		return err
 	}
-	if o.State != nil {
-		if err := o.State.Plan(&plan); err != nil {
-			return err
-		}
-	}
 	plan.File("trace.txt", 0644, []byte(o.Trace))
 	if err := planWorkers(&plan, o.Workers); err != nil {
 		return err
 	}
 	if err := plan.Write(tmp); err != nil {
 		return err
+	}
+	o.embedded()
+	if o.State != nil {
+		var state export.Plan
+		if err := o.State.Plan(&state); err != nil {
+			return err
+		}
+		if err := state.Write(tmp); err != nil {
+			return err
+		}
 	}
 	if err := o.Validated(); err != nil {
 		return fmt.Errorf("ignition: %w", err)

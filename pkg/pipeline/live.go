@@ -194,11 +194,11 @@ func measureLive(ctx context.Context, live []byte, earlier *state.LiveEmbed) Liv
 	if earlier != nil && earlier.SHA256 == id && earlier.XZ == xz && earlier.Bytes > 0 {
 		return LiveEmbed{Bytes: earlier.Bytes, Saved: earlier}
 	}
-	z, err := isoembed.Compress(ctx, isoembed.Archive(map[string][]byte{isoembed.ConfigMember: live}))
+	n, err := isoembed.Measure(ctx, map[string][]byte{isoembed.ConfigMember: live})
 	if err != nil {
 		return LiveEmbed{Err: err.Error()}
 	}
-	return LiveEmbed{Bytes: len(z), Saved: &state.LiveEmbed{SHA256: id, XZ: xz, Bytes: len(z)}}
+	return LiveEmbed{Bytes: n, Saved: &state.LiveEmbed{SHA256: id, XZ: xz, Bytes: n}}
 }
 
 // liveLines are the summary's lines about live.ign: its size and the embed area's, and how it installs.
