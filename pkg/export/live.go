@@ -40,13 +40,20 @@ type LiveOptions struct {
 	Keyfiles []Keyfile
 	// SSHAuthorizedKeys let user "core" log in to the live system while it installs.
 	SSHAuthorizedKeys []string
+	// Carries names the config live.ign installs, for the installer config's comment ("": aio.ign; a worker's
+	// live.ign carries its worker.ign).
+	Carries string
 }
 
 // InstallerConfig is live.ign's installer config (docs/customizing-install.md, "Config file format": the
 // long option names of `coreos-installer install`, whose parser refuses any other key).
 func InstallerConfig(o LiveOptions) []byte {
 	var b strings.Builder
-	b.WriteString("# render-static: install RHCOS with aio.ign as the destination config, then reboot\n")
+	carries := o.Carries
+	if carries == "" {
+		carries = "aio.ign"
+	}
+	b.WriteString("# render-static: install RHCOS with " + carries + " as the destination config, then reboot\n")
 	b.WriteString("ignition-file: " + LiveDestPath + "\n")
 	if o.InstallDevice != "" {
 		b.WriteString("dest-device: " + o.InstallDevice + "\n")

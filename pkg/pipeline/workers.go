@@ -285,7 +285,7 @@ func workerOutputs(ctx context.Context, e *Settled) ([]WorkerOutput, error) {
 		if err != nil {
 			return nil, fmt.Errorf("worker %s: ignition: %w", w.Name, err)
 		}
-		live, err := export.LiveIgnition(ign, export.LiveOptions{InstallDevice: w.InstallDevice, Keyfiles: exportKeyfilesOf(w.NetworkKeyfiles),
+		live, err := export.LiveIgnition(ign, export.LiveOptions{Carries: WorkerIgnition, InstallDevice: w.InstallDevice, Keyfiles: exportKeyfilesOf(w.NetworkKeyfiles),
 			SSHAuthorizedKeys: ssh})
 		if err != nil {
 			return nil, fmt.Errorf("worker %s: live.ign: %w", w.Name, err)

@@ -276,7 +276,7 @@ func checkWorkerLive(t *testing.T, tree map[string]treetest.File, s *Summary, na
 	if err != nil {
 		t.Fatal(err)
 	}
-	installer := "# render-static: install RHCOS with aio.ign as the destination config, then reboot\nignition-file: /etc/coreos/dest.ign\ndest-device: " + device + "\n"
+	installer := "# render-static: install RHCOS with worker.ign as the destination config, then reboot\nignition-file: /etc/coreos/dest.ign\ndest-device: " + device + "\n"
 	if keyfile != nil {
 		installer += "copy-network: true\n"
 	}

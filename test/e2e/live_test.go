@@ -138,7 +138,7 @@ func checkLiveCase(t *testing.T, cli string, c liveCase) int {
 	if c.device {
 		deviceLine = "dest-device: " + liveDevice + "\n"
 	}
-	checkLiveRoot(t, ctx, work, livePath, aio, deviceLine, keyfile, ips, filepath.Join(out, "rootfs"))
+	checkLiveRoot(t, ctx, work, livePath, "aio.ign", aio, deviceLine, keyfile, ips, filepath.Join(out, "rootfs"))
 	if c.previous {
 		prev := filepath.Join(work, "aio-gzip.ign")
 		if err := os.WriteFile(prev, previousEncoding(t, aio), 0o600); err != nil {
@@ -191,11 +191,11 @@ func checkLiveSizes(t *testing.T, ctx context.Context, configPath, livePath stri
 }
 
 // checkLiveRoot runs Debian's Ignition on live.ign (livePath) as the live system's would, then on the destination
-// config it writes as the installed system's would: dest.ign is config (aio.ign, a worker's worker.ign) byte for
+// config it writes as the installed system's would: dest.ign is config (configName: aio.ign, a worker's worker.ign) byte for
 // byte, the installer config names it and device (installer: its "dest-device: ..." line, or ""), the keyfile
 // ("" for none) is in the live root and in rootfs (0600) and NetworkManager reads it with ips as static
 // addresses, and the installed root holds every file and directory of rootfs.
-func checkLiveRoot(t *testing.T, ctx context.Context, work, livePath string, config []byte, device, keyfile string, ips []string, rootfs string) {
+func checkLiveRoot(t *testing.T, ctx context.Context, work, livePath, configName string, config []byte, device, keyfile string, ips []string, rootfs string) {
 	t.Helper()
 	liveRoot := filepath.Join(work, "live-root")
 	if _, err := Ignite(ctx, livePath, liveRoot, filepath.Join(work, "ignition-live")); err != nil {
@@ -205,7 +205,7 @@ func checkLiveRoot(t *testing.T, ctx context.Context, work, livePath string, con
 	if got := readSecret(t, dest); !bytes.Equal(got, config) {
 		t.Errorf("%s is %d bytes, not the config it installs (%d bytes)", dest, len(got), len(config))
 	}
-	installer := "# render-static: install RHCOS with aio.ign as the destination config, then reboot\nignition-file: /etc/coreos/dest.ign\n" + device
+	installer := "# render-static: install RHCOS with " + configName + " as the destination config, then reboot\nignition-file: /etc/coreos/dest.ign\n" + device
 	if keyfile != "" {
 		installer += "copy-network: true\n"
 	}
@@ -267,7 +267,7 @@ func checkLiveWorkers(t *testing.T, cli string) {
 			folder := filepath.Join(out, "workers", w.name)
 			livePath := filepath.Join(folder, "live.ign")
 			worker, live, z := checkLiveSizes(t, ctx, filepath.Join(folder, "worker.ign"), livePath, m)
-			checkLiveRoot(t, ctx, workDir(t), livePath, worker, "dest-device: "+w.device+"\n", w.keyfile, []string{w.ip}, filepath.Join(folder, "rootfs"))
+			checkLiveRoot(t, ctx, workDir(t), livePath, "worker.ign", worker, "dest-device: "+w.device+"\n", w.keyfile, []string{w.ip}, filepath.Join(folder, "rootfs"))
 			t.Logf("%s: live.ign %d bytes, %d in the embed area; worker.ign %d bytes", w.name, len(live), len(z), len(worker))
 		})
 	}
