@@ -169,7 +169,7 @@ func exportValidating(ctx context.Context, e *Settled) (*Output, error) {
 		Workers: workers,
 		Summary: Summary{
 			Loops: e.Loops, Passes: e.Result.TotalPasses(), Objects: len(manifests), Files: len(tree.Files()),
-			IgnitionBytes: len(b.ign.Raw), LiveBytes: len(b.live), InstallDevice: in.InstallDevice, Keyfiles: keyfileNames(in),
+			IgnitionBytes: len(b.ign.Raw), LiveInstall: LiveInstall{LiveBytes: len(b.live), InstallDevice: in.InstallDevice, Keyfiles: keyfileNames(in)},
 			WorkerLive: workerLives(in, workers),
 			Warnings:   warnings(in),
 			KeygenTime: e.KeygenTime, LoopsTime: e.LoopsTime, ExportTime: exportTime, IgnitionTime: ignTime,
@@ -251,7 +251,7 @@ func nodeFiles(ctx context.Context, e *Settled, manifests []export.Manifest) (*e
 	if err := tree.AddFile("/etc/hostname", 0644, []byte(e.Inputs.NodeName+"\n")); err != nil {
 		return nil, nil, err
 	}
-	if err := addKeyfiles(tree, e.Inputs); err != nil { // live.go
+	if err := addKeyfiles(tree, e.Inputs.NetworkKeyfiles); err != nil { // live.go
 		return nil, nil, err
 	}
 	side, err := nodeTree(ctx, e.Node, manifests) // node.go

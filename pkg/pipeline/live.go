@@ -43,16 +43,12 @@ func checkInstallDevice(dev string) error {
 // keyfiles so.
 const KeyfileSuffix = ".nmconnection"
 
-// readKeyfiles has NetworkManager read each keyfile (nmkeyfile.Read) and checks that every node IP is a static
-// address of one of them. Every problem names its keyfile (its Source) and what is wrong; with none given, there is
-// nothing to check.
-func readKeyfiles(keyfiles []clusterconfig.Keyfile, nodeIPs []netip.Addr) ([]clusterconfig.Keyfile, installconfig.ErrorList) {
-	return readKeyfilesOf(InNetworkKeyfiles, installconfig.Ref(InNodeIP), keyfiles, nodeIPs)
-}
-
-// readKeyfilesOf is readKeyfiles for the keyfiles input field (a worker's: workers[i].networkKeyfiles) of the node
-// whose IPs problems name ipInput (an input reference, installconfig.Ref, or a worker's field: workers[i].nodeIP).
-func readKeyfilesOf(field, ipInput string, keyfiles []clusterconfig.Keyfile, nodeIPs []netip.Addr) ([]clusterconfig.Keyfile, installconfig.ErrorList) {
+// readKeyfiles has NetworkManager read each keyfile (nmkeyfile.Read) of a node's keyfiles input field (field: the
+// control-plane node's InNetworkKeyfiles, a worker's workers[i].networkKeyfiles) and checks that every node IP is
+// a static address of one of them; problems name the IPs' input as ipInput (installconfig.Ref(InNodeIP), a
+// worker's workers[i].nodeIP). Every problem names its keyfile (its Source) and what is wrong; with none given,
+// there is nothing to check.
+func readKeyfiles(field, ipInput string, keyfiles []clusterconfig.Keyfile, nodeIPs []netip.Addr) ([]clusterconfig.Keyfile, installconfig.ErrorList) {
 	if len(keyfiles) == 0 {
 		return nil, nil
 	}
@@ -135,13 +131,8 @@ func describeIP(c *nmkeyfile.Connection, ip netip.Addr) string {
 	return fmt.Sprintf("%s.method=%s, %s.addresses %s", fam, method, fam, addrs)
 }
 
-// exportKeyfiles are the inputs' keyfiles as aio.ign and live.ign write them.
-func exportKeyfiles(in *clusterconfig.Inputs) []export.Keyfile {
-	return exportKeyfilesOf(in.NetworkKeyfiles)
-}
-
-// exportKeyfilesOf are keyfiles as a node's Ignition configs write them.
-func exportKeyfilesOf(keyfiles []clusterconfig.Keyfile) []export.Keyfile {
+// exportKeyfiles are a node's keyfiles as its Ignition configs (aio.ign or worker.ign, and live.ign) write them.
+func exportKeyfiles(keyfiles []clusterconfig.Keyfile) []export.Keyfile {
 	out := make([]export.Keyfile, 0, len(keyfiles))
 	for _, k := range keyfiles {
 		out = append(out, export.Keyfile{Name: k.Name, Contents: k.Contents})
@@ -149,15 +140,10 @@ func exportKeyfilesOf(keyfiles []clusterconfig.Keyfile) []export.Keyfile {
 	return out
 }
 
-// addKeyfiles lays the keyfiles out on the node: 0600 under /etc/NetworkManager/system-connections, where
+// addKeyfiles lays a node's keyfiles out in its tree: 0600 under /etc/NetworkManager/system-connections, where
 // NetworkManager reads them (and refuses files others may read).
-func addKeyfiles(tree *export.Tree, in *clusterconfig.Inputs) error {
-	return addKeyfilesOf(tree, in.NetworkKeyfiles)
-}
-
-// addKeyfilesOf is addKeyfiles of a node's keyfiles (a worker's).
-func addKeyfilesOf(tree *export.Tree, keyfiles []clusterconfig.Keyfile) error {
-	for _, k := range exportKeyfilesOf(keyfiles) {
+func addKeyfiles(tree *export.Tree, keyfiles []clusterconfig.Keyfile) error {
+	for _, k := range exportKeyfiles(keyfiles) {
 		if err := tree.AddFile(path.Join(export.KeyfileDir, k.Name), 0o600, k.Contents); err != nil {
 			return err
 		}
@@ -167,7 +153,7 @@ func addKeyfilesOf(tree *export.Tree, keyfiles []clusterconfig.Keyfile) error {
 
 // liveIgnition is live.ign for aio.ign and the inputs.
 func liveIgnition(aio []byte, in *clusterconfig.Inputs) ([]byte, error) {
-	return export.LiveIgnition(aio, export.LiveOptions{InstallDevice: in.InstallDevice, Keyfiles: exportKeyfiles(in),
+	return export.LiveIgnition(aio, export.LiveOptions{InstallDevice: in.InstallDevice, Keyfiles: exportKeyfiles(in.NetworkKeyfiles),
 		SSHAuthorizedKeys: in.InstallConfig.SSHKeys()})
 }
 
@@ -201,8 +187,17 @@ func measureLive(ctx context.Context, live []byte, earlier *state.LiveEmbed) Liv
 	return LiveEmbed{Bytes: n, Saved: &state.LiveEmbed{SHA256: id, XZ: xz, Bytes: n}}
 }
 
+// LiveInstall is what the summary says of a node's live.ign: its size (LiveBytes), what it takes in the live ISO's
+// embed area (LiveEmbed), and how it installs the node (InstallDevice, the names of its Keyfiles).
+type LiveInstall struct {
+	LiveBytes     int
+	LiveEmbed     LiveEmbed
+	InstallDevice string
+	Keyfiles      []string
+}
+
 // liveLines are the summary's lines about live.ign: its size and the embed area's, and how it installs.
-func (s Summary) liveLines() []string {
+func (s LiveInstall) liveLines() []string {
 	if s.LiveBytes == 0 {
 		return nil
 	}
@@ -225,14 +220,10 @@ func (s Summary) liveLines() []string {
 	return []string{fmt.Sprintf("%d bytes; %s", s.LiveBytes, embed), install}
 }
 
-// liveWarning is the warning a live.ign that does not fit the embed area gives.
-func (s Summary) liveWarning(dir string) string {
-	return liveWarningOf(s.LiveEmbed, dir, "aio.ign")
-}
-
-// liveWarningOf is the warning the live.ign in dir gives when it does not fit the embed area; config is the
+// liveWarning is the warning the live.ign in dir gives when it does not fit the embed area; config is the
 // Ignition config it installs, in the same folder (aio.ign, a worker's worker.ign).
-func liveWarningOf(e LiveEmbed, dir, config string) string {
+func (s LiveInstall) liveWarning(dir, config string) string {
+	e := s.LiveEmbed
 	if e.Bytes == 0 || e.Fits() {
 		return ""
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/render-static/render-static/internal/isoembed"
 	"github.com/render-static/render-static/internal/testkit/testtools"
 	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/state"
 )
 
@@ -17,25 +18,25 @@ import (
 func TestLiveSummary(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		s       Summary
+		s       LiveInstall
 		lines   []string
 		warning string
 	}{
-		{"fits", Summary{LiveBytes: 3400000, LiveEmbed: LiveEmbed{Bytes: 231000}, InstallDevice: "/dev/sda", Keyfiles: []string{"a.nmconnection", "b.nmconnection"}},
+		{"fits", LiveInstall{LiveBytes: 3400000, LiveEmbed: LiveEmbed{Bytes: 231000}, InstallDevice: "/dev/sda", Keyfiles: []string{"a.nmconnection", "b.nmconnection"}},
 			[]string{"3400000 bytes; embeds in 231000 of the live ISO's 262144 bytes (xz as coreos-installer)",
 				"to /dev/sda, then reboot; network: a.nmconnection, b.nmconnection (live system and installed node)"}, ""},
-		{"does not fit", Summary{LiveBytes: 4000000, LiveEmbed: LiveEmbed{Bytes: 262145}},
+		{"does not fit", LiveInstall{LiveBytes: 4000000, LiveEmbed: LiveEmbed{Bytes: 262145}},
 			[]string{"4000000 bytes; DOES NOT FIT the live ISO's embed area: 262145 > 262144 bytes (xz as coreos-installer); boot PXE (coreos-installer pxe ignition wrap) or serve aio.ign over HTTP (README, Installing)",
 				"no install device: boot the ISO with coreos.inst.install_dev=/dev/<disk>, or coreos-installer stops (destination device must be specified)"},
 			"aio/live.ign does not fit the live ISO's embed area: 262145 bytes once compressed as coreos-installer compresses it, the area holds 262144; boot the PXE images with it instead (coreos-installer pxe ignition wrap -i aio/live.ign), or serve aio/aio.ign over HTTP and embed a pointer config (README, Installing)"},
-		{"not measured", Summary{LiveBytes: 3400000, LiveEmbed: LiveEmbed{Err: isoembed.ErrNoXZ.Error()}, InstallDevice: "/dev/sda"},
+		{"not measured", LiveInstall{LiveBytes: 3400000, LiveEmbed: LiveEmbed{Err: isoembed.ErrNoXZ.Error()}, InstallDevice: "/dev/sda"},
 			[]string{"3400000 bytes; embed size not measured: xz (XZ Utils) is not on PATH", "to /dev/sda, then reboot"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.s.liveLines(); strings.Join(got, "\n") != strings.Join(tc.lines, "\n") {
 				t.Errorf("lines\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.lines, "\n"))
 			}
-			if got := tc.s.liveWarning("aio"); got != tc.warning {
+			if got := tc.s.liveWarning("aio", "aio.ign"); got != tc.warning {
 				t.Errorf("warning\n%s\nwant\n%s", got, tc.warning)
 			}
 		})
@@ -74,7 +75,7 @@ func TestMeasureLive(t *testing.T) {
 // naming the file and what to install.
 func TestKeyfileWithoutNetworkManager(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	_, errs := readKeyfiles([]clusterconfig.Keyfile{{Name: "static.nmconnection", Source: "site/static.nmconnection", Contents: []byte("[connection]\n")}},
+	_, errs := readKeyfiles(InNetworkKeyfiles, installconfig.Ref(InNodeIP), []clusterconfig.Keyfile{{Name: "static.nmconnection", Source: "site/static.nmconnection", Contents: []byte("[connection]\n")}},
 		[]netip.Addr{netip.MustParseAddr("192.168.126.10")})
 	if len(errs) != 1 || errs[0].Field != InNetworkKeyfiles ||
 		!strings.HasPrefix(errs[0].Detail, "site/static.nmconnection: cannot be checked: NetworkManager's nmcli is not on PATH;") ||

@@ -218,7 +218,7 @@ func validate(o Options, errs installconfig.ErrorList) (*clusterconfig.Inputs, e
 			add(InInstallDevice, "%v", err)
 		}
 	}
-	keyfiles, kerrs := readKeyfiles(o.NetworkKeyfileData, nodeIPs)
+	keyfiles, kerrs := readKeyfiles(InNetworkKeyfiles, installconfig.Ref(InNodeIP), o.NetworkKeyfileData, nodeIPs)
 	errs = append(errs, kerrs...)
 	if len(errs) > 0 {
 		return nil, errs
@@ -292,7 +292,7 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 	s := out.Summary
 	story.tell(&s, o, eng)
 	s.Crypto = FIPSModeLine()
-	if w := s.liveWarning(o.Dir); w != "" {
+	if w := s.liveWarning(o.Dir, "aio.ign"); w != "" {
 		s.Warnings = append(s.Warnings, w)
 	}
 	for _, wl := range s.WorkerLive {

@@ -18,12 +18,8 @@ import (
 type Summary struct {
 	Loops, Passes, Objects, Files int
 	IgnitionBytes                 int
-	// LiveBytes is live.ign's size, LiveEmbed what it takes in the live ISO's embed area; InstallDevice and
-	// Keyfiles are how it installs the node (live.go).
-	LiveBytes     int
-	LiveEmbed     LiveEmbed
-	InstallDevice string
-	Keyfiles      []string
+	// LiveInstall is what live.ign takes and how it installs the control-plane node (live.go).
+	LiveInstall
 	// WorkerLive are the workers' live.ign (DIR/workers/<name>/live.ign), as the control-plane node's.
 	WorkerLive            []WorkerLive
 	EarliestExpiry        time.Time

@@ -168,7 +168,7 @@ func (c *workerCheck) worker(base string, w state.Worker, prior installconfig.Er
 			given[i] = clusterconfig.Keyfile{Name: k.Name, Source: k.Source, Contents: []byte(k.Contents)}
 		}
 		var kerrs installconfig.ErrorList
-		keyfiles, kerrs = readKeyfilesOf(keyfilesField, ipField, given, ips)
+		keyfiles, kerrs = readKeyfiles(keyfilesField, ipField, given, ips)
 		c.errs = append(c.errs, kerrs...)
 	}
 	placed := c.ic.CheckNodeIPs(ipField, ips)
@@ -254,13 +254,10 @@ type WorkerOutput struct {
 	embed *future[LiveEmbed]
 }
 
-// WorkerLive is what the summary says of a worker's live.ign: as the control-plane node's (Summary.liveLines).
+// WorkerLive is what the summary says of a worker's live.ign: as of the control-plane node's (LiveInstall).
 type WorkerLive struct {
-	Name          string
-	Bytes         int
-	Embed         LiveEmbed
-	InstallDevice string
-	Keyfiles      []string
+	Name string
+	LiveInstall
 }
 
 // workerOutputs builds every worker's tree, Ignition config (validated) and live.ign from the settled cluster,
@@ -278,14 +275,14 @@ func workerOutputs(ctx context.Context, e *Settled) ([]WorkerOutput, error) {
 		}
 		// The installed worker keeps its static network: worker.ign lays its keyfiles as aio.ign lays the
 		// control-plane node's.
-		if err := addKeyfilesOf(tree, w.NetworkKeyfiles); err != nil {
+		if err := addKeyfiles(tree, w.NetworkKeyfiles); err != nil {
 			return nil, fmt.Errorf("worker %s: %w", w.Name, err)
 		}
 		ign, err := export.Ignition(tree, export.IgnitionOptions{SSHAuthorizedKeys: ssh})
 		if err != nil {
 			return nil, fmt.Errorf("worker %s: ignition: %w", w.Name, err)
 		}
-		live, err := export.LiveIgnition(ign, export.LiveOptions{Carries: WorkerIgnition, InstallDevice: w.InstallDevice, Keyfiles: exportKeyfilesOf(w.NetworkKeyfiles),
+		live, err := export.LiveIgnition(ign, export.LiveOptions{Carries: WorkerIgnition, InstallDevice: w.InstallDevice, Keyfiles: exportKeyfiles(w.NetworkKeyfiles),
 			SSHAuthorizedKeys: ssh})
 		if err != nil {
 			return nil, fmt.Errorf("worker %s: live.ign: %w", w.Name, err)
@@ -308,7 +305,7 @@ func workerOutputs(ctx context.Context, e *Settled) ([]WorkerOutput, error) {
 func workerLives(in *clusterconfig.Inputs, ws []WorkerOutput) []WorkerLive {
 	var out []WorkerLive
 	for i, w := range in.Workers {
-		wl := WorkerLive{Name: w.Name, Bytes: len(ws[i].Live), InstallDevice: w.InstallDevice}
+		wl := WorkerLive{Name: w.Name, LiveInstall: LiveInstall{LiveBytes: len(ws[i].Live), InstallDevice: w.InstallDevice}}
 		for _, k := range w.NetworkKeyfiles {
 			wl.Keyfiles = append(wl.Keyfiles, k.Name)
 		}
@@ -328,7 +325,7 @@ func (o *Output) workersEmbedded() {
 		e, _ := w.embed.Get()
 		w.embed = nil
 		if i < len(o.Summary.WorkerLive) {
-			o.Summary.WorkerLive[i].Embed = e
+			o.Summary.WorkerLive[i].LiveEmbed = e
 		}
 		if o.State != nil && e.Saved != nil {
 			if o.State.WorkerLiveEmbeds == nil {
@@ -339,23 +336,18 @@ func (o *Output) workersEmbedded() {
 	}
 }
 
-// lines are the summary's lines about a worker's live.ign, as the control-plane node's (Summary.liveLines).
-func (w WorkerLive) lines() []string {
-	return Summary{LiveBytes: w.Bytes, LiveEmbed: w.Embed, InstallDevice: w.InstallDevice, Keyfiles: w.Keyfiles}.liveLines()
-}
-
 // Print writes the worker's live.ign lines of a summary.
 func (w WorkerLive) Print(out io.Writer) {
-	if lines := w.lines(); len(lines) == 2 {
+	if lines := w.liveLines(); len(lines) == 2 {
 		fmt.Fprintf(out, "  %s live.ign: %s\n", w.Name, lines[0])
 		fmt.Fprintf(out, "  %s install:  %s\n", w.Name, lines[1])
 	}
 }
 
 // Warning is the warning the worker's live.ign (in the render directory dir) gives when it does not fit the live
-// ISO's embed area, as the control-plane node's (liveWarningOf).
+// ISO's embed area, as the control-plane node's (LiveInstall.liveWarning).
 func (w WorkerLive) Warning(dir string) string {
-	return liveWarningOf(w.Embed, filepath.Join(dir, WorkersDir, w.Name), WorkerIgnition)
+	return w.liveWarning(filepath.Join(dir, WorkersDir, w.Name), WorkerIgnition)
 }
 
 // planWorkers adds the workers' folders to the output's plan (WorkersDir).

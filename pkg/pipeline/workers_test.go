@@ -195,7 +195,7 @@ func TestRenderWorkers(t *testing.T) {
 	var printed bytes.Buffer
 	s.Print(&printed, dir)
 	for _, want := range []string{
-		fmt.Sprintf("\n  worker-1 live.ign: %d bytes; embeds in %d of the live ISO's 262144 bytes (xz as coreos-installer)\n", len(tree[filepath.Join(WorkersDir, "worker-1", WorkerLiveIgnition)].Contents), s.WorkerLive[1].Embed.Bytes),
+		fmt.Sprintf("\n  worker-1 live.ign: %d bytes; embeds in %d of the live ISO's 262144 bytes (xz as coreos-installer)\n", len(tree[filepath.Join(WorkersDir, "worker-1", WorkerLiveIgnition)].Contents), s.WorkerLive[1].LiveEmbed.Bytes),
 		"\n  worker-1 install:  to /dev/sda, then reboot; network: worker-1.nmconnection (live system and installed node)\n",
 		"\n  worker-0 install:  to /dev/disk/by-path/pci-0000:00:1f.2-ata-1, then reboot\n",
 	} {
@@ -204,8 +204,8 @@ func TestRenderWorkers(t *testing.T) {
 		}
 	}
 	for i, w := range s.WorkerLive {
-		if saved := st.WorkerLiveEmbeds[w.Name]; saved == nil || *saved != *w.Embed.Saved {
-			t.Errorf("workers[%d]: the state keeps the embed size %+v, the summary says %+v", i, saved, w.Embed.Saved)
+		if saved := st.WorkerLiveEmbeds[w.Name]; saved == nil || *saved != *w.LiveEmbed.Saved {
+			t.Errorf("workers[%d]: the state keeps the embed size %+v, the summary says %+v", i, saved, w.LiveEmbed.Saved)
 		}
 	}
 	for file, want := range map[string]string{
@@ -257,8 +257,8 @@ func TestRenderWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := out.Summary.WorkerLive; got[1].Embed.Bytes != 12345 || got[0].Embed.Bytes != s.WorkerLive[0].Embed.Bytes {
-		t.Errorf("from the state: %+v, want worker-1's saved 12345 bytes and worker-0's %d", got, s.WorkerLive[0].Embed.Bytes)
+	if got := out.Summary.WorkerLive; got[1].LiveEmbed.Bytes != 12345 || got[0].LiveEmbed.Bytes != s.WorkerLive[0].LiveEmbed.Bytes {
+		t.Errorf("from the state: %+v, want worker-1's saved 12345 bytes and worker-0's %d", got, s.WorkerLive[0].LiveEmbed.Bytes)
 	}
 }
 
@@ -302,7 +302,7 @@ func checkWorkerLive(t *testing.T, tree map[string]treetest.File, s *Summary, na
 			wl = &s.WorkerLive[i]
 		}
 	}
-	if wl == nil || wl.Bytes != len(live.Contents) || !wl.Embed.Fits() || wl.InstallDevice != device {
+	if wl == nil || wl.LiveBytes != len(live.Contents) || !wl.LiveEmbed.Fits() || wl.InstallDevice != device {
 		t.Errorf("%s: the summary says %+v of live.ign (%d bytes)", name, wl, len(live.Contents))
 	}
 }
