@@ -193,6 +193,16 @@ func TestRestoreRecordsWhatItCannotRemove(t *testing.T) {
 		defer wg.Done()
 		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine, wherever it is
 		tid := syscall.Gettid()
+		// Where this thread is now, read before it moves: it may be the process's main thread, and then
+		// /proc/self/cgroup (the main thread's) would name the held cgroup once it has moved.
+		back := ""
+		own, _ := os.ReadFile("/proc/thread-self/cgroup")
+		for _, line := range strings.Split(string(own), "\n") {
+			f := strings.SplitN(line, ":", 3)
+			if len(f) == 3 && strings.Contains(","+f[1]+",", ","+filepath.Base(h)+",") {
+				back = filepath.Join(h, f[2], "tasks")
+			}
+		}
 		d := filepath.Join(top, "burstable", "pod-held")
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			hold <- err
@@ -200,13 +210,9 @@ func TestRestoreRecordsWhatItCannotRemove(t *testing.T) {
 		}
 		hold <- os.WriteFile(filepath.Join(d, "tasks"), []byte(strconv.Itoa(tid)), 0o644)
 		<-release
-		// Back to where the rest of the process is.
-		own, _ := os.ReadFile("/proc/self/cgroup")
-		for _, line := range strings.Split(string(own), "\n") {
-			f := strings.SplitN(line, ":", 3)
-			if len(f) == 3 && strings.Contains(","+f[1]+",", ","+filepath.Base(h)+",") {
-				os.WriteFile(filepath.Join(h, f[2], "tasks"), []byte(strconv.Itoa(tid)), 0o644)
-			}
+		// Back to where it was, with the rest of the process.
+		if back != "" {
+			os.WriteFile(back, []byte(strconv.Itoa(tid)), 0o644)
 		}
 	}()
 	if err := <-hold; err != nil {
