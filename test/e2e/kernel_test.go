@@ -46,10 +46,12 @@ func testHierarchies(t *testing.T) []string {
 func testScope(t *testing.T, bound, grace time.Duration) (hostScope, string) {
 	name := fmt.Sprintf("rs-e2e-%s-%d", strings.ToLower(strings.TrimPrefix(t.Name(), "TestRestore")), os.Getpid())
 	t.Cleanup(func() {
-		// Whatever a failing test left: this test's own cgroups only.
+		// Whatever the test left (a failing test, a cgroup made to be there before a boot): this test's own
+		// cgroups only, name and name-*.
 		for _, h := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/*"} {
 			m, _ := filepath.Glob(filepath.Join(h, name))
-			for _, top := range m {
+			more, _ := filepath.Glob(filepath.Join(h, name+"-*"))
+			for _, top := range append(m, more...) {
 				for _, d := range cgroupTree(top) {
 					syscall.Rmdir(d)
 				}
