@@ -21,6 +21,7 @@ import (
 	"github.com/render-static/render-static/internal/faultpoint"
 	"github.com/render-static/render-static/internal/testkit/testtools"
 	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/pipeline"
 	"github.com/render-static/render-static/pkg/state"
 )
 
@@ -172,7 +173,11 @@ func savedFlavor(t *testing.T, dir string) string {
 	if err != nil {
 		t.Fatalf("the state of %s: %v", dir, err)
 	}
-	return st.Inputs.Flavor
+	var flavor string
+	if _, err := st.Inputs.Get(pipeline.InFlavor, &flavor); err != nil {
+		t.Fatal(err)
+	}
+	return flavor
 }
 
 // renderedWithBackup renders the example into a directory and returns it, a copy of it and its tree.

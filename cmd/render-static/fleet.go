@@ -11,10 +11,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/render-static/render-static/internal/inputfile"
-	"github.com/render-static/render-static/pkg/certs"
-	"github.com/render-static/render-static/pkg/clusterconfig"
-	"github.com/render-static/render-static/pkg/components"
 	"github.com/render-static/render-static/pkg/fleet"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/pipeline"
@@ -22,12 +18,16 @@ import (
 
 // fleetFlags are the fleet's own inputs as its flags; siteNames how a site's errors refer to the inputs it does
 // not have (its own fields keep their names: nodeIP, nodeName, infraID, installConfig).
-var (
-	fleetFlags = map[string]string{"out": "--out", "sites": "--sites", pipeline.InCertValidity: "--cert-validity",
-		pipeline.InImages: "--images", pipeline.InFlavor: "--flavor"}
-	siteNames = map[string]string{pipeline.InCertValidity: "--cert-validity", pipeline.InImages: "--images", pipeline.InFlavor: "--flavor",
-		pipeline.InDir: "the site's output folder", pipeline.InFresh: "render-static --fresh on the site's output folder"}
-)
+var fleetFlags, siteNames = func() (fleet, site map[string]string) {
+	fleet = map[string]string{"out": "--out", "sites": "--sites"}
+	site = map[string]string{pipeline.InDir: "the site's output folder", pipeline.InFresh: "render-static " + renderFlags[pipeline.InFresh] + " on the site's output folder"}
+	for _, in := range pipeline.Inputs {
+		if in.Fleet == pipeline.FleetWide {
+			fleet[in.Name], site[in.Name] = "--"+in.Flag, "--"+in.Flag
+		}
+	}
+	return fleet, site
+}()
 
 func newFleetCommand(stdout io.Writer) *cobra.Command {
 	var o fleet.Options
@@ -73,23 +73,10 @@ A table (site, seconds, aio.ign size, earliest expiry) ends the run; exit 0 only
 			if cmd.Flags().Changed("jobs") && o.Jobs < 1 {
 				add("--jobs", fmt.Errorf("%d: at least one site must render at a time (leave it out for one per core)", o.Jobs))
 			}
-			if o.Common.CertValidity != 0 {
-				if _, err := certs.NewLifetimes(o.Common.CertValidity); err != nil {
-					add("--cert-validity", err)
-				}
-			}
-			if o.Common.Images != "" {
-				if o.Common.ImagesData, err = inputfile.Read(o.Common.Images); err != nil {
-					add("--images", err)
-				} else if _, err := clusterconfig.ParseImages(o.Common.ImagesData, o.Common.Images, components.DefaultImages()); err != nil {
-					add("--images", err)
-				}
-			}
-			if o.Common.Flavor != "" {
-				if _, err := clusterconfig.ParseFlavor(o.Common.Flavor); err != nil {
-					add("--flavor", err)
-				}
-			}
+			// The inputs every site shares: checked once (the input table's fleet-wide rows), their files read once.
+			common, cerrs := pipeline.ReadFleetWide(o.Common)
+			errs = append(errs, cerrs.Named(fleetFlags)...)
+			o.Common = common
 			var list []fleet.Site
 			if sites != "" {
 				if list, err = fleet.Load(sites); err != nil {
@@ -126,9 +113,7 @@ A table (site, seconds, aio.ign size, earliest expiry) ends the run; exit 0 only
 	f.StringVar(&o.Out, "out", "sites-out", "output directory: one folder per site, each replaced atomically")
 	f.IntVar(&o.Jobs, "jobs", 0, "sites rendered at once (default: the number of cores); memory grows with it, not with the number of sites")
 	f.StringVar(&shard, "shard", "", "render only shard i of n (i from 0), e.g. 2/8; the partition depends only on the site names")
-	f.DurationVar(&o.Common.CertValidity, "cert-validity", 0, "validity of leaf certificates, for every site (default "+certs.DefaultLeafValidity.String()+", or each site's saved one)")
-	f.StringVar(&o.Common.Images, "images", "", "YAML map of component to image pull spec, for every site (see render-static --help; default: each site's saved map)")
-	f.StringVar(&o.Common.Flavor, "flavor", "", "openshift or upstream, for every site (default "+string(clusterconfig.FlavorOpenShift)+", or each site's saved one)")
+	addInputFlags(f, &o.Common, func(in pipeline.Input) bool { return in.Fleet == pipeline.FleetWide }, "; for every site")
 	return cmd
 }
 

@@ -20,7 +20,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/render-static/render-static/internal/startgc"
-	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/components"
 	"github.com/render-static/render-static/pkg/conformance"
@@ -175,17 +174,45 @@ func printError(w io.Writer, err error) {
 	fmt.Fprintf(w, "error: %s\n", msg)
 }
 
-// The inputs as this command's flags: the packages below name them by their input names (pkg/pipeline In*,
-// installconfig.Ref), and only cmd knows the flags.
+// The inputs as this command's flags: the packages below name them by their input names (the input table,
+// pipeline.Inputs; installconfig.Ref), and only cmd says them as flags.
 var (
-	renderFlags = map[string]string{pipeline.InInstallConfig: "--install-config", pipeline.InNodeIP: "--node-ip",
-		pipeline.InNodeName: "--node-name", pipeline.InDir: "--dir", pipeline.InCertValidity: "--cert-validity",
-		pipeline.InInfraID: "--infra-id", pipeline.InImages: "--images", pipeline.InFlavor: "--flavor", pipeline.InFresh: "--fresh",
-		pipeline.InWorkers: "--workers", pipeline.InInstallDevice: "--install-device", pipeline.InNetworkKeyfiles: "--network-keyfile"}
-	renewFlags = map[string]string{pipeline.InDir: "--dir", renew.InWithin: "--within", renew.InForce: "--force",
-		pipeline.InFresh: "render-static --fresh"}
-	conformanceFlags = map[string]string{"component": "--component", pipeline.InDir: "--dir"}
+	renderFlags = func() map[string]string {
+		m := map[string]string{}
+		for _, in := range pipeline.Inputs {
+			if in.Flag != "" {
+				m[in.Name] = "--" + in.Flag
+			}
+		}
+		return m
+	}()
+	renewFlags = map[string]string{pipeline.InDir: renderFlags[pipeline.InDir], renew.InWithin: "--within", renew.InForce: "--force",
+		pipeline.InFresh: "render-static " + renderFlags[pipeline.InFresh]}
+	conformanceFlags = map[string]string{"component": "--component", pipeline.InDir: renderFlags[pipeline.InDir]}
 )
+
+// addInputFlags makes a flag of every input of the table that has one and that keep takes (nil: all), setting o's
+// field, with the row's help and suffix.
+func addInputFlags(f *pflag.FlagSet, o *pipeline.Options, keep func(pipeline.Input) bool, suffix string) {
+	for _, in := range pipeline.Inputs {
+		if in.Flag == "" || keep != nil && !keep(in) {
+			continue
+		}
+		usage := installconfig.Expand(in.Usage, renderFlags) + suffix
+		switch p := in.Bind(o).(type) {
+		case *string:
+			f.StringVar(p, in.Flag, *p, usage)
+		case *time.Duration:
+			f.DurationVar(p, in.Flag, *p, usage)
+		case *bool:
+			f.BoolVar(p, in.Flag, *p, usage)
+		case *[]string:
+			f.StringArrayVar(p, in.Flag, *p, usage)
+		default:
+			panic(fmt.Sprintf("input %s: no flag for a %T", in.Name, p))
+		}
+	}
+}
 
 // asFlags is err as a command says it: the inputs it names, and refers to, as the command's flags (names).
 func asFlags(err error, names map[string]string) error {
@@ -275,19 +302,7 @@ listed, and --dir is left untouched.`,
 			return nil
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.InstallConfig, "install-config", "", "install-config.yaml to render (required for a new cluster; default: the one saved in --dir)")
-	f.StringVar(&o.NodeIP, "node-ip", "", "the node's IP; for dual stack two comma-separated IPs, primary first (required for a new cluster; default: the saved one)")
-	f.StringVar(&o.NodeName, "node-name", "", "the node's name; aio.ign sets /etc/hostname to it (default "+pipeline.DefaultNodeName+", or the saved one)")
-	f.StringVar(&o.Dir, "dir", o.Dir, "output directory (replaced atomically)")
-	f.DurationVar(&o.CertValidity, "cert-validity", 0, "validity of leaf certificates; signers live at least ten years (default "+certs.DefaultLeafValidity.String()+", or the saved one)")
-	f.StringVar(&o.Images, "images", "", "YAML map of component ("+strings.Join(components.ImageNames(), ", ")+") to image pull spec; unnamed components keep their defaults (the upstream flavor's images: "+strings.Join(components.UpstreamImages(), ", ")+"; default: the saved map)")
-	f.StringVar(&o.Flavor, "flavor", "", "static pods to render: openshift (the operators' pods, OpenShift images) or upstream (flag-only pods for the upstream kube-apiserver, kube-controller-manager, kube-scheduler and etcd images); loops, certificates and layout are the same (default "+string(clusterconfig.FlavorOpenShift)+", or the saved one)")
-	f.BoolVar(&o.Fresh, "fresh", false, "start a new cluster (new keys) even when --dir holds a previous render's state/")
-	f.StringVar(&o.InfraID, "infra-id", "", "infrastructure name (default: the one in --dir's state, else <cluster name>-<5 random characters>, as the installer makes it)")
-	f.StringVar(&o.Workers, "workers", "", "YAML list of the workers the install-config's compute replicas ask for, each with nodeName and nodeIP (as --node-ip), and optionally its own installDevice and networkKeyfiles (paths relative to the file's folder; as --install-device, --network-keyfile); each gets --dir/workers/<nodeName>/worker.ign and live.ign (default: none, or the saved list)")
-	f.StringVar(&o.InstallDevice, "install-device", "", "the disk live.ign installs the node to, an absolute path under /dev (e.g. /dev/sda, /dev/disk/by-id/...; default: the saved one, else none: the live ISO then needs coreos.inst.install_dev=/dev/<disk> on its kernel command line)")
-	f.StringArrayVar(&o.NetworkKeyfiles, "network-keyfile", nil, "a NetworkManager keyfile (NAME.nmconnection) for the node, written 0600 under /etc/NetworkManager/system-connections by aio.ign and live.ign (repeatable); NetworkManager's nmcli (1.42 or later) must be on PATH to read it, and every --node-ip must be one of its static addresses (default: the saved ones)")
+	addInputFlags(cmd.Flags(), &o, nil, "")
 	cmd.AddCommand(newConformanceCommand(stdout))
 	cmd.AddCommand(newFleetCommand(stdout))
 	cmd.AddCommand(newCertsCommand(stdout))

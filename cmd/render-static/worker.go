@@ -11,9 +11,10 @@ import (
 )
 
 // workerFlags are the worker command's inputs as its flags.
-var workerFlags = map[string]string{pipeline.InDir: "--dir", pipeline.InNodeName: "--node-name", pipeline.InNodeIP: "--node-ip",
-	pipeline.InFresh: "render-static --fresh", pipeline.InWorkers: "render-static --workers",
-	pipeline.InInstallDevice: "--install-device", pipeline.InNetworkKeyfiles: "--network-keyfile"}
+var workerFlags = map[string]string{pipeline.InDir: renderFlags[pipeline.InDir], pipeline.InNodeName: renderFlags[pipeline.InNodeName],
+	pipeline.InNodeIP: renderFlags[pipeline.InNodeIP], pipeline.InFresh: "render-static " + renderFlags[pipeline.InFresh],
+	pipeline.InWorkers: "render-static " + renderFlags[pipeline.InWorkers], pipeline.InInstallDevice: renderFlags[pipeline.InInstallDevice],
+	pipeline.InNetworkKeyfiles: renderFlags[pipeline.InNetworkKeyfiles]}
 
 func newWorkerCommand(stdout io.Writer) *cobra.Command {
 	var o renew.WorkerOptions

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/state"
@@ -121,73 +120,22 @@ func (d *Dir) ReplaceWith(ctx context.Context, fill func(tmp string) error) erro
 }
 
 // withSaved gives the inputs not given the saved ones (a render continuing a cluster keeps what it was rendered
-// with unless told otherwise), and returns the story of the inputs: which came from the state, which changed.
+// with unless told otherwise: the input table, Options.FromState), and returns the story of the inputs: which came
+// from the state, and the saved inputs that cannot be read.
 func (d *Dir) withSaved(o Options) (Options, *story) {
 	s := &story{dir: d}
 	if d.State == nil {
 		return o, s
 	}
-	si := d.State.Inputs
-	saved := func(name string) { s.fromState = append(s.fromState, name) }
-	if o.InstallConfig == "" && o.InstallConfigData == nil && si.InstallConfig != "" {
-		o.InstallConfig, o.InstallConfigData = savedInstallConfig(d.Path), []byte(si.InstallConfig)
-		saved("install-config")
-	}
-	if o.NodeIP == "" && si.NodeIP != "" {
-		o.NodeIP = si.NodeIP
-		saved("node IP")
-	}
-	if o.NodeName == "" && si.NodeName != "" {
-		o.NodeName = si.NodeName
-	}
-	if o.CertValidity == 0 {
-		if v, err := time.ParseDuration(si.CertValidity); err == nil {
-			o.CertValidity = v
-			saved("cert validity")
-		}
-	}
-	if o.Images == "" && o.ImagesData == nil && si.Images != "" {
-		o.Images, o.ImagesData = filepath.Join(d.Path, state.Dir, "render.json")+" inputs.images", []byte(si.Images)
-		saved("images")
-	}
-	if o.Flavor == "" && si.Flavor != "" {
-		o.Flavor = si.Flavor
-		saved("flavor")
-	}
-	if o.Workers == "" && o.WorkersData == nil && o.WorkerList == nil && len(si.Workers) > 0 {
-		o.Workers = filepath.Join(d.Path, state.Dir, "render.json") + " inputs.workers"
-		o.WorkerList = SavedWorkers(o.Workers, si.Workers)
-		saved("workers")
-	}
-	if o.AddedWorkers == nil {
-		o.AddedWorkers = SavedWorkers(filepath.Join(d.Path, state.Dir, "render.json")+" inputs."+InAddedWorkers, si.AddedWorkers)
-	}
-	if o.InstallDevice == "" && si.InstallDevice != "" {
-		o.InstallDevice = si.InstallDevice
-		saved("install device")
-	}
-	if o.NetworkKeyfiles == nil && o.NetworkKeyfileData == nil && len(si.NetworkKeyfiles) > 0 {
-		for i, k := range si.NetworkKeyfiles {
-			o.NetworkKeyfileData = append(o.NetworkKeyfileData, clusterconfig.Keyfile{Name: k.Name, Contents: []byte(k.Contents),
-				Source: fmt.Sprintf("%s inputs.networkKeyfiles[%d] (%s)", filepath.Join(d.Path, state.Dir, "render.json"), i, k.Name)})
-		}
-		saved("network keyfiles")
-	}
-	if o.InfraID == "" {
-		o.InfraID = d.State.InfraID
-	}
+	o, s.fromState, s.problems = o.FromState(d.State, d.Path)
 	return o, s
 }
 
-// savedInstallConfig names the saved install-config in messages.
-func savedInstallConfig(dir string) string {
-	return "the saved install-config (" + filepath.Join(dir, state.Dir, "render.json") + " inputs.installConfig)"
-}
-
-// identity is what a saved cluster fixes: an install-config that differs in one of these is another cluster's, and a
-// render continuing the saved one refuses it (--fresh starts a new cluster). Everything else continues the cluster
-// (README, "What continues a cluster"): the loops reissue and roll what the change touches.
-var identity = []struct {
+// installConfigIdentity is what a saved cluster's install-config fixes: an install-config that differs in one of
+// these is another cluster's, and a render continuing the saved one refuses it (a fresh render starts a new
+// cluster); the other inputs that fix it say so in the input table (Input.Identity). Everything else continues the
+// cluster: the loops reissue and roll what the change touches.
+var installConfigIdentity = []struct {
 	field string
 	of    func(*installconfig.InstallConfig) string
 	why   string
@@ -223,58 +171,33 @@ func (d *Dir) continuity(o Options) installconfig.ErrorList {
 			"%q, but the cluster saved in %s has %q: %s, so this is another cluster (start one there with %s, or render into another %s)", now, d.Path, was, why,
 			installconfig.Ref(InFresh), installconfig.Ref(InDir))})
 	}
-	if n := d.State.Inputs.NodeName; n != "" && o.NodeName != "" && n != o.NodeName {
-		other(InNodeName, o.NodeName, n, "the node's name is in its certificates, its Node and the static pods' mirror pods")
+	for _, in := range Inputs {
+		if in.Identity == "" {
+			continue
+		}
+		var saved Options
+		if ok, err := in.load(&saved, d.State, in.Name, ""); !ok || err != nil {
+			continue
+		}
+		if now, was := in.value(&o), in.value(&saved); now != "" && now != was {
+			other(in.Name, now, was, in.Identity)
+		}
 	}
-	if o.InfraID != "" && o.InfraID != d.State.InfraID {
-		other(InInfraID, o.InfraID, d.State.InfraID, "the infrastructure name is the cluster's")
-	}
-	if o.InstallConfigData == nil || d.State.Inputs.InstallConfig == "" {
+	var saved Options
+	if ok, err := Inputs[0].load(&saved, d.State, InInstallConfig, ""); o.InstallConfigData == nil || !ok || err != nil {
 		return errs
 	}
 	now, err1 := installconfig.Parse(o.InstallConfigData)
-	was, err2 := installconfig.Parse([]byte(d.State.Inputs.InstallConfig))
+	was, err2 := installconfig.Parse(saved.InstallConfigData)
 	if err1 != nil || err2 != nil {
 		return errs // the new one's problems are Validate's; a saved one that does not parse, renew's
 	}
-	for _, f := range identity {
+	for _, f := range installConfigIdentity {
 		if a, b := f.of(now), f.of(was); a != b {
 			other(f.field, a, b, f.why)
 		}
 	}
 	return errs
-}
-
-// changedInputs lists the inputs that differ from the saved ones, as the summary says them.
-func (d *Dir) changedInputs(o Options) []string {
-	if d.State == nil {
-		return nil
-	}
-	si, now := d.State.Inputs, savedInputs(o)
-	var out []string
-	if si.InstallConfig != now.InstallConfig {
-		out = append(out, "install-config")
-	}
-	for _, c := range []struct{ name, was, now string }{
-		{"node IP", si.NodeIP, now.NodeIP}, {"cert validity", si.CertValidity, now.CertValidity}, {"flavor", si.Flavor, now.Flavor},
-	} {
-		if c.was != c.now {
-			out = append(out, fmt.Sprintf("%s %s -> %s", c.name, c.was, c.now))
-		}
-	}
-	if si.Images != now.Images {
-		out = append(out, "images")
-	}
-	if !sameWorkers(si.Workers, now.Workers) {
-		out = append(out, "workers")
-	}
-	if si.InstallDevice != now.InstallDevice {
-		out = append(out, fmt.Sprintf("install device %s -> %s", orNone(si.InstallDevice), orNone(now.InstallDevice)))
-	}
-	if !slices.Equal(si.NetworkKeyfiles, now.NetworkKeyfiles) {
-		out = append(out, "network keyfiles")
-	}
-	return out
 }
 
 // orNone is s, or "none" when empty.

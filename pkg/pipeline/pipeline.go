@@ -32,87 +32,7 @@ import (
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/components"
 	"github.com/render-static/render-static/pkg/installconfig"
-	"github.com/render-static/render-static/pkg/state"
 )
-
-// A render's inputs are named, in its errors, by their input names (installconfig.Ref): the names the state keeps
-// them under (state.Inputs) and a fleet's site files use; cmd/render-static says them as its flags.
-const (
-	InInstallConfig = "installConfig"
-	InNodeIP        = installconfig.NodeIPInput
-	InNodeName      = "nodeName"
-	InDir           = "dir"
-	InCertValidity  = "certValidity"
-	InInfraID       = "infraID"
-	InImages        = "images"
-	InFlavor        = "flavor"
-	InFresh         = "fresh"
-	InWorkers       = "workers"
-	// InInstallDevice and InNetworkKeyfiles are the live ISO install's (live.go): the disk, and the node's
-	// NetworkManager keyfiles.
-	InInstallDevice   = "installDevice"
-	InNetworkKeyfiles = "networkKeyfiles"
-)
-
-// Options are a render's inputs. A zero field is one not given: a render that continues the cluster saved in Dir
-// takes the saved input (the state keeps every input, state.Inputs), a new cluster the default.
-type Options struct {
-	// InstallConfig is the install-config's path; InstallConfigData, when not nil, its contents (then the path
-	// only names it in messages).
-	InstallConfig     string
-	InstallConfigData []byte
-	NodeIP            string // one IP, or two comma-separated of different families
-	NodeName          string // default DefaultNodeName
-	Dir               string
-	CertValidity      time.Duration // default certs.DefaultLeafValidity
-	// InfraID is the infrastructure name; not given, it is generated like the installer does.
-	InfraID string
-	// Images is a YAML file mapping components to pull specs (ImagesData, when not nil, its contents); not
-	// given, the defaults.
-	Images     string
-	ImagesData []byte
-	// Flavor is "openshift" (the default) or "upstream".
-	Flavor string
-	// Workers is the workers file (WorkersData, when not nil, its contents): the workers the install-config's
-	// compute replicas ask for, each with nodeName and nodeIP, and its own installDevice and networkKeyfiles
-	// (workers.go); not given, none. WorkerList, when not nil, are those workers with their keyfiles read (as the
-	// state keeps them): then Workers only names where they come from, and WorkersData is not read.
-	Workers     string
-	WorkersData []byte
-	WorkerList  []state.Worker
-	// AddedWorkers are the workers added to the cluster after its first render (`render-static worker`); a render
-	// continuing a saved cluster takes the saved ones.
-	AddedWorkers []state.Worker
-	// Fresh starts a new cluster even when Dir holds a previous render's state (pkg/state).
-	Fresh bool
-	// InstallDevice is the disk live.ign installs the node to, an absolute path under /dev ("": none, the boot's
-	// coreos.inst.install_dev kernel argument then names it).
-	InstallDevice string
-	// NetworkKeyfiles are the paths of NetworkManager keyfiles for the node; NetworkKeyfileData, when not nil,
-	// the keyfiles themselves (then the paths are not read). NetworkManager reads each (internal/nmkeyfile), and
-	// every node IP must be a static address of one of them.
-	NetworkKeyfiles    []string
-	NetworkKeyfileData []clusterconfig.Keyfile
-	// Parallelism is SettleOptions.Parallelism: how the loops run, never what they write (0: the default).
-	Parallelism int
-}
-
-// DefaultNodeName is the node name when none is given.
-const DefaultNodeName = "master-0"
-
-// withDefaults fills in the defaults of the inputs not given.
-func (o Options) withDefaults() Options {
-	if o.NodeName == "" {
-		o.NodeName = DefaultNodeName
-	}
-	if o.CertValidity == 0 {
-		o.CertValidity = certs.DefaultLeafValidity
-	}
-	if o.Flavor == "" {
-		o.Flavor = string(clusterconfig.FlavorOpenShift)
-	}
-	return o
-}
 
 // readFiles reads the input files whose contents are not given yet (regular files only: inputfile.Read); a file
 // that cannot be read is a problem of its field, and its path is dropped so that it is reported once.
@@ -262,7 +182,8 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 	if err != nil && !asList(err) {
 		return nil, err
 	}
-	errs := append(append(installconfig.ErrorList{}, d.Problems...), d.continuity(o.withDefaults())...)
+	errs := append(append(installconfig.ErrorList{}, d.Problems...), story.problems...)
+	errs = append(errs, d.continuity(o.withDefaults())...)
 	if err != nil {
 		errs = append(asFieldErrors("", err), errs...)
 	}
@@ -280,7 +201,7 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	out.State.Inputs = savedInputs(o)
+	out.State.Inputs = SaveInputs(o, in)
 	written := time.Now()
 	if err := d.Replace(ctx, out); err != nil {
 		if verr := out.Validated(); verr != nil {
@@ -290,7 +211,7 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 	}
 	out.summarized()
 	s := out.Summary
-	story.tell(&s, o, eng)
+	story.tell(&s, out.State, eng)
 	s.Crypto = FIPSModeLine()
 	if w := s.liveWarning(o.Dir, "aio.ign"); w != "" {
 		s.Warnings = append(s.Warnings, w)
@@ -309,17 +230,4 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 func asList(err error) bool {
 	var list installconfig.ErrorList
 	return errors.As(err, &list)
-}
-
-// savedInputs are the options as the state keeps them, so that a later run (renew, a re-render) needs none of them
-// again: the files' contents, and the flags with their defaults filled in.
-func savedInputs(o Options) state.Inputs {
-	o = o.withDefaults()
-	listed, added := savedWorkers(o)
-	in := state.Inputs{InstallConfig: string(o.InstallConfigData), Images: string(o.ImagesData), NodeIP: o.NodeIP, NodeName: o.NodeName,
-		CertValidity: o.CertValidity.String(), Flavor: o.Flavor, Workers: listed, AddedWorkers: added, InstallDevice: o.InstallDevice}
-	for _, k := range o.NetworkKeyfileData {
-		in.NetworkKeyfiles = append(in.NetworkKeyfiles, state.Keyfile{Name: k.Name, Contents: string(k.Contents)})
-	}
-	return in
 }

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/state"
 )
 
@@ -23,10 +24,12 @@ import (
 type story struct {
 	dir       *Dir
 	fromState []string
+	// problems are the saved inputs that cannot be read.
+	problems installconfig.ErrorList
 }
 
 // tell puts the story into s.
-func (st *story) tell(s *Summary, o Options, e *Settled) {
+func (st *story) tell(s *Summary, saved *state.State, e *Settled) {
 	in := e.Inputs
 	var ips []string
 	for _, ip := range in.NodeIPs {
@@ -40,7 +43,9 @@ func (st *story) tell(s *Summary, o Options, e *Settled) {
 	s.Flavor = string(in.Flavor)
 	s.Continued = st.dir.State != nil
 	s.FromState = st.fromState
-	s.Changed = st.dir.changedInputs(o)
+	if st.dir.State != nil {
+		s.Changed = changedInputs(st.dir.State, saved)
+	}
 	s.Revisions = revisionLines(e)
 	s.NewSigners = newSigners(st.dir.State, e)
 	s.PendingUpdate = pendingUpdate(st.dir.Path)

@@ -40,9 +40,6 @@ const (
 	WorkerLiveIgnition = "live.ign"
 )
 
-// InAddedWorkers names the workers `render-static worker` added, in problems about them (their saved inputs).
-const InAddedWorkers = "addedWorkers"
-
 // workerEntry is one worker of a workers file: its node name, its IPs (as --node-ip takes them), and its live ISO
 // install's inputs as the agent installer's hosts list gives each host its own rootDeviceHints and networkConfig:
 // the disk its live.ign installs it to, and the paths of its NetworkManager keyfiles (relative to the workers
@@ -366,10 +363,4 @@ func planWorkers(plan *export.Plan, ws []WorkerOutput) error {
 		}
 	}
 	return nil
-}
-
-// savedWorkers are the workers as the state keeps them: the workers file's (their keyfiles read) and the added
-// ones.
-func savedWorkers(o Options) (listed, added []state.Worker) {
-	return slices.Clone(o.WorkerList), slices.Clone(o.AddedWorkers)
 }

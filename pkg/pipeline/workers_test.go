@@ -186,9 +186,13 @@ func TestRenderWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Inputs.Workers) != 2 || !reflect.DeepEqual(st.Inputs.Workers[1], state.Worker{NodeName: "worker-1", NodeIP: "192.168.126.12",
+	var savedWs []state.Worker
+	if _, err := st.Inputs.Get(InWorkers, &savedWs); err != nil {
+		t.Fatal(err)
+	}
+	if len(savedWs) != 2 || !reflect.DeepEqual(savedWs[1], state.Worker{NodeName: "worker-1", NodeIP: "192.168.126.12",
 		InstallDevice: "/dev/sda", NetworkKeyfiles: []state.Keyfile{{Name: "worker-1.nmconnection", Contents: string(keyfile)}}}) {
-		t.Errorf("saved workers %+v", st.Inputs.Workers)
+		t.Errorf("saved workers %+v", savedWs)
 	}
 	checkWorkerLive(t, tree, s, "worker-0", "/dev/disk/by-path/pci-0000:00:1f.2-ata-1", nil)
 	checkWorkerLive(t, tree, s, "worker-1", "/dev/sda", keyfile)
@@ -244,8 +248,11 @@ func TestRenderWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.WorkerLiveEmbeds["worker-1"].Bytes = 12345
-	in, err := Validate(Options{InstallConfig: "saved", InstallConfigData: []byte(st.Inputs.InstallConfig), NodeIP: st.Inputs.NodeIP, Dir: dir,
-		Flavor: st.Inputs.Flavor, InfraID: st.InfraID, Workers: "saved", WorkerList: st.Inputs.Workers})
+	saved, _, errs := Options{Dir: dir}.FromState(st, dir)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	in, err := Validate(saved)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,9 +371,12 @@ func TestValidateWorkerLiveInputs(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	saved := savedInputs(o).Workers
+	var saved []state.Worker
+	if _, err := SaveInputs(o, in).Get(InWorkers, &saved); err != nil {
+		t.Fatal(err)
+	}
 	if len(saved) != 2 || saved[0].InstallDevice != in.Workers[0].InstallDevice || len(saved[0].NetworkKeyfiles) != 1 ||
-		saved[0].NetworkKeyfiles[0] != (state.Keyfile{Name: "w0.nmconnection", Contents: string(w0data), Source: filepath.Join(tmp, "net/w0.nmconnection")}) {
+		saved[0].NetworkKeyfiles[0] != (state.Keyfile{Name: "w0.nmconnection", Contents: string(w0data)}) {
 		t.Errorf("saved workers %+v", saved)
 	}
 

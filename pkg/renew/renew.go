@@ -14,7 +14,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -71,7 +70,7 @@ func run(ctx context.Context, o Options, command string, add *state.Worker) (*Re
 	if st == nil {
 		return nil, installconfig.ErrorList{noState(o.Dir, command)}
 	}
-	in, err := savedInputs(st, o.Dir, add)
+	so, in, err := savedInputs(st, o.Dir, add)
 	if err != nil {
 		return nil, err
 	}
@@ -89,11 +88,9 @@ func run(ctx context.Context, o Options, command string, add *state.Worker) (*Re
 	if err != nil {
 		return nil, err
 	}
-	// The saved inputs stay as they were: renew changes certificates, not inputs; a worker is added to them.
-	out.State.Inputs = st.Inputs
-	if add != nil {
-		out.State.Inputs.AddedWorkers = append(slices.Clone(st.Inputs.AddedWorkers), *add)
-	}
+	// The saved inputs stay as they were (saved again as a render saves them): renew changes certificates, not
+	// inputs; a worker is added to them.
+	out.State.Inputs = pipeline.SaveInputs(so, in)
 
 	rep, upd, err := compare(ctx, o, st, m, eng, out, oldIgn)
 	if err != nil {
@@ -128,68 +125,41 @@ func noState(dir, command string) installconfig.FieldError {
 		"%s holds no render state (%s/%s/): %s continues a cluster that render-static rendered into this directory", dir, dir, state.Dir, command)}
 }
 
-// savedInputs validates the inputs the state keeps, exactly as the render validated them, with add among the added
-// workers when not nil; a problem names the saved input (state/render.json inputs.<field>), or, for add, the
-// worker's own input (pipeline.InNodeName, InNodeIP).
-func savedInputs(st *state.State, dir string, add *state.Worker) (*clusterconfig.Inputs, error) {
-	si := st.Inputs
-	field := func(f string) string { return state.Dir + "/render.json inputs." + f }
-	var errs installconfig.ErrorList
-	if si.InstallConfig == "" {
-		errs = append(errs, installconfig.FieldError{Field: field("installConfig"), Detail: "empty: this state was not written by a render that keeps its inputs (render again with {fresh})"})
-	}
-	validity, err := time.ParseDuration(si.CertValidity)
-	if err != nil {
-		errs = append(errs, installconfig.FieldError{Field: field("certValidity"), Detail: fmt.Sprintf("%q: %v", si.CertValidity, err)})
+// savedInputs validates the inputs the state keeps (the input table, pipeline.Options.FromState), exactly as the
+// render validated them, with add among the added workers when not nil; a problem names the saved input
+// (state/render.json inputs.<name>), or, for add, the worker's own input (pipeline.InNodeName, InNodeIP, ...).
+func savedInputs(st *state.State, dir string, add *state.Worker) (pipeline.Options, *clusterconfig.Inputs, error) {
+	o, _, errs := pipeline.Options{Dir: dir}.FromState(st, dir)
+	if o.InstallConfigData == nil {
+		errs = append(errs, installconfig.FieldError{Field: pipeline.SavedField(pipeline.InInstallConfig),
+			Detail: "empty: this state was not written by a render that keeps its inputs (render again with {fresh})"})
 	}
 	if len(errs) > 0 {
-		return nil, errs
-	}
-	o := pipeline.Options{InstallConfig: field("installConfig"), InstallConfigData: []byte(si.InstallConfig), NodeIP: si.NodeIP,
-		NodeName: si.NodeName, Dir: dir, CertValidity: validity, InfraID: st.InfraID, Flavor: si.Flavor,
-		AddedWorkers: pipeline.SavedWorkers(field(pipeline.InAddedWorkers), si.AddedWorkers)}
-	if si.Images != "" {
-		o.Images, o.ImagesData = field("images"), []byte(si.Images)
-	}
-	if si.Workers != nil {
-		o.Workers, o.WorkerList = field("workers"), pipeline.SavedWorkers(field("workers"), si.Workers)
+		return o, nil, errs
 	}
 	// The added worker's problems are its inputs' (the worker command's); the saved ones', their saved inputs'.
-	addedPrefix := fmt.Sprintf("%s[%d].", pipeline.InAddedWorkers, len(si.AddedWorkers))
+	var addedPrefix string
 	if add != nil {
+		addedPrefix = fmt.Sprintf("%s[%d].", pipeline.InAddedWorkers, len(o.AddedWorkers))
 		o.AddedWorkers = append(o.AddedWorkers, *add)
 	}
-	o.InstallDevice = si.InstallDevice
-	for i, k := range si.NetworkKeyfiles {
-		o.NetworkKeyfileData = append(o.NetworkKeyfileData, clusterconfig.Keyfile{Name: k.Name, Contents: []byte(k.Contents),
-			Source: fmt.Sprintf("%s[%d] (%s)", field(pipeline.InNetworkKeyfiles), i, k.Name)})
-	}
 	in, err := pipeline.Validate(o)
-	if list, ok := err.(installconfig.ErrorList); ok {
-		// Name the saved input, not the flag a render takes it from.
-		out := make(installconfig.ErrorList, 0, len(list))
-		for _, e := range list {
-			switch {
-			case add != nil && e.Field == addedPrefix+"nodeName":
-				e.Field = pipeline.InNodeName
-			case add != nil && e.Field == addedPrefix+"nodeIP":
-				e.Field = pipeline.InNodeIP
-			case add != nil && e.Field == addedPrefix+pipeline.InInstallDevice:
-				e.Field = pipeline.InInstallDevice
-			case add != nil && e.Field == addedPrefix+pipeline.InNetworkKeyfiles:
-				e.Field, e.Detail = pipeline.InNetworkKeyfiles, strings.ReplaceAll(e.Detail, "("+addedPrefix+"nodeIP)", "("+installconfig.Ref(pipeline.InNodeIP)+")")
-			case e.Field == pipeline.InInfraID:
-				e.Field = state.Dir + "/render.json infraID"
-			case slices.Contains([]string{pipeline.InInstallConfig, pipeline.InNodeIP, pipeline.InNodeName, pipeline.InCertValidity, pipeline.InFlavor,
-				pipeline.InImages, pipeline.InWorkers, pipeline.InInstallDevice, pipeline.InNetworkKeyfiles}, e.Field),
-				strings.HasPrefix(e.Field, pipeline.InWorkers+"["), strings.HasPrefix(e.Field, pipeline.InAddedWorkers+"["):
-				e.Field = field(e.Field)
-			default:
-				e.Field = field("installConfig") + ": " + e.Field
-			}
-			out = append(out, e)
-		}
-		return nil, out
+	list, ok := err.(installconfig.ErrorList)
+	if !ok {
+		return o, in, err
 	}
-	return in, err
+	out := make(installconfig.ErrorList, 0, len(list))
+	for _, e := range list {
+		switch own, isAdded := strings.CutPrefix(e.Field, addedPrefix); {
+		case add != nil && isAdded:
+			// The worker's own inputs are named as the render names the node's: nodeName, nodeIP, ...
+			e.Field, e.Detail = own, strings.ReplaceAll(e.Detail, "("+addedPrefix+"nodeIP)", "("+installconfig.Ref(pipeline.InNodeIP)+")")
+		case pipeline.IsInput(e.Field):
+			e.Field = pipeline.SavedField(e.Field)
+		default:
+			e.Field = pipeline.SavedField(pipeline.InInstallConfig) + ": " + e.Field
+		}
+		out = append(out, e)
+	}
+	return o, nil, out
 }

@@ -85,9 +85,13 @@ func TestAddWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(st.Inputs.AddedWorkers, []state.Worker{{NodeName: "worker-0", NodeIP: "192.168.126.11", InstallDevice: "/dev/vda",
+	var added []state.Worker
+	if _, err := st.Inputs.Get(pipeline.InAddedWorkers, &added); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(added, []state.Worker{{NodeName: "worker-0", NodeIP: "192.168.126.11", InstallDevice: "/dev/vda",
 		NetworkKeyfiles: []state.Keyfile{{Name: "w0.nmconnection", Contents: string(kfData)}}}}) || st.WorkerLiveEmbeds["worker-0"] == nil {
-		t.Errorf("saved added workers %+v", st.Inputs.AddedWorkers)
+		t.Errorf("saved added workers %+v", added)
 	}
 	if _, err := os.Stat(filepath.Join(rep.Folder, pipeline.WorkerIgnition)); err != nil {
 		t.Error(err)

@@ -110,21 +110,30 @@ type loadedObject struct {
 // is unchanged.
 func (s *State) Continues(prev *State) { s.previous = prev }
 
-// Inputs are a render's inputs as given: the install-config and --images files' contents and the flags.
-type Inputs struct {
-	InstallConfig string `json:"installConfig"`
-	Images        string `json:"images,omitempty"`
-	NodeIP        string `json:"nodeIP"`
-	NodeName      string `json:"nodeName"`
-	CertValidity  string `json:"certValidity"`
-	Flavor        string `json:"flavor"`
-	// Workers are the workers file's workers (rendered with the control plane: the install-config's compute
-	// replicas); AddedWorkers those `render-static worker` added later, in the order they were added.
-	Workers      []Worker `json:"workers,omitempty"`
-	AddedWorkers []Worker `json:"addedWorkers,omitempty"`
-	// InstallDevice and NetworkKeyfiles are the live ISO install's (pkg/pipeline live.go).
-	InstallDevice   string    `json:"installDevice,omitempty"`
-	NetworkKeyfiles []Keyfile `json:"networkKeyfiles,omitempty"`
+// Inputs are a render's inputs as it saved them, by input name (the JSON object "inputs" of render.json): what each
+// holds, how it is read back and how it is saved is pkg/pipeline's input table (inputs.go), the only list of them;
+// the state keeps them whole. A state written before the table (a struct of the same keys) reads the same.
+type Inputs map[string]json.RawMessage
+
+// Get decodes the saved input name into v; false when the state has none.
+func (in Inputs) Get(name string, v any) (bool, error) {
+	raw, ok := in[name]
+	if !ok || string(raw) == "null" {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return true, fmt.Errorf("inputs.%s: %w", name, err)
+	}
+	return true, nil
+}
+
+// Set keeps v as the input name (JSON of strings, lists and structs of them: it never fails).
+func (in Inputs) Set(name string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("state: input %s: %v", name, err))
+	}
+	in[name] = b
 }
 
 // Worker is one worker node: its node name, its IPs as --node-ip takes them, and its live ISO install's inputs
