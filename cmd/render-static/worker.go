@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/render-static/render-static/pkg/pipeline"
-	"github.com/render-static/render-static/pkg/renew"
+	"github.com/render-static/render-static/pkg/worker"
 )
 
 // workerFlags are the worker command's inputs as its flags.
@@ -17,7 +17,7 @@ var workerFlags = map[string]string{pipeline.InDir: renderFlags[pipeline.InDir],
 	pipeline.InNetworkKeyfiles: renderFlags[pipeline.InNetworkKeyfiles]}
 
 func newWorkerCommand(stdout io.Writer) *cobra.Command {
-	var o renew.WorkerOptions
+	var o worker.WorkerOptions
 	cmd := &cobra.Command{
 		Use:   "worker --dir DIR --node-name NAME --node-ip IP[,IP] [--install-device DEV] [--network-keyfile FILE]...",
 		Short: "Add a worker node to a rendered cluster: its worker.ign and live.ign, and an update for the control-plane node",
@@ -41,7 +41,7 @@ NetworkManager refuses or without --node-ip as a static address: exit 1, --dir u
 		SilenceErrors: true,
 		Annotations:   map[string]string{gcAnnotation: gcSingleRender},
 		RunE: singleRender(stdout, workerFlags, func(ctx context.Context) (printer, error) {
-			return renew.AddWorker(ctx, o)
+			return worker.AddWorker(ctx, o)
 		}),
 	}
 	f := cmd.Flags()

@@ -25,7 +25,7 @@ import (
 // Workers (seed 004): worker nodes beside the control-plane node. Day 1, the install-config's compute replicas ask
 // for N of them and the workers file (InWorkers) names each: its node name and IPs, as a fleet's site file names
 // the control-plane node, and its own live ISO install (installDevice, networkKeyfiles), as the agent installer's
-// hosts list gives each host its rootDeviceHints and networkConfig. Day 2, `render-static worker` (pkg/renew, AddWorker) adds one to the saved cluster
+// hosts list gives each host its rootDeviceHints and networkConfig. Day 2, `render-static worker` (pkg/worker, AddWorker) adds one to the saved cluster
 // (Options.AddedWorkers). Both are inputs the state keeps (state.Inputs.Workers, AddedWorkers), so every later run
 // (a re-render, renew, certs) knows them; each run writes DIR/workers/<name>/ from them (WorkersDir).
 

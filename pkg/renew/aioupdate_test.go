@@ -3,82 +3,13 @@ package renew
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/render-static/render-static/internal/testkit/testtools"
-	"github.com/render-static/render-static/internal/testkit/treetest"
-	"github.com/render-static/render-static/pkg/node"
+	"github.com/render-static/render-static/internal/testkit/updatetest"
 )
-
-// aioUpdate runs the aio-update a render installed on a node root, with the stub client (testdata/renew/bin/oc:
-// kube-apiserver and the kubelet's mirror pods, from the root's static pod manifests), short bounds, and extra
-// environment. It returns the output and the exit error.
-type aioUpdateEnv struct {
-	root, config, api, log, bin string
-}
-
-func newAIOUpdateEnv(t *testing.T, root string) *aioUpdateEnv {
-	t.Helper()
-	testtools.Tool(t, "sha256sum")
-	testtools.Tool(t, "flock")
-	bin, err := filepath.Abs(repo("testdata/renew/bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	e := &aioUpdateEnv{root: root, config: filepath.Join(dir, "aio-update.env"), api: filepath.Join(dir, "api"), log: filepath.Join(dir, "calls.log"), bin: bin}
-	cfg, err := os.ReadFile(filepath.Join(root, node.AIOUpdateConfig))
-	if err != nil {
-		t.Fatalf("aio.ign did not install aio-update's settings: %v", err)
-	}
-	cfg = append(cfg, []byte("AIO_UPDATE_POD_WAIT_SECONDS=2\nAIO_UPDATE_RETRY_SECONDS=0.2\nAIO_UPDATE_ATTEMPTS=2\n")...)
-	if err := os.WriteFile(e.config, cfg, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
-
-func (e *aioUpdateEnv) run(t *testing.T, extra []string, args ...string) (string, error) {
-	t.Helper()
-	cmd := exec.Command("bash", append([]string{filepath.Join(e.root, node.AIOUpdateScript)}, args...)...)
-	cmd.Env = append([]string{"PATH=" + e.bin + ":" + os.Getenv("PATH"), "AIO_UPDATE_ROOT=" + e.root, "AIO_UPDATE_CONFIG=" + e.config,
-		"STUB_LOG=" + e.log, "STUB_API=" + e.api, "STUB_ROOT=" + e.root, "STUB_NODE=master-0"}, extra...)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
-// nodeFiles is the node root's files, without aio-update's own state.
-func nodeFiles(t *testing.T, root string) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	for p, b := range treetest.Contents(t, root) {
-		if !strings.HasPrefix("/"+p, node.AIOUpdateStateDir+"/") {
-			out["/"+p] = b
-		}
-	}
-	return out
-}
-
-func diffFiles(a, b map[string][]byte) []string {
-	var out []string
-	for p, x := range a {
-		if y, ok := b[p]; !ok {
-			out = append(out, p+" (gone)")
-		} else if !bytes.Equal(x, y) {
-			out = append(out, p)
-		}
-	}
-	for p := range b {
-		if _, ok := a[p]; !ok {
-			out = append(out, p+" (new)")
-		}
-	}
-	return out
-}
 
 // testAIOUpdate: aio-update on a node laid down from the render before the update refuses a damaged update and an
 // update that does not start from the node's revisions (changing nothing), fails with a clear message when a new
@@ -87,7 +18,7 @@ func diffFiles(a, b map[string][]byte) []string {
 // revision directories (the previous ones untouched, the live legacy tokens carried over), cert files, pod
 // manifests and API objects as the new render has them; applying again does nothing.
 func testAIOUpdate(t *testing.T, dir, root string, neu map[string][]byte, u *Update) {
-	e := newAIOUpdateEnv(t, root)
+	e := updatetest.New(t, root)
 	update := filepath.Join(dir, UpdateDir)
 
 	// A live legacy token in the previous revision, as aiokube leaves it.
@@ -108,7 +39,7 @@ func testAIOUpdate(t *testing.T, dir, root string, neu map[string][]byte, u *Upd
 			}
 		}
 	}
-	before := nodeFiles(t, root)
+	before := updatetest.NodeFiles(t, root)
 
 	// A damaged update.
 	damaged := filepath.Join(t.TempDir(), "update")
@@ -120,11 +51,11 @@ func testAIOUpdate(t *testing.T, dir, root string, neu map[string][]byte, u *Upd
 	if err := os.WriteFile(victim, append(b, '\n'), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := e.run(t, nil, "apply", damaged)
+	out, err := e.Run(t, nil, "apply", damaged)
 	if err == nil || !strings.Contains(out, "sha256") || !strings.Contains(out, "damaged") {
 		t.Errorf("a damaged update: err %v, output:\n%s", err, out)
 	}
-	if d := diffFiles(before, nodeFiles(t, root)); len(d) > 0 {
+	if d := updatetest.DiffFiles(before, updatetest.NodeFiles(t, root)); len(d) > 0 {
 		t.Fatalf("a refused update changed the node: %v", d)
 	}
 
@@ -136,11 +67,11 @@ func testAIOUpdate(t *testing.T, dir, root string, neu map[string][]byte, u *Upd
 			break
 		}
 	}
-	out, err = e.run(t, []string{"STUB_NOT_READY=" + first.MirrorPod}, "apply", update)
+	out, err = e.Run(t, []string{"STUB_NOT_READY=" + first.MirrorPod}, "apply", update)
 	if err == nil || !strings.Contains(out, first.MirrorPod+" did not run revision "+strconv.Itoa(first.To)) || !strings.Contains(out, "aio-update rollback") {
 		t.Errorf("a pod that never gets Ready: err %v, output:\n%s", err, out)
 	}
-	out, err = e.run(t, nil, "rollback")
+	out, err = e.Run(t, nil, "rollback")
 	if err != nil {
 		t.Fatalf("rollback: %v\n%s", err, out)
 	}
@@ -151,7 +82,7 @@ func testAIOUpdate(t *testing.T, dir, root string, neu map[string][]byte, u *Upd
 		}
 	}
 	var changed []string
-	for _, p := range diffFiles(before, nodeFiles(t, root)) {
+	for _, p := range updatetest.DiffFiles(before, updatetest.NodeFiles(t, root)) {
 		rel := strings.TrimPrefix(p, "/etc/kubernetes/static-pod-resources/")
 		if !newRevDirs[strings.SplitN(rel, "/", 2)[0]] || !strings.HasSuffix(p, "(new)") {
 			changed = append(changed, p)
@@ -173,17 +104,17 @@ func testAIOUpdate(t *testing.T, dir, root string, neu map[string][]byte, u *Upd
 			break
 		}
 	}
-	out, err = e.run(t, []string{"STUB_FAIL_FILES=" + object}, "apply", update)
+	out, err = e.Run(t, []string{"STUB_FAIL_FILES=" + object}, "apply", update)
 	if err == nil || !strings.Contains(out, "API objects not applied after 2 attempts") {
 		t.Errorf("an API object refused: err %v, output:\n%s", err, out)
 	}
-	_ = os.Remove(e.log)
-	out, err = e.run(t, nil, "apply", update)
+	_ = os.Remove(e.Log)
+	out, err = e.Run(t, nil, "apply", update)
 	if err != nil {
 		t.Fatalf("apply: %v\n%s", err, out)
 	}
 	t.Logf("aio-update apply:\n%s", out)
-	after := nodeFiles(t, root)
+	after := updatetest.NodeFiles(t, root)
 	tokens := map[string]bool{}
 	for _, tok := range liveTokens {
 		tokens["/etc/kubernetes/static-pod-resources/"+tok] = true
@@ -194,7 +125,7 @@ func testAIOUpdate(t *testing.T, dir, root string, neu map[string][]byte, u *Upd
 	for _, f := range u.Files {
 		switch f.Kind {
 		case KindObject:
-			if got, err := os.ReadFile(filepath.Join(e.api, filepath.Base(f.Source))); err != nil || !bytes.Equal(got, neu["update/"+f.Source]) {
+			if got, err := os.ReadFile(filepath.Join(e.API, filepath.Base(f.Source))); err != nil || !bytes.Equal(got, neu["update/"+f.Source]) {
 				t.Errorf("%s was not applied", f.Object)
 			}
 		case KindStatus:
@@ -214,7 +145,7 @@ func testAIOUpdate(t *testing.T, dir, root string, neu map[string][]byte, u *Upd
 			t.Errorf("the report does not say %s moved to revision %d:\n%s", c.Name, c.To, out)
 		}
 	}
-	out, err = e.run(t, nil, "apply", update)
+	out, err = e.Run(t, nil, "apply", update)
 	if err != nil || !strings.Contains(out, "applied before") {
 		t.Errorf("applying again: err %v, output:\n%s", err, out)
 	}
@@ -230,7 +161,7 @@ func testAIOUpdate(t *testing.T, dir, root string, neu map[string][]byte, u *Upd
 			movedPrev = movedPrev || c.To > c.From
 		}
 		if movedPrev {
-			out, err = e.run(t, nil, "apply", filepath.Join(dir, UpdatesDir, u.Previous))
+			out, err = e.Run(t, nil, "apply", filepath.Join(dir, UpdatesDir, u.Previous))
 			if err == nil || !strings.Contains(out, "this node runs revision") {
 				t.Errorf("an update from older revisions: err %v, output:\n%s", err, out)
 			}
@@ -243,19 +174,19 @@ func testAIOUpdate(t *testing.T, dir, root string, neu map[string][]byte, u *Upd
 // the kubelet started, and only then the waits (a mirror pod counts only with containers started since) and the
 // API objects. A kubelet that does not come back fails it, bounded; run again, it finishes.
 func testAIOUpdateRecover(t *testing.T, dir, root string, neu map[string][]byte, u *Update) {
-	e := newAIOUpdateEnv(t, root)
+	e := updatetest.New(t, root)
 	update := filepath.Join(dir, UpdateDir)
-	out, err := e.run(t, []string{"STUB_KUBELET_NO_START=1"}, "recover", update)
+	out, err := e.Run(t, []string{"STUB_KUBELET_NO_START=1"}, "recover", update)
 	if err == nil || !strings.Contains(out, "did not run revision") {
 		t.Errorf("recover with a kubelet that does not come back: err %v, output:\n%s", err, out)
 	}
-	_ = os.Remove(e.log)
-	out, err = e.run(t, nil, "recover", update)
+	_ = os.Remove(e.Log)
+	out, err = e.Run(t, nil, "recover", update)
 	if err != nil || !strings.Contains(out, "the node is back") {
 		t.Fatalf("recover: %v\n%s", err, out)
 	}
 	t.Logf("aio-update recover:\n%s", out)
-	b, _ := os.ReadFile(e.log)
+	b, _ := os.ReadFile(e.Log)
 	calls := strings.Split(strings.TrimSpace(string(b)), "\n")
 	at := func(pred func(string) bool) int {
 		for i, c := range calls {
@@ -278,7 +209,7 @@ func testAIOUpdateRecover(t *testing.T, dir, root string, neu map[string][]byte,
 			t.Errorf("%s: its sandbox was not removed while the kubelet was stopped (at %d):\n%s", c.Name, rm, b)
 		}
 	}
-	after := nodeFiles(t, root)
+	after := updatetest.NodeFiles(t, root)
 	for _, f := range u.Files {
 		switch f.Kind {
 		case KindObject, KindStatus:
@@ -288,7 +219,7 @@ func testAIOUpdateRecover(t *testing.T, dir, root string, neu map[string][]byte,
 			}
 		}
 	}
-	out, err = e.run(t, nil, "recover", update)
+	out, err = e.Run(t, nil, "recover", update)
 	if err != nil || !strings.Contains(out, "applied before") {
 		t.Errorf("recovering again: err %v, output:\n%s", err, out)
 	}

@@ -52,13 +52,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if errs := o.validate(); len(errs) > 0 {
 		return nil, errs
 	}
-	return run(ctx, o, "renew", nil)
+	return Continue(ctx, o, "renew", nil)
 }
 
-// run continues the cluster saved in o.Dir, with add among its workers when not nil (AddWorker), and writes the
-// directory and, when the render changed, the update for the running node. command names the run in the
-// directory's lock.
-func run(ctx context.Context, o Options, command string, add *state.Worker) (*Report, error) {
+// Continue continues the cluster saved in o.Dir, with add among its workers when not nil (pkg/worker), and writes
+// the directory and, when the render changed, the update for the running node. command names the run in the
+// directory's lock and in its messages.
+func Continue(ctx context.Context, o Options, command string, add *state.Worker) (*Report, error) {
 	start := time.Now()
 	// The directory is held from before its state is read until it is replaced (pipeline.OpenDir).
 	d, err := pipeline.OpenDir(o.Dir, command, false)
@@ -68,7 +68,7 @@ func run(ctx context.Context, o Options, command string, add *state.Worker) (*Re
 	defer d.Release()
 	st := d.State
 	if st == nil {
-		return nil, installconfig.ErrorList{noState(o.Dir, command)}
+		return nil, installconfig.ErrorList{NoState(o.Dir, command)}
 	}
 	so, in, err := savedInputs(st, o.Dir, add)
 	if err != nil {
@@ -120,7 +120,8 @@ func (o Options) validate() installconfig.ErrorList {
 	return errs
 }
 
-func noState(dir, command string) installconfig.FieldError {
+// NoState is the problem of a directory without a render's state, for command.
+func NoState(dir, command string) installconfig.FieldError {
 	return installconfig.FieldError{Field: pipeline.InDir, Detail: fmt.Sprintf(
 		"%s holds no render state (%s/%s/): %s continues a cluster that render-static rendered into this directory", dir, dir, state.Dir, command)}
 }

@@ -24,35 +24,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/render-static/render-static/internal/testkit/treetest"
+	"github.com/render-static/render-static/internal/testkit/updatetest"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/installconfig"
-	"github.com/render-static/render-static/pkg/inventory"
 	"github.com/render-static/render-static/pkg/pipeline"
 	"github.com/render-static/render-static/pkg/state"
 )
 
 func repo(p string) string { return filepath.Join("..", "..", p) }
-
-// leaves are the certificates of a render directory that are not CAs, by inventory name (secret ns/name or file
-// path), with their fingerprint and not-after.
-type certInfo struct {
-	fp       string
-	notAfter time.Time
-	ca       bool
-}
-
-func certsByName(t *testing.T, dir string) map[string]certInfo {
-	t.Helper()
-	inv, err := inventory.Read(dir, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]certInfo{}
-	for _, c := range inv.Certificates {
-		out[c.Name] = certInfo{fp: c.Fingerprint, notAfter: c.NotAfter, ca: c.IsCA}
-	}
-	return out
-}
 
 // managedTargets are the secrets library-go's cert rotation manages as targets whose certificate is a leaf, as
 // the state holds them ("secret ns/name").
@@ -116,19 +95,6 @@ func signerSecrets(t *testing.T, dir string) map[string][]byte {
 			out[s.Namespace+"/"+s.Name] = s.Data[corev1.TLSCertKey]
 		}
 	}
-	return out
-}
-
-// renewedNames are the objects whose certificates of a kind were renewed ("secret <namespace>/<name>",
-// "certificatesigningrequest <name>").
-func renewedNames(r *Report, kind string) []string {
-	var out []string
-	for _, c := range r.Renewed {
-		if c.Kind == kind {
-			out = append(out, c.Objects...)
-		}
-	}
-	sort.Strings(out)
 	return out
 }
 
@@ -231,10 +197,10 @@ func TestRenew(t *testing.T) {
 		}
 	}
 	sort.Strings(want)
-	if got := renewedNames(rep, "leaf"); strings.Join(got, ",") != strings.Join(want, ",") {
+	if got := rep.RenewedObjects("leaf"); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("--within %s renewed leaves\n  %v\nwant exactly those expiring before %s:\n  %v", within, got, now.Add(within), want)
 	}
-	if got := renewedNames(rep, "signer"); len(got) > 0 {
+	if got := rep.RenewedObjects("signer"); len(got) > 0 {
 		t.Errorf("--within renewed signers %v; none is due", got)
 	}
 	if len(rep.Unconsumed) > 0 {
@@ -257,7 +223,7 @@ func TestRenew(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := treetest.Contents(t, dir)
-	oldCerts := certsByName(t, dir)
+	oldCerts := updatetest.CertsByName(t, dir)
 	targets = managedTargets(t, dir)
 	csrs, csrFPs := nodeCSRs(t, dir)
 	for n, na := range csrs {
@@ -268,27 +234,27 @@ func TestRenew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := renewedNames(rep, "leaf"), slices.Sorted(maps.Keys(targets)); strings.Join(got, ",") != strings.Join(want, ",") {
+	if got, want := rep.RenewedObjects("leaf"), slices.Sorted(maps.Keys(targets)); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("--force renewed leaves\n  %v\nwant every managed leaf\n  %v", got, want)
 	}
-	newCerts := certsByName(t, dir)
+	newCerts := updatetest.CertsByName(t, dir)
 	for n, c := range oldCerts {
 		nc, ok := newCerts[n]
-		if csrFPs[c.fp] {
-			targets[n] = c.notAfter // a node credential in a kubeconfig: signed again
+		if csrFPs[c.FP] {
+			targets[n] = c.NotAfter // a node credential in a kubeconfig: signed again
 		}
 		switch {
-		case c.ca:
-			if ok && nc.fp != c.fp {
+		case c.CA:
+			if ok && nc.FP != c.FP {
 				t.Errorf("CA %s changed with --force", n)
 			}
 		case targets[n].IsZero():
 			// Not managed (revision copies, the node's and the admin's credentials): never changed in place.
-			if ok && nc.fp != c.fp {
+			if ok && nc.FP != c.FP {
 				t.Errorf("%s is not managed by library-go's cert rotation but changed", n)
 			}
 		default:
-			if !ok || nc.fp == c.fp {
+			if !ok || nc.FP == c.FP {
 				t.Errorf("leaf %s was not reissued by --force", n)
 			}
 		}
@@ -505,10 +471,10 @@ func TestRenewDueSigner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := renewedNames(rep, "signer"); strings.Join(got, ",") != "secret "+signer {
+	if got := rep.RenewedObjects("signer"); strings.Join(got, ",") != "secret "+signer {
 		t.Errorf("renewed signers %v, want exactly %s", got, signer)
 	}
-	if got := renewedNames(rep, "leaf"); len(got) > 0 {
+	if got := rep.RenewedObjects("leaf"); len(got) > 0 {
 		t.Errorf("leaves %v reissued, but their issuer is still in the bundle", got)
 	}
 	newSigners := signerSecrets(t, dir)

@@ -129,6 +129,19 @@ type Report struct {
 	command string
 }
 
+// RenewedObjects are the objects whose certificates of a kind were renewed ("secret <namespace>/<name>",
+// "certificatesigningrequest <name>"), sorted.
+func (r *Report) RenewedObjects(kind string) []string {
+	var out []string
+	for _, c := range r.Renewed {
+		if c.Kind == kind {
+			out = append(out, c.Objects...)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Print writes the report.
 func (r *Report) Print(w io.Writer) {
 	switch {

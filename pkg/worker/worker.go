@@ -1,4 +1,5 @@
-package renew
+// Package worker is the worker command: a worker joins the cluster saved in a render directory.
+package worker
 
 import (
 	"context"
@@ -10,10 +11,11 @@ import (
 	"github.com/render-static/render-static/internal/inputfile"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/pipeline"
+	"github.com/render-static/render-static/pkg/renew"
 	"github.com/render-static/render-static/pkg/state"
 )
 
-// AddWorker is `render-static worker` (seed 004, day 2): a worker joins the cluster saved in a render directory.
+// AddWorker is the worker command (day 2): a worker joins the cluster saved in a render directory.
 // It is a run like renew's, from the state, with one input more: the worker, added to the saved inputs
 // (state.Inputs.AddedWorkers) so that every later run knows it. The render gives it, like every worker, its folder
 // (DIR/workers/<name>: worker.ign, rootfs/) with a client certificate for system:node:<name> signed by
@@ -42,7 +44,7 @@ type WorkerOptions struct {
 type WorkerReport struct {
 	Worker string
 	Folder string
-	*Report
+	*renew.Report
 }
 
 // AddWorker adds the worker to the cluster of o.Dir and writes the directory (the worker's folder among the
@@ -75,7 +77,7 @@ func AddWorker(ctx context.Context, o WorkerOptions) (*WorkerReport, error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	rep, err := run(ctx, Options{Dir: o.Dir, Now: o.Now}, "worker", add)
+	rep, err := renew.Continue(ctx, renew.Options{Dir: o.Dir, Now: o.Now}, "worker", add)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +101,7 @@ func (r *WorkerReport) Print(w io.Writer) {
 	if r.Update == nil {
 		fmt.Fprintf(w, "  the control-plane node needs no update\n")
 	} else {
-		fmt.Fprintf(w, "  apply %s/%s on the control-plane node (aio-update apply): its CSR approver then knows the worker\n", r.Dir, UpdateDir)
+		fmt.Fprintf(w, "  apply %s/%s on the control-plane node (aio-update apply): its CSR approver then knows the worker\n", r.Dir, renew.UpdateDir)
 	}
 	r.Report.Print(w)
 }

@@ -1,4 +1,4 @@
-package renew
+package worker
 
 import (
 	"bytes"
@@ -15,12 +15,14 @@ import (
 
 	"github.com/render-static/render-static/internal/testkit/testtools"
 	"github.com/render-static/render-static/internal/testkit/treetest"
+	"github.com/render-static/render-static/internal/testkit/updatetest"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/inventory"
 	"github.com/render-static/render-static/pkg/node"
 	"github.com/render-static/render-static/pkg/pipeline"
+	"github.com/render-static/render-static/pkg/renew"
 	"github.com/render-static/render-static/pkg/state"
 )
 
@@ -43,7 +45,7 @@ func TestAddWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
-	if err := CopyTree(filepath.Join(dir, "rootfs"), root); err != nil {
+	if err := renew.CopyTree(filepath.Join(dir, "rootfs"), root); err != nil {
 		t.Fatal(err)
 	}
 
@@ -72,7 +74,7 @@ func TestAddWorker(t *testing.T) {
 	for _, f := range rep.Update.Files {
 		got = append(got, f.Kind+" "+f.Path+f.Object)
 	}
-	want := []string{KindFile + " " + node.ApproverNodesPath, KindObject + " Node worker-0"}
+	want := []string{renew.KindFile + " " + node.ApproverNodesPath, renew.KindObject + " Node worker-0"}
 	if !slices.Equal(got, want) || len(rep.Renewed) != 0 {
 		t.Errorf("update %q (renewed %v), want %q and nothing renewed", got, rep.Renewed, want)
 	}
@@ -96,7 +98,7 @@ func TestAddWorker(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(rep.Folder, pipeline.WorkerIgnition)); err != nil {
 		t.Error(err)
 	}
-	inv := certsByName(t, dir)
+	inv := updatetest.CertsByName(t, dir)
 	if _, ok := inv["file worker-0:"+node.KubeletKubeconfigPath+" (user kubelet client)"]; !ok {
 		t.Errorf("render-static certs does not list the worker's client certificate: %v", slices.Sorted(maps.Keys(inv)))
 	}
@@ -104,22 +106,22 @@ func TestAddWorker(t *testing.T) {
 	checkAddWorkerBadInput(t, dir)
 
 	// On the control-plane node.
-	e := newAIOUpdateEnv(t, root)
-	before := nodeFiles(t, root)
-	out, err := e.run(t, nil, "apply", filepath.Join(dir, UpdateDir))
+	e := updatetest.New(t, root)
+	before := updatetest.NodeFiles(t, root)
+	out, err := e.Run(t, nil, "apply", filepath.Join(dir, renew.UpdateDir))
 	if err != nil {
 		t.Fatalf("aio-update apply: %v\n%s", err, out)
 	}
-	changed := diffFiles(before, nodeFiles(t, root))
+	changed := updatetest.DiffFiles(before, updatetest.NodeFiles(t, root))
 	if !slices.Equal(changed, []string{node.ApproverNodesPath}) {
 		t.Errorf("the update changed %v on the node, want only %s", changed, node.ApproverNodesPath)
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, node.ApproverNodesPath)); !strings.HasSuffix(string(b), "\nmaster-0 192.168.126.10\nworker-0 192.168.126.11\n") {
 		t.Errorf("the approver's nodes on the node:\n%s", b)
 	}
-	applied, _ := filepath.Glob(filepath.Join(e.api, "*node_worker-0*"))
+	applied, _ := filepath.Glob(filepath.Join(e.API, "*node_worker-0*"))
 	if len(applied) != 1 {
-		t.Errorf("the Node was not applied to the API (stub storage %s: %v)", e.api, applied)
+		t.Errorf("the Node was not applied to the API (stub storage %s: %v)", e.API, applied)
 	}
 
 	// A second worker: its update follows the first's.
@@ -131,7 +133,7 @@ func TestAddWorker(t *testing.T) {
 	if rep.Update == nil || rep.Update.Previous != first {
 		t.Errorf("the second worker's update does not follow %s: %+v", first, rep.Update)
 	}
-	if _, err := os.Stat(filepath.Join(dir, UpdatesDir, first, "update.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, renew.UpdatesDir, first, "update.json")); err != nil {
 		t.Errorf("the first worker's update is not kept: %v", err)
 	}
 	// A re-render and a renew with nothing due: the workers' folders the same, byte for byte, with no input given.
@@ -145,24 +147,24 @@ func TestAddWorker(t *testing.T) {
 			t.Errorf("a re-render dropped %s: %v", w, err)
 		}
 	}
-	if d := diffFiles(prefixed(was), prefixed(folders())); len(d) > 0 {
+	if d := updatetest.DiffFiles(prefixed(was), prefixed(folders())); len(d) > 0 {
 		t.Errorf("a re-render changed the workers' folders: %v", d)
 	}
-	if _, err := Run(ctx, Options{Dir: dir}); err != nil {
+	if _, err := renew.Run(ctx, renew.Options{Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
-	if d := diffFiles(prefixed(was), prefixed(folders())); len(d) > 0 {
+	if d := updatetest.DiffFiles(prefixed(was), prefixed(folders())); len(d) > 0 {
 		t.Errorf("a renew with nothing due changed the workers' folders: %v", d)
 	}
-	renewed, err := Run(ctx, Options{Dir: dir, Force: true})
+	renewed, err := renew.Run(ctx, renew.Options{Dir: dir, Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Renewed, the worker's live.ign carries its new worker.ign, still to its disk with its keyfile.
 	checkWorkerLiveFiles(t, dir, "worker-0", "/dev/vda", "w0.nmconnection", kfData)
 	for _, w := range []string{"worker-0", "worker-1"} {
-		if !slices.Contains(renewedNames(renewed, "leaf"), "certificatesigningrequest render-static-node-client-"+w) {
-			t.Errorf("renew --force did not renew %s's render-time client certificate: %v", w, renewedNames(renewed, "leaf"))
+		if !slices.Contains(renewed.RenewedObjects("leaf"), "certificatesigningrequest render-static-node-client-"+w) {
+			t.Errorf("renew --force did not renew %s's render-time client certificate: %v", w, renewed.RenewedObjects("leaf"))
 		}
 	}
 }
@@ -226,7 +228,7 @@ func checkAddWorkerBadInput(t *testing.T, dir string) {
 		}
 	}
 	after := treetest.Contents(t, dir)
-	if d := diffFiles(prefixed(before), prefixed(after)); len(d) > 0 {
+	if d := updatetest.DiffFiles(prefixed(before), prefixed(after)); len(d) > 0 {
 		t.Errorf("refused workers changed the directory: %v", d)
 	}
 }
@@ -270,3 +272,5 @@ func prefixed(m map[string][]byte) map[string][]byte {
 	}
 	return out
 }
+
+func repo(p string) string { return filepath.Join("..", "..", p) }
