@@ -184,7 +184,8 @@ func (d *Dir) continuity(o Options) installconfig.ErrorList {
 		}
 	}
 	var saved Options
-	if ok, err := Inputs[0].load(&saved, d.State, InInstallConfig, ""); o.InstallConfigData == nil || !ok || err != nil {
+	row, _ := InputNamed(InInstallConfig)
+	if ok, err := row.load(&saved, d.State, InInstallConfig, ""); o.InstallConfigData == nil || !ok || err != nil {
 		return errs
 	}
 	now, err1 := installconfig.Parse(o.InstallConfigData)

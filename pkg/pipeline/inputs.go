@@ -97,9 +97,9 @@ const (
 type Scope int
 
 const (
-	NotInFleet Scope = iota
-	PerSite
-	FleetWide
+	NotInFleet Scope = iota // a fleet sets it itself (the site's folder), or has none
+	PerSite                 // each site's own: a field of its site file
+	FleetWide               // one value for every site: a flag of the fleet command
 )
 
 // Input is one row of the input table.
