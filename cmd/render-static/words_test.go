@@ -39,6 +39,13 @@ func TestCommandLineWords(t *testing.T) {
 	if !strings.Contains(stdout, "directories 0700, files 0600") || !strings.Contains(stdout, "--fresh") {
 		t.Errorf("--help does not say state/ is 0700/0600:\n%s", stdout)
 	}
+	// Every command --help lists runs: "help" does, and no "completion" is offered.
+	if strings.Contains(stdout, "completion") {
+		t.Errorf("--help offers a completion command:\n%s", stdout)
+	}
+	if code, out, stderr := runCLI("help", "renew"); code != 0 || !strings.Contains(out, "--within") {
+		t.Errorf("help renew: exit %d:\n%s%s", code, out, stderr)
+	}
 }
 
 // TestREADMEListsEveryFlag: every flag of every command is in README, and the synopsis names every flag of the
