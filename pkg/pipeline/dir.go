@@ -17,7 +17,7 @@ import (
 	"github.com/render-static/render-static/pkg/state"
 )
 
-// A render directory is the only copy of its cluster's keys (README, Output). A run that writes one holds it from
+// A render directory is the only copy of its cluster's keys (docs/output.md). A run that writes one holds it from
 // before it reads the state until it has replaced it (export.LockDir), continues the cluster the state holds
 // unless told to start a new one (--fresh), refuses a state that is not whole (state.Load), and refuses inputs of
 // another cluster (identity). What a run must keep of the directory it replaces, it carries over (Carried).
@@ -186,7 +186,7 @@ func savedInstallConfig(dir string) string {
 
 // identity is what a saved cluster fixes: an install-config that differs in one of these is another cluster's, and a
 // render continuing the saved one refuses it (--fresh starts a new cluster). Everything else continues the cluster
-// (README, "What continues a cluster"): the loops reissue and roll what the change touches.
+// (docs/output.md, "What continues a cluster"): the loops reissue and roll what the change touches.
 var identity = []struct {
 	field string
 	of    func(*installconfig.InstallConfig) string
