@@ -59,7 +59,7 @@ unit:
 	$(GO) test -count=1 -short ./...
 
 # Render speed, split into key generation, loops, export and Ignition, with the CPU in RSA key generation (a CPU profile the
-# benchmark takes itself: no -cpuprofile here), the rest of the CPU and issue 13's wall bound, each written to disk (TMPDIR)
+# benchmark takes itself: no -cpuprofile here), the rest of the CPU and the wall bound (docs/speed.md), each written to disk (TMPDIR)
 # and to a tmpfs (/dev/shm, or RENDER_STATIC_BENCH_TMPFS); a re-render from saved state, the same two ways;
 # then fleet throughput over RENDER_STATIC_BENCH_SITES (default 50) sites against cores x one core's single-render rate and
 # cores x the single-render rate (metrics: the comment at the top of pkg/pipeline/bench_test.go and pkg/fleet/bench_test.go).

@@ -27,7 +27,7 @@ import (
 
 // The render directory is the only copy of a cluster's keys: these tests kill, race, interrupt and starve the
 // command the way a user's machine can, and check that the directory is always the old one or the new one, that
-// nothing it needs is lost, and that the next run carries on (README, Output: what is guaranteed).
+// nothing it needs is lost, and that the next run carries on (docs/output.md, "What is guaranteed about DIR").
 
 const exampleIP = "192.168.126.10"
 

@@ -126,3 +126,29 @@ func TestLabExamplesWarnNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsNameExistingExamples: every examples/ path README and docs/ name exists, so that their commands work
+// when pasted from the repository's root.
+func TestDocsNameExistingExamples(t *testing.T) {
+	docs, err := filepath.Glob(repo("docs/*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := regexp.MustCompile(`\bexamples/[A-Za-z0-9._/-]*[A-Za-z0-9_-]`)
+	named := 0
+	for _, f := range append(docs, repo("README.md")) {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range path.FindAllString(string(raw), -1) {
+			named++
+			if _, err := os.Stat(repo(p)); err != nil {
+				t.Errorf("%s names %s: %v", filepath.Base(f), p, err)
+			}
+		}
+	}
+	if named < 10 {
+		t.Errorf("only %d examples/ paths found in README and docs/", named)
+	}
+}

@@ -310,6 +310,11 @@ listed, and --dir is left untouched.`,
 	cmd.AddCommand(newWorkerCommand(stdout))
 	cmd.AddCommand(newVersionCommand(stdout))
 	setVersionFlag(cmd)
+	// --help lists only commands that run: "help" is made here, so that unknownCommand finds it (cobra would add it
+	// only once the command runs, after unknownCommand refused it), and cobra's "completion" is not offered (its
+	// scripts call a hidden command unknownCommand would refuse too).
+	cmd.CompletionOptions.DisableDefaultCmd = true
+	cmd.InitDefaultHelpCmd()
 	return cmd
 }
 

@@ -21,7 +21,7 @@ func newWorkerCommand(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "worker --dir DIR --node-name NAME --node-ip IP[,IP] [--install-device DEV] [--network-keyfile FILE]...",
 		Short: "Add a worker node to a rendered cluster: its worker.ign and live.ign, and an update for the control-plane node",
-		Long: `worker continues the cluster saved in --dir (state/) with one worker more (seed 004, day 2) and writes
+		Long: `worker continues the cluster saved in --dir (state/) with one worker more (a day-2 worker) and writes
 --dir/workers/NAME/worker.ign (0600: it holds the worker's key) and rootfs/ (what it lays down): the kubelet,
 configured as the control-plane node's, with the worker role and a client certificate for system:node:NAME signed
 at render time by kube-controller-manager's CSR signer, so that it joins with no token and no approval; CRI-O

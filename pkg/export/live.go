@@ -64,7 +64,7 @@ func InstallerConfig(o LiveOptions) []byte {
 	return []byte(b.String())
 }
 
-// LiveIgnition builds live.ign, a spec 3.2.0 config for the RHCOS live ISO (embedded in it: README, "Installing"):
+// LiveIgnition builds live.ign, a spec 3.2.0 config for the RHCOS live ISO (embedded in it: docs/install.md):
 // aio.ign as the destination config (LiveDestPath, 0600: it holds the cluster's keys), the installer config
 // (InstallerConfig, LiveInstallerConfigPath, 0600), the keyfiles under KeyfileDir (0600, as NetworkManager wants
 // them) and user "core" with the SSH keys. Its files are encoded as aio.ign's are (encode: plain, so that xz

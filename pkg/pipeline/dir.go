@@ -16,7 +16,7 @@ import (
 	"github.com/render-static/render-static/pkg/state"
 )
 
-// A render directory is the only copy of its cluster's keys (README, Output). A run that writes one holds it from
+// A render directory is the only copy of its cluster's keys (docs/output.md). A run that writes one holds it from
 // before it reads the state until it has replaced it (export.LockDir), continues the cluster the state holds
 // unless told to start a new one (--fresh), refuses a state that is not whole (state.Load), and refuses inputs of
 // another cluster (identity). What a run must keep of the directory it replaces, it carries over (Carried).
@@ -134,7 +134,7 @@ func (d *Dir) withSaved(o Options) (Options, *story) {
 // installConfigIdentity is what a saved cluster's install-config fixes: an install-config that differs in one of
 // these is another cluster's, and a render continuing the saved one refuses it (a fresh render starts a new
 // cluster); the other inputs that fix it say so in the input table (Input.Identity). Everything else continues the
-// cluster: the loops reissue and roll what the change touches.
+// cluster (docs/output.md, "What continues a cluster"): the loops reissue and roll what the change touches.
 var installConfigIdentity = []struct {
 	field string
 	of    func(*installconfig.InstallConfig) string

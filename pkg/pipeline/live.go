@@ -18,7 +18,7 @@ import (
 	"github.com/render-static/render-static/pkg/state"
 )
 
-// The live ISO install (README, "Installing"): every render also writes DIR/live.ign, the RHCOS live ISO's config
+// The live ISO install (docs/install.md): every render also writes DIR/live.ign, the RHCOS live ISO's config
 // that installs the node with aio.ign (export.LiveIgnition), and says what it takes in the ISO's embed area
 // (internal/isoembed). Its inputs: the disk (installDevice) and the node's NetworkManager keyfiles
 // (networkKeyfiles), which aio.ign and live.ign both write.
@@ -208,7 +208,7 @@ func (s LiveInstall) liveLines() []string {
 	case e.Fits():
 		embed = fmt.Sprintf("embeds in %d of the live ISO's %d bytes (xz as coreos-installer)", e.Bytes, isoembed.AreaSize)
 	default:
-		embed = fmt.Sprintf("DOES NOT FIT the live ISO's embed area: %d > %d bytes (xz as coreos-installer); boot PXE (coreos-installer pxe ignition wrap) or serve aio.ign over HTTP (README, Installing)", e.Bytes, isoembed.AreaSize)
+		embed = fmt.Sprintf("DOES NOT FIT the live ISO's embed area: %d > %d bytes (xz as coreos-installer); boot PXE (coreos-installer pxe ignition wrap) or serve aio.ign over HTTP (docs/install.md, \"When live.ign does not fit\")", e.Bytes, isoembed.AreaSize)
 	}
 	install := "to " + s.InstallDevice + ", then reboot"
 	if s.InstallDevice == "" {
@@ -228,6 +228,6 @@ func (s LiveInstall) liveWarning(dir, config string) string {
 		return ""
 	}
 	return fmt.Sprintf("%s does not fit the live ISO's embed area: %d bytes once compressed as coreos-installer compresses it, the area holds %d; "+
-		"boot the PXE images with it instead (coreos-installer pxe ignition wrap -i %s), or serve %s over HTTP and embed a pointer config (README, Installing)",
+		"boot the PXE images with it instead (coreos-installer pxe ignition wrap -i %s), or serve %s over HTTP and embed a pointer config (docs/install.md, \"When live.ign does not fit\")",
 		path.Join(dir, "live.ign"), e.Bytes, isoembed.AreaSize, path.Join(dir, "live.ign"), path.Join(dir, config))
 }

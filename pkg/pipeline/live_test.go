@@ -26,9 +26,9 @@ func TestLiveSummary(t *testing.T) {
 			[]string{"3400000 bytes; embeds in 231000 of the live ISO's 262144 bytes (xz as coreos-installer)",
 				"to /dev/sda, then reboot; network: a.nmconnection, b.nmconnection (live system and installed node)"}, ""},
 		{"does not fit", LiveInstall{LiveBytes: 4000000, LiveEmbed: LiveEmbed{Bytes: 262145}},
-			[]string{"4000000 bytes; DOES NOT FIT the live ISO's embed area: 262145 > 262144 bytes (xz as coreos-installer); boot PXE (coreos-installer pxe ignition wrap) or serve aio.ign over HTTP (README, Installing)",
+			[]string{"4000000 bytes; DOES NOT FIT the live ISO's embed area: 262145 > 262144 bytes (xz as coreos-installer); boot PXE (coreos-installer pxe ignition wrap) or serve aio.ign over HTTP (docs/install.md, \"When live.ign does not fit\")",
 				"no install device: boot the ISO with coreos.inst.install_dev=/dev/<disk>, or coreos-installer stops (destination device must be specified)"},
-			"aio/live.ign does not fit the live ISO's embed area: 262145 bytes once compressed as coreos-installer compresses it, the area holds 262144; boot the PXE images with it instead (coreos-installer pxe ignition wrap -i aio/live.ign), or serve aio/aio.ign over HTTP and embed a pointer config (README, Installing)"},
+			"aio/live.ign does not fit the live ISO's embed area: 262145 bytes once compressed as coreos-installer compresses it, the area holds 262144; boot the PXE images with it instead (coreos-installer pxe ignition wrap -i aio/live.ign), or serve aio/aio.ign over HTTP and embed a pointer config (docs/install.md, \"When live.ign does not fit\")"},
 		{"not measured", LiveInstall{LiveBytes: 3400000, LiveEmbed: LiveEmbed{Err: isoembed.ErrNoXZ.Error()}, InstallDevice: "/dev/sda"},
 			[]string{"3400000 bytes; embed size not measured: xz (XZ Utils) is not on PATH", "to /dev/sda, then reboot"}, ""},
 	} {

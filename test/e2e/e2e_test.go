@@ -226,7 +226,7 @@ func TestInner(t *testing.T) {
 	}
 }
 
-// timings collects phase durations and prints them as one line the README's table is made of.
+// timings collects phase durations and prints them as one line docs/e2e.md's table is made of.
 type timings struct {
 	name   string
 	phases []string

@@ -124,7 +124,7 @@ func innerRenew(t *testing.T, spec *innerSpec) {
 	} else {
 		t.Logf("FIGURE renew: applied %.0fs after the kubelet started, %.0fs before the first original leaf expires", time.Since(n.KubeletStart).Seconds(), left.Seconds())
 	}
-	// The admin kubeconfig of the render is not renewed (README): from here on the node's own localhost
+	// The admin kubeconfig of the render is not renewed (docs/renew.md): from here on the node's own localhost
 	// kubeconfig, the one aio-update uses, renewed by the update.
 	local := updateKubeconfig(t)
 	cs, _ = clients(t, local)
