@@ -361,6 +361,7 @@ func SavedField(name string) string {
 // SaveInputs are the inputs as the state keeps them, so that a later run (renew, a re-render) needs none of them
 // again: validated values (in), and the files' contents.
 func SaveInputs(o Options, in *clusterconfig.Inputs) state.Inputs {
+	o = o.withDefaults()
 	si := state.Inputs{}
 	for _, row := range Inputs {
 		if row.save != nil {

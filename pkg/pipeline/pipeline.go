@@ -177,13 +177,14 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 	}
 	defer d.Release()
 	o, story := d.withSaved(o)
+	o = o.withDefaults()
 	o, readErrs := o.readFiles()
 	in, err := validate(o, readErrs)
 	if err != nil && !asList(err) {
 		return nil, err
 	}
 	errs := append(append(installconfig.ErrorList{}, d.Problems...), story.problems...)
-	errs = append(errs, d.continuity(o.withDefaults())...)
+	errs = append(errs, d.continuity(o)...)
 	if err != nil {
 		errs = append(asFieldErrors("", err), errs...)
 	}
