@@ -1,4 +1,4 @@
-package toolkit
+package operator
 
 import (
 	configlisters "github.com/openshift/client-go/config/listers/config/v1"

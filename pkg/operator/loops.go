@@ -1,9 +1,9 @@
-// Package operator is what the control-plane operators build the same way, as one toolkit every component package
-// uses (no component package imports another): static resources, the node controller, target-config steps, the
+// Package operator is what the control-plane operators build the same way, used by every component
+// package (no component package imports another): static resources, the node controller, target-config steps, the
 // service-account CA, the localhost-recovery token check, the api-int kubeconfig, pod templates and pod
 // configmaps, TLS and proxy settings of the observed config, image tags, --flag=value arguments, the config
 // observers' listers, the inputs a component reads from others, and the embeddable component Base.
-package toolkit
+package operator
 
 import (
 	"bytes"
