@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/version"
 
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/operator"
-	"github.com/render-static/render-static/pkg/standins"
 )
 
 // apiVersionsByGate: the API group versions kube-apiserver must serve when a feature gate is on, each for a range
@@ -63,7 +63,7 @@ func observeFeatureGates(gates featuregates.FeatureGateAccess) configobserver.Ob
 		if err != nil {
 			return existing, []error{err}
 		}
-		runtimeConfig, err := RuntimeConfig(current, standins.KubeletVersion())
+		runtimeConfig, err := RuntimeConfig(current, clusterconfig.KubeletVersion())
 		if err != nil {
 			return existing, []error{err}
 		}

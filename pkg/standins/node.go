@@ -2,8 +2,6 @@ package standins
 
 import (
 	"context"
-	"runtime/debug"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -13,23 +11,6 @@ import (
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
 )
-
-// DefaultKubeletVersion is the kubelet version the emulated node reports when the build carries no module
-// information: the Kubernetes minor the render's client libraries come from.
-const DefaultKubeletVersion = "v1.34.0"
-
-// KubeletVersion is the version the emulated node reports: the Kubernetes version of the render's k8s.io/api
-// module (v0.X.Y is Kubernetes v1.X.Y), which is what the operators' libraries were built against.
-func KubeletVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, m := range bi.Deps {
-			if m.Path == "k8s.io/api" && strings.HasPrefix(m.Version, "v0.") {
-				return "v1." + strings.TrimPrefix(m.Version, "v0.")
-			}
-		}
-	}
-	return DefaultKubeletVersion
-}
 
 // NodeEmulation stands in for the kubelet registering the node (loop "emulate/kubelet-node-registration"): the
 // Node the render is for, as the node's kubelet creates it on first boot: labelled as the control-plane (master)
@@ -101,7 +82,7 @@ func desiredNode(in *clusterconfig.Inputs) *corev1.Node {
 		},
 		Status: corev1.NodeStatus{
 			Addresses: addrs,
-			NodeInfo:  corev1.NodeSystemInfo{KubeletVersion: KubeletVersion(), OperatingSystem: "linux", Architecture: nodeArchitecture(in)},
+			NodeInfo:  corev1.NodeSystemInfo{KubeletVersion: clusterconfig.KubeletVersion(), OperatingSystem: "linux", Architecture: nodeArchitecture(in)},
 			Conditions: []corev1.NodeCondition{{
 				Type: corev1.NodeReady, Status: corev1.ConditionTrue,
 				Reason: "KubeletReady", Message: "kubelet is posting ready status",

@@ -84,7 +84,7 @@ func TestNodeEmulation(t *testing.T) {
 	if strings.Join(internal, ",") != "192.168.126.10,fd00::10" {
 		t.Errorf("InternalIPs %v, want both families, primary first", internal)
 	}
-	if v := n.Status.NodeInfo.KubeletVersion; !strings.HasPrefix(v, "v1.") || v != KubeletVersion() {
+	if v := n.Status.NodeInfo.KubeletVersion; !strings.HasPrefix(v, "v1.") || v != clusterconfig.KubeletVersion() {
 		t.Errorf("kubelet version %q", v)
 	}
 	if n.Status.NodeInfo.Architecture != "arm64" {
