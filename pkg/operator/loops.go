@@ -128,7 +128,7 @@ func StaticFiles(dir string, first ...string) ([]string, error) {
 }
 
 // NodeController is library-go's node controller (the loop "node/<component>"): it lists the master nodes (the
-// emulated Node, see standins.NodeEmulation) and keeps status.nodeStatuses in step, as every static-pod
+// emulated Node, see emulate.NodeEmulation) and keeps status.nodeStatuses in step, as every static-pod
 // operator does.
 func NodeController(c *loops.Cluster, component string, op loops.StaticPodOperator, recorder events.Recorder) factory.Controller {
 	return node.NewNodeController(component, op, c.KubeInformers.InformersFor(""), recorder, nil)

@@ -1,8 +1,8 @@
-// Package standins holds the operator stand-ins: loops that do, offline, what operators that do not run in an
+// Package emulate holds the operator stand-ins: loops that do, offline, what operators that do not run in an
 // all-in-one cluster would have done and the control-plane operators read (the network and proxy status, the
 // service CA, the Node the kubelet registers, kube-controller-manager's legacy service-account tokens). Each is a
 // loop named "emulate/<what it stands in for>", run before the components' loops (Emulations).
-package standins
+package emulate
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package standins
+package emulate
 
 import (
 	"context"
