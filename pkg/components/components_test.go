@@ -61,7 +61,7 @@ func TestRegistry(t *testing.T) {
 }
 
 // TestInputsProducers: every producer an input names exists: a registered component, the installer's seeds
-// ("installer") or an emulation loop of pkg/clusterconfig; a component's own outputs are not its inputs.
+// ("installer") or an emulation loop of pkg/emulate; a component's own outputs are not its inputs.
 func TestInputsProducers(t *testing.T) {
 	c, err := loops.NewCluster(components.Namespaces(), clusterconfig.DynamicKinds)
 	if err != nil {

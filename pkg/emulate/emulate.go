@@ -1,7 +1,11 @@
 // Package emulate holds the operator stand-ins: loops that do, offline, what operators that do not run in an
 // all-in-one cluster would have done and the control-plane operators read (the network and proxy status, the
-// service CA, the Node the kubelet registers, kube-controller-manager's legacy service-account tokens). Each is a
-// loop named "emulate/<what it stands in for>", run before the components' loops (Emulations).
+// service CA, the Node the kubelet registers, kube-controller-manager's legacy service-account tokens, the
+// namespaces the cluster-version operator would create). Each is a loop named "emulate/<what it stands in for>",
+// run before the components' loops (Emulations), but Namespaces, which runs after them and the node side's.
+//
+// One stand-in is not here: the approval and signing of the node's first client certificates
+// ("emulate/node-client-csr-approval") stays in pkg/node (csr.go), as the keys it signs for are the node side's.
 package emulate
 
 import (

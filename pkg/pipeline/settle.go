@@ -227,6 +227,7 @@ func assemble(ctx context.Context, in *clusterconfig.Inputs, st *state.State, sd
 		return nil, err
 	}
 	a.converging.Loops = append(a.converging.Loops, a.node.Loops()...)
+	a.converging.Loops = append(a.converging.Loops, emulate.Namespaces(c))
 	if st != nil {
 		for name, oc := range c.OperatorClients() {
 			if saved, ok := st.Operators[name]; ok {

@@ -1,4 +1,4 @@
-package node
+package emulate
 
 import (
 	"context"
@@ -17,29 +17,30 @@ import (
 // payload before anything is put into them.
 const NamespacesLoopName = "emulate/namespaces"
 
-// apiServerNamespaces are the namespaces kube-apiserver creates itself.
-var apiServerNamespaces = map[string]bool{"default": true, "kube-system": true, "kube-public": true, "kube-node-lease": true}
+// APIServerNamespaces are the namespaces kube-apiserver creates itself.
+var APIServerNamespaces = map[string]bool{"default": true, "kube-system": true, "kube-public": true, "kube-node-lease": true}
 
-// NamespacesLoop creates a Namespace for every namespace an object of the render lives in that no component
-// created, so that the first-boot apply (which creates namespaces first) never meets an object whose namespace is
-// missing. A component that creates its namespace itself (with its labels) takes precedence: this loop only adds
-// what is missing, and runs after every component's loops.
+// Namespaces is the loop NamespacesLoopName: it creates a Namespace for every namespace an object of the render
+// lives in that no component created, so that the first-boot apply (which creates namespaces first) never meets an
+// object whose namespace is missing. A component that creates its namespace itself (with its labels) takes
+// precedence: this loop only adds what is missing, and runs after every component's loops and the node side's
+// (pkg/pipeline, settle.go).
 //
 // Every pass runs it again, mostly with nothing created or deleted since: what it decides depends only on which
 // objects exist (their kind, namespace and name), so it is skipped while loops.Cluster.Membership is that of a
 // run that succeeded and created nothing.
-func (n *Node) NamespacesLoop() loops.Loop {
+func Namespaces(c *loops.Cluster) loops.Loop {
 	var memo loops.Memo
 	return loops.Loop{Name: NamespacesLoopName, Sync: func(ctx context.Context) error {
-		before := []int{n.cluster.Membership()}
+		before := []int{c.Membership()}
 		if memo.Same(before) {
 			return nil
 		}
 		memo.Forget()
-		if err := n.createMissingNamespaces(ctx); err != nil {
+		if err := createMissingNamespaces(ctx, c); err != nil {
 			return err
 		}
-		if n.cluster.Membership() == before[0] {
+		if c.Membership() == before[0] {
 			memo.Keep(before)
 		}
 		return nil
@@ -47,8 +48,8 @@ func (n *Node) NamespacesLoop() loops.Loop {
 }
 
 // createMissingNamespaces creates the namespaces objects of the render live in that do not exist.
-func (n *Node) createMissingNamespaces(ctx context.Context) error {
-	ms, err := export.Identities(n.cluster)
+func createMissingNamespaces(ctx context.Context, c *loops.Cluster) error {
+	ms, err := export.Identities(c)
 	if err != nil {
 		return err
 	}
@@ -58,7 +59,7 @@ func (n *Node) createMissingNamespaces(ctx context.Context) error {
 		if m.GVK.Group == "" && m.GVK.Kind == "Namespace" {
 			have[m.Name] = true
 		}
-		if m.Namespace != "" && !apiServerNamespaces[m.Namespace] {
+		if m.Namespace != "" && !APIServerNamespaces[m.Namespace] {
 			need[m.Namespace] = true
 		}
 	}
@@ -70,7 +71,7 @@ func (n *Node) createMissingNamespaces(ctx context.Context) error {
 	}
 	sort.Strings(missing)
 	for _, ns := range missing {
-		_, err := n.cluster.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		_, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			Name: ns,
 			Annotations: map[string]string{
 				"render-static.io/created-by": NamespacesLoopName + ": objects of the render live here and no component creates it",

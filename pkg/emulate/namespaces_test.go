@@ -1,4 +1,4 @@
-package node
+package emulate
 
 import (
 	"context"
@@ -10,17 +10,17 @@ import (
 	"github.com/render-static/render-static/pkg/loops"
 )
 
-// TestNamespacesLoopRunsWhenObjectsComeOrGo: the loop, which skips a run while no object was created or deleted
+// TestNamespacesRunsWhenObjectsComeOrGo: the loop, which skips a run while no object was created or deleted
 // since a run that created nothing, creates a missing namespace whenever an object of a new namespace is
 // created or a namespace objects live in is deleted, and writes nothing while only contents change.
-func TestNamespacesLoopRunsWhenObjectsComeOrGo(t *testing.T) {
+func TestNamespacesRunsWhenObjectsComeOrGo(t *testing.T) {
 	ctx := context.Background()
 	c, err := loops.NewCluster([]string{"ns-a", "ns-b"}, nil,
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-a", Name: "a"}, Data: map[string]string{"k": "1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	loop := New(c, nil).NamespacesLoop()
+	loop := Namespaces(c)
 	run := func(step string, wantCreated ...string) {
 		t.Helper()
 		n := len(c.Journal())
