@@ -319,7 +319,7 @@ func (s *State) objectFile(o runtime.Object, made []byte) (File, error) {
 }
 
 // Write writes the state into dir/state (dir is a temporary output directory being filled, see
-// export.WriteDirAtomic): directories 0700, files 0600.
+// outdir.WriteDirAtomic): directories 0700, files 0600.
 func (s *State) Write(dir string) error {
 	var p export.Plan
 	if err := s.Plan(&p); err != nil {

@@ -1,11 +1,15 @@
-package export
+package outdir
 
 import (
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/render-static/render-static/pkg/export"
 )
+
+// The reuse of a previous output's files (export.ReuseDuring), as Lock.Replace turns it on.
 
 // TestWriteDirAtomicLinksUnchanged: replacing an output, a file with the previous output's path, mode and contents
 // is the previous output's inode (no new file); a changed file (contents or mode) is a new inode; and a fill that
@@ -15,7 +19,7 @@ func TestWriteDirAtomicLinksUnchanged(t *testing.T) {
 	first := map[string]string{"same": "a\n", "changed": "b\n", "mode": "c\n", "sub/deep": "d\n"}
 	err := WriteDirAtomic(dest, func(tmp string) error {
 		for name, data := range first {
-			if err := WriteFile(filepath.Join(tmp, name), 0o644, []byte(data)); err != nil {
+			if err := export.WriteFile(filepath.Join(tmp, name), 0o644, []byte(data)); err != nil {
 				return err
 			}
 		}
@@ -45,7 +49,7 @@ func TestWriteDirAtomicLinksUnchanged(t *testing.T) {
 		}{{"same", 0o644, "a\n"}, {"sub/deep", 0o644, "d\n"}, {"changed", 0o644, "B\n"}, {"mode", 0o600, "c\n"},
 			{"same", 0o644, "a\n"}} // a path written twice, alike: linked again
 		for _, w := range writes {
-			if err := WriteFile(filepath.Join(tmp, w.name), w.mode, []byte(w.data)); err != nil {
+			if err := export.WriteFile(filepath.Join(tmp, w.name), w.mode, []byte(w.data)); err != nil {
 				return err
 			}
 		}
@@ -68,10 +72,10 @@ func TestWriteDirAtomicLinksUnchanged(t *testing.T) {
 	boom := errors.New("boom")
 	err = WriteDirAtomic(dest, func(tmp string) error {
 		p := filepath.Join(tmp, "same")
-		if err := WriteFile(p, 0o644, []byte("a\n")); err != nil {
+		if err := export.WriteFile(p, 0o644, []byte("a\n")); err != nil {
 			return err
 		}
-		if err := WriteFile(p, 0o644, []byte("overwritten\n")); err != nil {
+		if err := export.WriteFile(p, 0o644, []byte("overwritten\n")); err != nil {
 			return err
 		}
 		return boom
@@ -90,7 +94,7 @@ func TestWriteDirAtomicLinksUnchangedRelative(t *testing.T) {
 	t.Chdir(t.TempDir())
 	write := func() error {
 		return WriteDirAtomic("out", func(tmp string) error {
-			return WriteFile(filepath.Join(tmp, "sub", "same"), 0o644, []byte("a\n"))
+			return export.WriteFile(filepath.Join(tmp, "sub", "same"), 0o644, []byte("a\n"))
 		})
 	}
 	if err := write(); err != nil {

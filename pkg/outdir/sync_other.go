@@ -1,6 +1,6 @@
 //go:build !linux
 
-package export
+package outdir
 
 // beginSync returns a syncer that fsyncs every regular file and directory under root (root included).
 func beginSync(root string) (*syncer, error) { return &syncer{root: root}, nil }

@@ -1,4 +1,8 @@
-package export
+// Package outdir owns an output directory (a render's --dir, a fleet site's folder) as a whole: its lock (one
+// writer at a time, readers under a shared lock), the fresh tree beside it that a run fills (with pkg/export,
+// which writes the files) and its exchange with the old one in one renameat2, the marker that says render-static
+// wrote it, and the repair of what killed runs left.
+package outdir
 
 import (
 	"context"
@@ -17,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/render-static/render-static/internal/faultpoint"
+	"github.com/render-static/render-static/pkg/export"
 )
 
 // An output directory (a render's --dir, a fleet site's folder) is the only copy of a cluster's keys, so it is
@@ -300,7 +305,8 @@ func ofdLock(f *os.File, typ int16, offset int64, wait bool, bound time.Duration
 // marker file is added, everything is made durable, and the new tree is exchanged with the old one (or renamed
 // in, when there is none). On any failure, or when ctx is done before the exchange, the temporary directory is
 // removed and the directory is left exactly as it was. An existing directory keeps its permission bits; a new one
-// is 0755. While fill runs, unchanged files are hard links to the previous output's (reuse.go).
+// is 0755. While fill runs, the unchanged files export.WriteFile writes are hard links to the previous output's
+// (export.ReuseDuring).
 func (l *Lock) Replace(ctx context.Context, fill func(tmpDir string) error) (err error) {
 	if l == nil || l.f == nil {
 		return errors.New("writing output: the directory is not locked")
@@ -321,7 +327,7 @@ func (l *Lock) Replace(ctx context.Context, fill func(tmpDir string) error) (err
 		}
 	}()
 	if exists {
-		defer reuseDuring(tmp, dest)()
+		defer export.ReuseDuring(tmp, dest)()
 	}
 	syncer, err := beginSync(tmp)
 	if err != nil {
@@ -331,7 +337,7 @@ func (l *Lock) Replace(ctx context.Context, fill func(tmpDir string) error) (err
 	if err := fill(tmp); err != nil {
 		return fmt.Errorf("writing output %s: %w", dest, err)
 	}
-	if err := WriteFile(filepath.Join(tmp, MarkerFile), 0o644, []byte(markerContents)); err != nil {
+	if err := export.WriteFile(filepath.Join(tmp, MarkerFile), 0o644, []byte(markerContents)); err != nil {
 		return fmt.Errorf("writing output %s: %w", dest, err)
 	}
 	if !exists {

@@ -1,4 +1,4 @@
-package export
+package outdir
 
 import (
 	"context"
@@ -12,13 +12,15 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/render-static/render-static/pkg/export"
 )
 
 // writeOut replaces dest with one file, name, holding contents, through a held lock.
 func writeOut(t *testing.T, l *Lock, name, contents string) error {
 	t.Helper()
 	return l.Replace(context.Background(), func(tmp string) error {
-		return WriteFile(filepath.Join(tmp, name), 0o600, []byte(contents))
+		return export.WriteFile(filepath.Join(tmp, name), 0o600, []byte(contents))
 	})
 }
 
@@ -129,7 +131,7 @@ func TestReplaceLeavesNoLeftovers(t *testing.T) {
 	// A cancelled run leaves the directory as it was.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err = l.Replace(ctx, func(tmp string) error { return WriteFile(filepath.Join(tmp, "v"), 0o600, []byte("cancelled")) })
+	err = l.Replace(ctx, func(tmp string) error { return export.WriteFile(filepath.Join(tmp, "v"), 0o600, []byte("cancelled")) })
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "was left as it was") {
 		t.Errorf("cancelled Replace: %v", err)
 	}
@@ -207,7 +209,7 @@ func TestLockFileRemovedByTheLastOneOut(t *testing.T) {
 func TestLockDirRepairsWhatKilledRunsLeft(t *testing.T) {
 	parent := t.TempDir()
 	dest := filepath.Join(parent, "out")
-	if err := WriteDirAtomic(dest, func(tmp string) error { return WriteFile(filepath.Join(tmp, "v"), 0o600, []byte("old")) }); err != nil {
+	if err := WriteDirAtomic(dest, func(tmp string) error { return export.WriteFile(filepath.Join(tmp, "v"), 0o600, []byte("old")) }); err != nil {
 		t.Fatal(err)
 	}
 	// A run killed while filling, and one killed after the exchange (the old tree under the temporary name).
@@ -264,7 +266,7 @@ func TestReplaceFallbackWithoutExchange(t *testing.T) {
 	exchangeDirs = func(a, b string) error { return &os.LinkError{Op: "exchange", Old: a, New: b, Err: unix.EINVAL} }
 	notices := captureNotices(t)
 	for _, v := range []string{"1", "2"} {
-		if err := WriteDirAtomic(dest, func(tmp string) error { return WriteFile(filepath.Join(tmp, "v"), 0o600, []byte(v)) }); err != nil {
+		if err := WriteDirAtomic(dest, func(tmp string) error { return export.WriteFile(filepath.Join(tmp, "v"), 0o600, []byte(v)) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -282,7 +284,7 @@ func TestReplaceFallbackWithoutExchange(t *testing.T) {
 func TestReadLockHoldsOffTheExchange(t *testing.T) {
 	parent := t.TempDir()
 	dest := filepath.Join(parent, "out")
-	if err := WriteDirAtomic(dest, func(tmp string) error { return WriteFile(filepath.Join(tmp, "v"), 0o600, []byte("1")) }); err != nil {
+	if err := WriteDirAtomic(dest, func(tmp string) error { return export.WriteFile(filepath.Join(tmp, "v"), 0o600, []byte("1")) }); err != nil {
 		t.Fatal(err)
 	}
 	release, err := ReadLock(dest)
