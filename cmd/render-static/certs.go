@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/inventory"
+	"github.com/render-static/render-static/pkg/outdir"
 )
 
 func newCertsCommand(stdout io.Writer) *cobra.Command {
@@ -35,8 +35,8 @@ With --expiring-within it exits 1 when any certificate in use expires within tha
 				return fmt.Errorf("-o: %q is not table or json", output)
 			}
 			if !cmd.Flags().Changed("ignition") && !cmd.Flags().Changed("root") {
-				// A render directory is read whole, never while a writer exchanges it (export.ReadLock).
-				release, err := export.ReadLock(src)
+				// A render directory is read whole, never while a writer exchanges it (outdir.ReadLock).
+				release, err := outdir.ReadLock(src)
 				if err != nil {
 					return err
 				}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/render-static/render-static/internal/faultpoint"
 	"github.com/render-static/render-static/internal/testkit/testtools"
-	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/outdir"
 	"github.com/render-static/render-static/pkg/pipeline"
 	"github.com/render-static/render-static/pkg/state"
 )
@@ -160,7 +160,7 @@ func leftovers(t *testing.T, dir string) []string {
 	}
 	var out []string
 	for _, e := range es {
-		if n := e.Name(); n != filepath.Base(dir) && n != filepath.Base(export.LockPath(dir)) && strings.HasPrefix(n, "."+filepath.Base(dir)+".") {
+		if n := e.Name(); n != filepath.Base(dir) && n != filepath.Base(outdir.LockPath(dir)) && strings.HasPrefix(n, "."+filepath.Base(dir)+".") {
 			out = append(out, n)
 		}
 	}
@@ -351,7 +351,7 @@ func TestOneWriterAtATime(t *testing.T) {
 	old := tree(t, dir)
 	holder := start(t, []string{faultpoint.Env + "=hang:engine"}, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir, "--fresh")
 	deadline := time.Now().Add(time.Minute)
-	for export.LockPID(dir) != holder.cmd.Process.Pid {
+	for outdir.LockPID(dir) != holder.cmd.Process.Pid {
 		if time.Now().After(deadline) {
 			t.Fatalf("the first render never held %s:\n%s", dir, holder.stderr.String())
 		}
@@ -385,7 +385,7 @@ func TestOneWriterAtATime(t *testing.T) {
 
 	// SIGINT: exit 130.
 	holder = start(t, []string{faultpoint.Env + "=hang:engine"}, "--dir", dir, "--flavor", "upstream")
-	for export.LockPID(dir) != holder.cmd.Process.Pid {
+	for outdir.LockPID(dir) != holder.cmd.Process.Pid {
 		if time.Now().After(deadline.Add(time.Minute)) {
 			t.Fatal("the second render never held the directory")
 		}

@@ -23,8 +23,8 @@ import (
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/components"
 	"github.com/render-static/render-static/pkg/conformance"
-	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/installconfig"
+	"github.com/render-static/render-static/pkg/outdir"
 	"github.com/render-static/render-static/pkg/pipeline"
 	"github.com/render-static/render-static/pkg/renew"
 )
@@ -42,7 +42,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cmd.SetArgs(args)
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
-	export.Logf = func(format string, a ...any) { fmt.Fprintf(stderr, "render-static: "+format+"\n", a...) }
+	outdir.Logf = func(format string, a ...any) { fmt.Fprintf(stderr, "render-static: "+format+"\n", a...) }
 	if len(args) == 0 {
 		// Nothing asked: say how to ask.
 		cmd.SetOut(stdout)
@@ -67,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		got.Store(s)
 		cancel()
 		// A command that does not stop promptly (it is waiting on something the context does not reach) is ended:
-		// an output directory is never left half-replaced (export.Lock.Replace), and the next run removes the
+		// an output directory is never left half-replaced (outdir.Lock.Replace), and the next run removes the
 		// temporary tree this one may leave.
 		time.AfterFunc(interruptGrace, func() {
 			fmt.Fprintf(stderr, "error: interrupted (%v); stopped without waiting for the command to finish\n", s)
@@ -345,7 +345,7 @@ with its path; documented adaptations are listed apart. Exit 0 only when nothing
 				return err
 			}
 			o.Images = img
-			release, err := export.ReadLock(o.RenderDir) // read whole, never while a writer exchanges it
+			release, err := outdir.ReadLock(o.RenderDir) // read whole, never while a writer exchanges it
 			if err != nil {
 				return err
 			}

@@ -11,8 +11,8 @@ import (
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/operator"
 	"github.com/render-static/render-static/pkg/staticpod"
-	"github.com/render-static/render-static/pkg/toolkit"
 )
 
 // Namespaces are the namespaces whose objects kube-apiserver's loops list.
@@ -27,13 +27,13 @@ const ComponentName = "kube-apiserver"
 // Component is kube-apiserver in one render. Its resource sync controller (Base.Syncer) runs as the
 // "resource-sync" loop; the encryption controllers and the config observers register rules on it.
 type Component struct {
-	toolkit.Base
+	operator.Base
 }
 
 // New registers the operator resource (operator.openshift.io/v1 KubeAPIServer "cluster", managed, with the
 // node in its status as the operator's node controller would put it).
 func New(c *loops.Cluster, in *clusterconfig.Inputs) *Component {
-	return &Component{Base: toolkit.NewBase(c, in, toolkit.Spec{Name: ComponentName, Kind: "KubeAPIServer",
+	return &Component{Base: operator.NewBase(c, in, operator.Spec{Name: ComponentName, Kind: "KubeAPIServer",
 		Resource: "kubeapiservers", NodeStatus: true, StaticPod: StaticPod(), Inputs: Inputs, SyncRules: SyncRules})}
 }
 
@@ -57,7 +57,7 @@ func (k *Component) Converge() []loops.Loop {
 		{k.configObserverLoop()},
 		k.bundleLoops(),
 		{k.targetConfigLoop(), k.podConfigMapLoop()},
-		{loops.ControllerLoop("resource-sync", k.Syncer, k.Recorder).Settling(k.Cluster, toolkit.ResourceSyncRuns)},
+		{loops.ControllerLoop("resource-sync", k.Syncer, k.Recorder).Settling(k.Cluster, operator.ResourceSyncRuns)},
 		{k.nodeKubeconfigsLoop(), k.auditPolicyLoop()},
 	}
 	for _, s := range stages {
@@ -83,7 +83,7 @@ func (k *Component) Revision() ([]loops.Loop, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []loops.Loop{toolkit.WhenInputs(k.Cluster, l, revisionInputs...)}, nil
+	return []loops.Loop{operator.WhenInputs(k.Cluster, l, revisionInputs...)}, nil
 }
 
 // StaticPod is kube-apiserver's static pod as the operator hands it to its revision controller and installer:

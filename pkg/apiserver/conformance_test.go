@@ -14,7 +14,7 @@ import (
 
 	"github.com/render-static/render-static/internal/testkit/rendertest"
 	"github.com/render-static/render-static/pkg/conformance"
-	"github.com/render-static/render-static/pkg/toolkit"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // This file compares the render with what the real operator produced (testdata/conformance/sno/expected)
@@ -132,7 +132,7 @@ func TestPodConformance(t *testing.T) {
 	}
 	// The comparison normalises versions: OPERATOR_IMAGE_VERSION must be the operator image's version.
 	pod := podOf(t, r.file(t, "etc/kubernetes/manifests/kube-apiserver-pod.yaml"))
-	wantVersion := toolkit.ImageTag(r.in.Images.Image("cluster-kube-apiserver-operator"))
+	wantVersion := operator.ImageTag(r.in.Images.Image("cluster-kube-apiserver-operator"))
 	if got := envOf(pod, "kube-apiserver-cert-regeneration-controller", "OPERATOR_IMAGE_VERSION"); got != wantVersion || got == "" {
 		t.Errorf("OPERATOR_IMAGE_VERSION = %q, want %q", got, wantVersion)
 	}

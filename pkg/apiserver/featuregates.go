@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/version"
 
-	"github.com/render-static/render-static/pkg/standins"
-	"github.com/render-static/render-static/pkg/toolkit"
+	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // apiVersionsByGate: the API group versions kube-apiserver must serve when a feature gate is on, each for a range
@@ -56,14 +56,14 @@ func RuntimeConfig(gates featuregates.FeatureGate, kubeVersion string) ([]string
 func observeFeatureGates(gates featuregates.FeatureGateAccess) configobserver.ObserveConfigFunc {
 	featureGatesPath := []string{"apiServerArguments", "feature-gates"}
 	runtimeConfigPath := []string{"apiServerArguments", "runtime-config"}
-	flags := toolkit.ObserveFeatureGates(gates, featureGatesPath...)
+	flags := operator.ObserveFeatureGates(gates, featureGatesPath...)
 	return func(l configobserver.Listers, rec events.Recorder, existing map[string]interface{}) (out map[string]interface{}, errs []error) {
 		defer func() { out = configobserver.Pruned(out, featureGatesPath, runtimeConfigPath) }()
 		current, err := gates.CurrentFeatureGates()
 		if err != nil {
 			return existing, []error{err}
 		}
-		runtimeConfig, err := RuntimeConfig(current, standins.KubeletVersion())
+		runtimeConfig, err := RuntimeConfig(current, clusterconfig.KubeletVersion())
 		if err != nil {
 			return existing, []error{err}
 		}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/render-static/render-static/pkg/loops"
-	"github.com/render-static/render-static/pkg/toolkit"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // TestNodeKubeconfigsLoopKeepsUpWithItsInputs: the loop's memo never keeps it from doing what a run afresh does:
@@ -34,7 +34,7 @@ func TestNodeKubeconfigsLoopKeepsUpWithItsInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := &Component{Base: toolkit.Base{Cluster: c, Recorder: c.Recorder}}
+	k := &Component{Base: operator.Base{Cluster: c, Recorder: c.Recorder}}
 	loop := k.nodeKubeconfigsLoop()
 	secret := func(c *loops.Cluster) *corev1.Secret {
 		s, err := c.Kube.CoreV1().Secrets(TargetNamespace).Get(ctx, "node-kubeconfigs", metav1.GetOptions{})
@@ -54,7 +54,7 @@ func TestNodeKubeconfigsLoopKeepsUpWithItsInputs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		k2 := &Component{Base: toolkit.Base{Cluster: c2, Recorder: c2.Recorder}}
+		k2 := &Component{Base: operator.Base{Cluster: c2, Recorder: c2.Recorder}}
 		if err := k2.nodeKubeconfigsLoop().Sync(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestNodeKubeconfigsLoopKeepsUpWithItsInputs(t *testing.T) {
 		}
 		// The next run of the loop may skip its apply: a loop that keeps nothing must then write nothing either.
 		n = len(c.Journal())
-		fresh := &Component{Base: toolkit.Base{Cluster: c, Recorder: c.Recorder}}
+		fresh := &Component{Base: operator.Base{Cluster: c, Recorder: c.Recorder}}
 		if err := fresh.nodeKubeconfigsLoop().Sync(ctx); err != nil {
 			t.Fatalf("%s: a loop that keeps nothing: %v", step, err)
 		}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/render-static/render-static/manifests"
 	"github.com/render-static/render-static/pkg/loops"
-	"github.com/render-static/render-static/pkg/toolkit"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // Paths in the observed config that the target config and the pod template read.
@@ -48,7 +48,7 @@ func Observers(gates featuregates.FeatureGateAccess) []configobserver.ObserveCon
 		observeFeatureGates(gates),
 		observeNetwork,
 		observeAuthorizationMode,
-		libproxy.NewProxyObserveFunc(toolkit.ProxyPath),
+		libproxy.NewProxyObserveFunc(operator.ProxyPath),
 		libapiserver.NewAuditObserver(func(string) (string, error) { return AuditPolicyPath, nil }),
 	}
 }
@@ -109,7 +109,7 @@ func observeSingleReplicaTimings(generic configobserver.Listers, _ events.Record
 		{"apiServerArguments", "shutdown-delay-duration"}, gracefulTerminationPath,
 		{"apiServerArguments", "goaway-chance"}, {"apiServerArguments", "send-retry-after-while-not-ready-once"},
 	}
-	infra, err := generic.(toolkit.Listers).Infrastructure.Get("cluster")
+	infra, err := generic.(operator.Listers).Infrastructure.Get("cluster")
 	if err != nil {
 		return configobserver.Pruned(existing, paths...), []error{err}
 	}
@@ -155,7 +155,7 @@ func observeServiceAccountIssuer(generic configobserver.Listers, _ events.Record
 		{"apiServerArguments", "service-account-issuer"}, {"apiServerArguments", "api-audiences"},
 		{"apiServerArguments", "service-account-jwks-uri"},
 	}
-	l := generic.(toolkit.Listers)
+	l := generic.(operator.Listers)
 	auth, err := l.Authentication.Get("cluster")
 	if err != nil {
 		return configobserver.Pruned(existing, paths...), []error{err}
@@ -182,7 +182,7 @@ func observeServiceAccountIssuer(generic configobserver.Listers, _ events.Record
 // OpenShiftPodSecurityAdmission gate is on, privileged otherwise; the build controller is exempt.
 func observePodSecurity(generic configobserver.Listers, _ events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
 	path := []string{"admission", "pluginConfig", "PodSecurity", "configuration"}
-	gates, err := generic.(toolkit.Listers).FeatureGates.CurrentFeatureGates()
+	gates, err := generic.(operator.Listers).FeatureGates.CurrentFeatureGates()
 	if err != nil {
 		return configobserver.Pruned(existing, path), []error{err}
 	}
@@ -214,7 +214,7 @@ func observeNetwork(generic configobserver.Listers, rec events.Recorder, existin
 	externalIP := []string{"admission", "pluginConfig", "network.openshift.io/ExternalIPRanger", "configuration"}
 	paths := [][]string{{"servicesSubnet"}, {"servingInfo", "bindAddress"}, bindNetworkPath, restricted, externalIP}
 	keep := configobserver.Pruned(existing, paths...)
-	lister := generic.(toolkit.Listers).Network
+	lister := generic.(operator.Listers).Network
 	clusterCIDRs, err := libnetwork.GetClusterCIDRs(lister, rec)
 	if err != nil {
 		return keep, []error{err}

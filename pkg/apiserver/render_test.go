@@ -21,9 +21,9 @@ import (
 	"github.com/render-static/render-static/pkg/apiserver"
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/emulate"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/loops"
-	"github.com/render-static/render-static/pkg/standins"
 )
 
 const node = "sno-0"
@@ -105,7 +105,7 @@ func renderFlavor(t *testing.T, config, ips string, flavor clusterconfig.Flavor,
 		t.Fatal(err)
 	}
 	comp := apiserver.New(c, in)
-	runner, rev, tree, err := rendertest.Standalone(context.Background(), c, comp, standins.Emulations(c, in))
+	runner, rev, tree, err := rendertest.Standalone(context.Background(), c, comp, emulate.Emulations(c, in))
 	if err != nil {
 		t.Fatalf("%s: %v", config, err)
 	}

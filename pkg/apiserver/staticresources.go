@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/render-static/render-static/pkg/loops"
-	"github.com/render-static/render-static/pkg/toolkit"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // staticResourcesDir holds kube-apiserver's static resources (our own YAML): namespace, service, kubeconfig
@@ -15,7 +15,7 @@ const staticResourcesDir = "kube-apiserver/static"
 // StaticResourceFiles lists the static resources, by their path below manifests/, in apply order (sorted, with
 // the namespace first).
 func StaticResourceFiles() ([]string, error) {
-	return toolkit.StaticFiles(staticResourcesDir, "ns.yaml")
+	return operator.StaticFiles(staticResourcesDir, "ns.yaml")
 }
 
 // staticResourcesLoop is library-go's static resource controller over our manifests, with the kube and
@@ -25,7 +25,7 @@ func (k *Component) staticResourcesLoop() loops.Loop {
 	if err != nil {
 		return loops.Loop{Name: "static-resources", Sync: func(context.Context) error { return err }}
 	}
-	ctrl := toolkit.StaticResourceController(k.Cluster, "KubeAPIServerStaticResources", files, k.Op, k.Recorder).
+	ctrl := operator.StaticResourceController(k.Cluster, "KubeAPIServerStaticResources", files, k.Op, k.Recorder).
 		AddKubeInformers(k.Cluster.KubeInformers)
-	return toolkit.UnchangedStaticResources(loops.ControllerLoop("static-resources", ctrl, k.Recorder), files, k.Op)
+	return operator.UnchangedStaticResources(loops.ControllerLoop("static-resources", ctrl, k.Recorder), files, k.Op)
 }

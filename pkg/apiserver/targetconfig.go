@@ -21,7 +21,7 @@ import (
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
-	"github.com/render-static/render-static/pkg/toolkit"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // A combined CA bundle of the target config: the destination and the bundles it is the union of (missing inputs
@@ -53,7 +53,7 @@ func (k *Component) bundleLoops() []loops.Loop {
 	for _, b := range combinedBundles {
 		b := b
 		out = append(out, loops.Loop{Name: "target-config/" + b.Dest.Name, Sync: func(ctx context.Context) error {
-			return toolkit.CombineCABundles(ctx, k.Cluster, jira, k.Recorder, b.Dest, b.Inputs...)
+			return operator.CombineCABundles(ctx, k.Cluster, jira, k.Recorder, b.Dest, b.Inputs...)
 		}})
 	}
 	return out
@@ -99,11 +99,11 @@ func (k *Component) targetConfigLoop() loops.Loop {
 		if err != nil {
 			return err
 		}
-		base, err := toolkit.ReadConfigLayer("kube-apiserver/defaultconfig.yaml")
+		base, err := operator.ReadConfigLayer("kube-apiserver/defaultconfig.yaml")
 		if err != nil {
 			return err
 		}
-		over, err := toolkit.ReadConfigLayer("kube-apiserver/config-overrides.yaml")
+		over, err := operator.ReadConfigLayer("kube-apiserver/config-overrides.yaml")
 		if err != nil {
 			return err
 		}
@@ -130,7 +130,7 @@ type PodValues struct {
 
 // verbosity is the operand's -v: TraceAll is 10 (cluster-kube-apiserver-operator
 // pkg/operator/targetconfigcontroller/targetconfigcontroller.go).
-func verbosity(l operatorv1.LogLevel) int { return toolkit.Verbosity(l, 10) }
+func verbosity(l operatorv1.LogLevel) int { return operator.Verbosity(l, 10) }
 
 // podState is what the pod loops of both flavors start from: the observed config and the operator's spec.
 func (k *Component) podState() (map[string]interface{}, *operatorv1.StaticPodOperatorSpec, error) {
@@ -171,7 +171,7 @@ func (k *Component) podConfigMapLoop() loops.Loop {
 			Image: k.In.Images.Image("hyperkube"), OperatorImage: k.In.Images.Image("cluster-kube-apiserver-operator"),
 			GracefulTerminationDuration: 135, GOGC: 100, CheckEndpointsListen: "0.0.0.0:17697",
 		}
-		v.OperatorImageVersion = toolkit.ImageTag(v.OperatorImage)
+		v.OperatorImageVersion = operator.ImageTag(v.OperatorImage)
 		level := verbosity(spec.LogLevel)
 		v.Verbosity, v.MonitorVerbosity = fmt.Sprintf(" -v=%d", level), fmt.Sprintf("-v=%d", level)
 		if v.GracefulTerminationDuration, err = gracefulTerminationDuration(observed, v.GracefulTerminationDuration); err != nil {
@@ -184,7 +184,7 @@ func (k *Component) podConfigMapLoop() loops.Loop {
 		if n, _, _ := unstructured.NestedString(observed, bindNetworkPath...); n == "tcp6" {
 			v.CheckEndpointsListen = "[::]:17697"
 		}
-		proxy, err := toolkit.ProxyEnv(observed, toolkit.ProxyPath...)
+		proxy, err := operator.ProxyEnv(observed, operator.ProxyPath...)
 		if err != nil {
 			return err
 		}

@@ -31,16 +31,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/render-static/render-static/pkg/loops"
-	"github.com/render-static/render-static/pkg/toolkit"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // UpstreamImage is the clusterconfig image the upstream pod runs.
 const UpstreamImage = "kube-apiserver"
 
-// The upstream pod's files (toolkit.ResourceFile and CertFile: the OpenShift pod's mount points).
+// The upstream pod's files (operator.ResourceFile and CertFile: the OpenShift pod's mount points).
 var (
-	resourceFile = toolkit.ResourceFile
-	certFile     = toolkit.CertFile
+	resourceFile = operator.ResourceFile
+	certFile     = operator.CertFile
 )
 
 // sniCert is a serving certificate kube-apiserver presents for the names of its cert-rotation row.
@@ -49,10 +49,10 @@ type sniCert struct{ dir, secret string }
 // upstreamSNICerts are served by name (--tls-sni-cert-key); the service-network certificate is the default one
 // (--tls-cert-file). The same certificates the OpenShift flavor lists in servingInfo.namedCertificates.
 var upstreamSNICerts = []sniCert{
-	{toolkit.CertsInPod, "localhost-serving-cert-certkey"},
-	{toolkit.ResourcesInPod, "localhost-recovery-serving-certkey"},
-	{toolkit.CertsInPod, "external-loadbalancer-serving-certkey"},
-	{toolkit.CertsInPod, "internal-loadbalancer-serving-certkey"},
+	{operator.CertsInPod, "localhost-serving-cert-certkey"},
+	{operator.ResourcesInPod, "localhost-recovery-serving-certkey"},
+	{operator.CertsInPod, "external-loadbalancer-serving-certkey"},
+	{operator.CertsInPod, "internal-loadbalancer-serving-certkey"},
 }
 
 // UpstreamInputs is what the upstream flags are computed from besides the observed config.
@@ -123,7 +123,7 @@ var upstreamObservedArgs = []struct {
 // UpstreamArgs returns the upstream kube-apiserver's arguments ("--name=value"), sorted by flag name (a
 // repeated flag keeps its order).
 func UpstreamArgs(observed map[string]interface{}, in UpstreamInputs) ([]string, error) {
-	var flags toolkit.Flags
+	var flags operator.Flags
 	add := flags.Add
 	for _, a := range upstreamFixedArgs {
 		add(a[0], a[1])
@@ -154,7 +154,7 @@ func UpstreamArgs(observed map[string]interface{}, in UpstreamInputs) ([]string,
 	}
 
 	// TLS profile.
-	tls, err := toolkit.UpstreamTLS(observed)
+	tls, err := operator.UpstreamTLS(observed)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +246,7 @@ func (k *Component) upstreamPodConfigMapLoop() loops.Loop {
 		if _, port, err := net.SplitHostPort(bind); err == nil {
 			d.Port, _ = strconv.Atoi(port)
 		}
-		if d.Env, err = toolkit.ProxyEnv(observed, toolkit.ProxyPath...); err != nil {
+		if d.Env, err = operator.ProxyEnv(observed, operator.ProxyPath...); err != nil {
 			return err
 		}
 		pod, err := renderUpstreamPod(d)
@@ -286,7 +286,7 @@ func (k *Component) serviceAccountPublicKeyFiles() ([]string, error) {
 // renderUpstreamPod renders manifests/kube-apiserver/upstream/pod.yaml and returns it as the JSON a pod
 // configmap carries.
 func renderUpstreamPod(d upstreamPodData) (string, error) {
-	pod, err := toolkit.RenderPod("kube-apiserver/upstream/pod.yaml", d)
+	pod, err := operator.RenderPod("kube-apiserver/upstream/pod.yaml", d)
 	if err != nil {
 		return "", err
 	}

@@ -2,7 +2,7 @@ package clusterconfig
 
 import "k8s.io/apimachinery/pkg/runtime/schema"
 
-// Namespaces are the namespaces the installer's seeds and the stand-ins (pkg/standins) use.
+// Namespaces are the namespaces the installer's seeds and the stand-ins (pkg/emulate) use.
 var Namespaces = []string{"openshift-config", "openshift-config-managed", "kube-system"}
 
 // DynamicKinds are the kinds static resources create through the dynamic client (custom resources without

@@ -1,7 +1,7 @@
 // Package components is the registry: the one list of the control-plane components a render runs, in the order
 // their loops run within a pass. Everything that needs the list derives from it: the pipeline's engine (which
 // components, which namespaces), the default images (--images), conformance (--component), the CLI's flag help
-// and the e2e tests. Adding a component is one package (embedding pkg/toolkit's Base, declaring its name,
+// and the e2e tests. Adding a component is one package (embedding pkg/operator's Base, declaring its name,
 // namespaces, images, inputs and constructor) and one line here.
 package components
 
@@ -15,19 +15,19 @@ import (
 	"github.com/render-static/render-static/pkg/etcd"
 	"github.com/render-static/render-static/pkg/loops"
 	"github.com/render-static/render-static/pkg/node"
+	"github.com/render-static/render-static/pkg/operator"
 	"github.com/render-static/render-static/pkg/scheduler"
-	"github.com/render-static/render-static/pkg/toolkit"
 )
 
 // Registry lists the components in the order their loops run within a pass: producers before consumers (etcd's
 // certificates before kube-apiserver's revision inputs; kube-apiserver's client certificates before
 // kube-controller-manager's and kube-scheduler's). The node side (pkg/node) is not a component: it runs after
 // every component in one explicit step of the pipeline.
-var Registry = []toolkit.Registration{
-	toolkit.Register(etcd.ComponentName, etcd.Namespaces, etcd.Images, etcd.UpstreamImage, etcd.Inputs, etcd.New),
-	toolkit.Register(apiserver.ComponentName, apiserver.Namespaces, apiserver.Images, apiserver.UpstreamImage, apiserver.Inputs, apiserver.New),
-	toolkit.Register(controllermanager.ComponentName, controllermanager.Namespaces, controllermanager.Images, controllermanager.UpstreamImage, controllermanager.Inputs, controllermanager.New),
-	toolkit.Register(scheduler.ComponentName, scheduler.Namespaces, scheduler.Images, scheduler.UpstreamImage, scheduler.Inputs, scheduler.New),
+var Registry = []operator.Registration{
+	operator.Register(etcd.ComponentName, etcd.Namespaces, etcd.Images, etcd.UpstreamImage, etcd.Inputs, etcd.New),
+	operator.Register(apiserver.ComponentName, apiserver.Namespaces, apiserver.Images, apiserver.UpstreamImage, apiserver.Inputs, apiserver.New),
+	operator.Register(controllermanager.ComponentName, controllermanager.Namespaces, controllermanager.Images, controllermanager.UpstreamImage, controllermanager.Inputs, controllermanager.New),
+	operator.Register(scheduler.ComponentName, scheduler.Namespaces, scheduler.Images, scheduler.UpstreamImage, scheduler.Inputs, scheduler.New),
 }
 
 // ServingCA is the API server's serving CA bundle, which a client of the API trusts (the render's admin
@@ -95,8 +95,8 @@ func UpstreamImages() []string {
 }
 
 // Build constructs every registered component on the cluster, in registry order.
-func Build(c *loops.Cluster, in *clusterconfig.Inputs) []toolkit.Component {
-	out := make([]toolkit.Component, 0, len(Registry))
+func Build(c *loops.Cluster, in *clusterconfig.Inputs) []operator.Component {
+	out := make([]operator.Component, 0, len(Registry))
 	for _, r := range Registry {
 		out = append(out, r.New(c, in))
 	}

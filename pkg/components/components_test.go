@@ -8,10 +8,10 @@ import (
 
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/components"
+	"github.com/render-static/render-static/pkg/emulate"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/loops"
 	"github.com/render-static/render-static/pkg/node"
-	"github.com/render-static/render-static/pkg/standins"
 )
 
 // TestRegistry: names are unique, every component's upstream image is one of its images, the images of all
@@ -61,7 +61,7 @@ func TestRegistry(t *testing.T) {
 }
 
 // TestInputsProducers: every producer an input names exists: a registered component, the installer's seeds
-// ("installer") or an emulation loop of pkg/clusterconfig; a component's own outputs are not its inputs.
+// ("installer") or an emulation loop of pkg/emulate; a component's own outputs are not its inputs.
 func TestInputsProducers(t *testing.T) {
 	c, err := loops.NewCluster(components.Namespaces(), clusterconfig.DynamicKinds)
 	if err != nil {
@@ -69,7 +69,7 @@ func TestInputsProducers(t *testing.T) {
 	}
 	in := &clusterconfig.Inputs{InstallConfig: &installconfig.InstallConfig{}, Images: components.DefaultImages()}
 	producers := map[string]bool{"installer": true}
-	for _, l := range standins.Emulations(c, in) {
+	for _, l := range emulate.Emulations(c, in) {
 		producers[l.Name] = true
 	}
 	for _, name := range components.Names() {

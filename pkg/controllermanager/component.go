@@ -22,8 +22,8 @@ import (
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/operator"
 	"github.com/render-static/render-static/pkg/staticpod"
-	"github.com/render-static/render-static/pkg/toolkit"
 )
 
 // Namespaces of the kube-controller-manager operator.
@@ -45,7 +45,7 @@ var Namespaces = []string{OperatorNamespace, TargetNamespace, ConfigNamespace, M
 
 // Component is kube-controller-manager in one render.
 type Component struct {
-	toolkit.Base
+	operator.Base
 	// signer is the csr-signer CA parsed last (csrSigner): two loops read it every pass, and parsing it (its RSA
 	// key's validation) is most of their cost. The CA is only read.
 	signer parsecache.Value[*crypto.CA]
@@ -54,7 +54,7 @@ type Component struct {
 // New registers the operator resource (operator.openshift.io/v1 KubeControllerManager "cluster", managed, log
 // level Normal, useMoreSecureServiceCA as for a new cluster) with its resource sync rules.
 func New(c *loops.Cluster, in *clusterconfig.Inputs) *Component {
-	k := &Component{Base: toolkit.NewBase(c, in, toolkit.Spec{Name: ComponentName, Kind: "KubeControllerManager",
+	k := &Component{Base: operator.NewBase(c, in, operator.Spec{Name: ComponentName, Kind: "KubeControllerManager",
 		Resource: "kubecontrollermanagers", StaticPod: StaticPod(), Inputs: Inputs, SyncRules: SyncRules})}
 	// Exported with the resource, so that the operator on the node keeps the pod as rendered (see
 	// UseMoreSecureServiceCA).

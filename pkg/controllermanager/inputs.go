@@ -2,18 +2,18 @@ package controllermanager
 
 import (
 	"github.com/render-static/render-static/pkg/clusterconfig"
-	"github.com/render-static/render-static/pkg/toolkit"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // Inputs are what kube-controller-manager's loops read that others produce.
-var Inputs = []toolkit.Input{
-	toolkit.ServiceAccountCAInput,
-	toolkit.Secret(ManagedNamespace, "kube-controller-manager-client-cert-key", "tls.crt", "kube-apiserver"),
-	toolkit.ConfigMapInput(ManagedNamespace, "kube-apiserver-client-ca", "ca-bundle.crt", "kube-apiserver"),
-	toolkit.ConfigMapInput(ManagedNamespace, "kube-apiserver-aggregator-client-ca", "ca-bundle.crt", "kube-apiserver"),
-	toolkit.ConfigMapInput(ManagedNamespace, "service-ca", "ca-bundle.crt", "emulate/service-ca-operator"),
-	toolkit.Secret(ConfigNamespace, "initial-service-account-private-key", "", "installer"),
-	toolkit.RecoveryTokenInput(TargetNamespace),
+var Inputs = []operator.Input{
+	operator.ServiceAccountCAInput,
+	operator.Secret(ManagedNamespace, "kube-controller-manager-client-cert-key", "tls.crt", "kube-apiserver"),
+	operator.ConfigMapInput(ManagedNamespace, "kube-apiserver-client-ca", "ca-bundle.crt", "kube-apiserver"),
+	operator.ConfigMapInput(ManagedNamespace, "kube-apiserver-aggregator-client-ca", "ca-bundle.crt", "kube-apiserver"),
+	operator.ConfigMapInput(ManagedNamespace, "service-ca", "ca-bundle.crt", "emulate/service-ca-operator"),
+	operator.Secret(ConfigNamespace, "initial-service-account-private-key", "", "installer"),
+	operator.RecoveryTokenInput(TargetNamespace),
 	{Kind: "Infrastructure", Name: "cluster", From: "installer"},
 	{Kind: "Network", Name: "cluster", From: "emulate/cluster-network-operator"},
 	{Kind: "Node", From: "emulate/kubelet-node-registration"},

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/render-static/render-static/pkg/loops"
-	"github.com/render-static/render-static/pkg/toolkit"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // Paths of the observed config the target config reads.
@@ -40,9 +40,9 @@ func (k *Component) configObserver() loops.Loop {
 		observeClusterName,
 		observeNetworks(clusterCIDRPath, network.GetClusterCIDRs, true),
 		observeNetworks(serviceIPRangePath, network.GetServiceCIDRs, false),
-		toolkit.ObserveFeatureGates(k.Features, featureGatesArg...),
-		toolkit.ObserveFeatureGates(k.Features, featureGatesPath...),
-		proxy.NewProxyObserveFunc(toolkit.ProxyPath),
+		operator.ObserveFeatureGates(k.Features, featureGatesArg...),
+		operator.ObserveFeatureGates(k.Features, featureGatesPath...),
+		proxy.NewProxyObserveFunc(operator.ProxyPath),
 		observeServiceCA,
 		apiserver.ObserveTLSSecurityProfile,
 	)
@@ -61,7 +61,7 @@ func previous(existing map[string]interface{}, path []string) map[string]interfa
 // observeClusterName: --cluster-name is the infrastructure name (which names cloud resources), read from
 // Infrastructure status.infrastructureName; it never changes for the life of a cluster.
 func observeClusterName(generic configobserver.Listers, recorder events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
-	l := generic.(toolkit.Listers)
+	l := generic.(operator.Listers)
 	infra, err := l.Infrastructure.Get("cluster")
 	if err != nil {
 		if apierrors.IsNotFound(err) {
@@ -86,7 +86,7 @@ func observeClusterName(generic configobserver.Listers, recorder events.Recorder
 // empty value.
 func observeNetworks(path []string, get func(configlistersv1.NetworkLister, events.Recorder) ([]string, error), omitEmpty bool) configobserver.ObserveConfigFunc {
 	return func(generic configobserver.Listers, recorder events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
-		cidrs, err := get(generic.(toolkit.Listers).Network, recorder)
+		cidrs, err := get(generic.(operator.Listers).Network, recorder)
 		if err != nil {
 			return previous(existing, path), []error{err}
 		}
@@ -102,7 +102,7 @@ func observeNetworks(path []string, get func(configlistersv1.NetworkLister, even
 // non-empty openshift-config-managed/service-ca into the operand namespace (kube-controller-manager publishes it
 // as service-ca.crt in every namespace's openshift-service-ca.crt configmap).
 func observeServiceCA(generic configobserver.Listers, recorder events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
-	l := generic.(toolkit.Listers)
+	l := generic.(operator.Listers)
 	out := map[string]interface{}{}
 	cm, err := l.ConfigMaps.ConfigMaps(TargetNamespace).Get("service-ca")
 	if apierrors.IsNotFound(err) {

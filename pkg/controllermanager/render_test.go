@@ -21,7 +21,7 @@ import (
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/controllermanager"
-	"github.com/render-static/render-static/pkg/standins"
+	"github.com/render-static/render-static/pkg/emulate"
 )
 
 const (
@@ -226,7 +226,7 @@ func TestServiceCAAndSAKey(t *testing.T) {
 	r := sno(t)
 	ctx := t.Context()
 	kube := r.Cluster.Kube.CoreV1()
-	signing, err := kube.Secrets(standins.ServiceCANamespace).Get(ctx, standins.ServiceCASigningKey, metav1.GetOptions{})
+	signing, err := kube.Secrets(emulate.ServiceCANamespace).Get(ctx, emulate.ServiceCASigningKey, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/render-static/render-static/pkg/loops"
-	"github.com/render-static/render-static/pkg/toolkit"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // UseMoreSecureServiceCA is the KubeControllerManager spec.useMoreSecureServiceCA of a new cluster (the installer's
@@ -32,7 +32,7 @@ const UseMoreSecureServiceCA = true
 // targetConfig is the operator's target config controller, one loop per output, in the operator's order. Like the
 // operator, nothing is written before the observed config has the cluster name and the feature gates.
 func (k *Component) targetConfig() []loops.Loop {
-	steps := []toolkit.Step{
+	steps := []operator.Step{
 		{Name: "config", Sync: k.manageConfig},
 		{Name: "cluster-policy-controller-config", Sync: k.manageCPCConfig},
 		{Name: "recycler-config", Sync: k.manageRecycler},
@@ -42,7 +42,7 @@ func (k *Component) targetConfig() []loops.Loop {
 		{Name: "serviceaccount-ca", Sync: k.manageServiceAccountCA},
 		{Name: "localhost-recovery-client-token", Sync: k.checkRecoveryToken},
 		{Name: "controller-manager-kubeconfig", Sync: k.manageKubeconfig},
-		{Name: "kube-controller-manager-pod", Sync: toolkit.ByFlavor(k.In, k.managePod, k.manageUpstreamPod)},
+		{Name: "kube-controller-manager-pod", Sync: operator.ByFlavor(k.In, k.managePod, k.manageUpstreamPod)},
 		{Name: "trusted-ca-bundle", Sync: k.manageTrustedCA},
 	}
 	return k.TargetConfigLoops(steps, k.requiredConfigPresent)
@@ -96,17 +96,17 @@ func (k *Component) applyConfig(ctx context.Context, schema runtime.Object, name
 	if err != nil {
 		return err
 	}
-	def, err := toolkit.ReadConfigLayer(ComponentName + "/" + defaultConfig)
+	def, err := operator.ReadConfigLayer(ComponentName + "/" + defaultConfig)
 	if err != nil {
 		return err
 	}
 	layers = append(append([][]byte{def, spec.ObservedConfig.Raw}, layers...), spec.UnsupportedConfigOverrides.Raw)
-	return k.ApplyMergedConfig(ctx, schema, toolkit.ConfigMap(TargetNamespace, name), layers...)
+	return k.ApplyMergedConfig(ctx, schema, operator.ConfigMap(TargetNamespace, name), layers...)
 }
 
 // manageRecycler: the persistent-volume recycler pod template, with the payload's tools image.
 func (k *Component) manageRecycler(ctx context.Context) error {
-	raw, err := toolkit.ReadManifest(ComponentName + "/recycler-config.yaml")
+	raw, err := operator.ReadManifest(ComponentName + "/recycler-config.yaml")
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func (k *Component) manageCSRSignerCA(ctx context.Context) error {
 	}
 	cm, err := k.Cluster.KubeInformers.ConfigMapLister().ConfigMaps(OperatorNamespace).Get("csr-signer-ca")
 	if apierrors.IsNotFound(err) {
-		cm = toolkit.ConfigMap(OperatorNamespace, "csr-signer-ca")
+		cm = operator.ConfigMap(OperatorNamespace, "csr-signer-ca")
 		cm.Annotations = map[string]string{"openshift.io/owning-component": jira}
 	} else if err != nil {
 		return err
@@ -178,7 +178,7 @@ func (k *Component) manageCSRSignerCA(ctx context.Context) error {
 // intermediates (csr-signer-ca) and their signer (csr-controller-signer-ca). Resource sync publishes it in
 // openshift-config-managed, where kube-apiserver reads it for its client CA and kubelet serving CA.
 func (k *Component) manageCSRControllerCA(ctx context.Context) error {
-	return toolkit.CombineCABundles(ctx, k.Cluster, jira, k.Recorder, loc(OperatorNamespace, "csr-controller-ca"),
+	return operator.CombineCABundles(ctx, k.Cluster, jira, k.Recorder, loc(OperatorNamespace, "csr-controller-ca"),
 		loc(OperatorNamespace, "csr-signer-ca"), loc(OperatorNamespace, "csr-controller-signer-ca"))
 }
 
@@ -224,15 +224,15 @@ func (k *Component) manageCSRSigner(ctx context.Context) error {
 }
 
 func (k *Component) manageServiceAccountCA(ctx context.Context) error {
-	return toolkit.ServiceAccountCA(ctx, k.Cluster, TargetNamespace, jira, k.Recorder)
+	return operator.ServiceAccountCA(ctx, k.Cluster, TargetNamespace, jira, k.Recorder)
 }
 
 func (k *Component) checkRecoveryToken(context.Context) error {
-	return toolkit.CheckRecoveryToken(k.Cluster, TargetNamespace)
+	return operator.CheckRecoveryToken(k.Cluster, TargetNamespace)
 }
 
 func (k *Component) manageKubeconfig(ctx context.Context) error {
-	return toolkit.InternalKubeconfig(ctx, k.Cluster, ComponentName+"/kubeconfig.yaml", k.Recorder)
+	return operator.InternalKubeconfig(ctx, k.Cluster, ComponentName+"/kubeconfig.yaml", k.Recorder)
 }
 
 // manageTrustedCA: an empty trusted-ca-bundle the network operator fills with the cluster's trusted CAs (label
@@ -242,7 +242,7 @@ func (k *Component) manageTrustedCA(ctx context.Context) error {
 	cms := k.Cluster.Kube.CoreV1().ConfigMaps(TargetNamespace)
 	cm, err := cms.Get(ctx, "trusted-ca-bundle", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		cm = toolkit.ConfigMap(TargetNamespace, "trusted-ca-bundle")
+		cm = operator.ConfigMap(TargetNamespace, "trusted-ca-bundle")
 		cm.Data = nil
 		cm.Labels = map[string]string{label: "true"}
 		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
@@ -269,7 +269,7 @@ func ExtendedArgs(configYAML string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return toolkit.ListArgs(ext), nil
+	return operator.ListArgs(ext), nil
 }
 
 // managePod completes the pod template (see manifests/kube-controller-manager/pod.yaml) and applies the
@@ -280,8 +280,8 @@ func (k *Component) managePod(ctx context.Context) error {
 		return err
 	}
 	operatorImage := k.In.Images.Image("cluster-kube-controller-manager-operator")
-	pod, err := toolkit.ReadPodTemplate(ComponentName+"/pod.yaml",
-		map[string]string{"${OPERATOR_IMAGE_VERSION}": toolkit.ImageTag(operatorImage)},
+	pod, err := operator.ReadPodTemplate(ComponentName+"/pod.yaml",
+		map[string]string{"${OPERATOR_IMAGE_VERSION}": operator.ImageTag(operatorImage)},
 		map[string]string{
 			"${IMAGE}":                           k.In.Images.Image("hyperkube"),
 			"${OPERATOR_IMAGE}":                  operatorImage,
@@ -306,10 +306,10 @@ func (k *Component) managePod(ctx context.Context) error {
 		return fmt.Errorf("pod template: the first container must exec hyperkube kube-controller-manager")
 	}
 	var extra []string
-	if ok, err := toolkit.HasServingCert(k.Cluster, TargetNamespace); err != nil {
+	if ok, err := operator.HasServingCert(k.Cluster, TargetNamespace); err != nil {
 		return err
 	} else if ok {
-		extra = append(extra, "--tls-cert-file="+toolkit.ServingCertFile, "--tls-private-key-file="+toolkit.ServingKeyFile)
+		extra = append(extra, "--tls-cert-file="+operator.ServingCertFile, "--tls-private-key-file="+operator.ServingKeyFile)
 	}
 	if cfg, err := k.Cluster.KubeInformers.ConfigMapLister().ConfigMaps(TargetNamespace).Get("config"); err == nil {
 		args, err := ExtendedArgs(cfg.Data["config.yaml"])
@@ -320,7 +320,7 @@ func (k *Component) managePod(ctx context.Context) error {
 	} else if !apierrors.IsNotFound(err) {
 		return err
 	}
-	tls, err := toolkit.TLSArgs(obs)
+	tls, err := operator.TLSArgs(obs)
 	if err != nil {
 		return err
 	}
@@ -328,7 +328,7 @@ func (k *Component) managePod(ctx context.Context) error {
 	if len(extra) > 0 {
 		main.Args[0] += " " + strings.Join(extra, " ")
 	}
-	env, err := toolkit.ProxyEnv(obs, toolkit.ProxyPath...)
+	env, err := operator.ProxyEnv(obs, operator.ProxyPath...)
 	if err != nil {
 		return err
 	}
@@ -343,4 +343,4 @@ func (k *Component) managePod(ctx context.Context) error {
 
 // verbosity is the operand's -v: TraceAll is 8 (cluster-kube-controller-manager-operator
 // pkg/operator/targetconfigcontroller/targetconfigcontroller.go, managePod).
-func verbosity(l operatorv1.LogLevel) int { return toolkit.Verbosity(l, 8) }
+func verbosity(l operatorv1.LogLevel) int { return operator.Verbosity(l, 8) }

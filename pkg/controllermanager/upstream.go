@@ -17,7 +17,7 @@ package controllermanager
 // directory of RHCOS's kubelet, and the recycler pod template (it names the OpenShift tools image; upstream's
 // default recycler applies).
 //
-// The in-pod paths, the pod data and the TLS and bind flags are pkg/toolkit's, shared with kube-scheduler.
+// The in-pod paths, the pod data and the TLS and bind flags are pkg/operator's, shared with kube-scheduler.
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/render-static/render-static/pkg/toolkit"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // UpstreamImage is the clusterconfig image the upstream kube-controller-manager pod runs.
@@ -40,20 +40,20 @@ const UpstreamSecurePort = 10257
 
 // upstreamKubeconfig is controller-manager-kubeconfig (api-int, system:kube-controller-manager), the kubeconfig
 // of all three client connections, as in the OpenShift pod.
-var upstreamKubeconfig = toolkit.ResourceFile("configmaps", "controller-manager-kubeconfig", "kubeconfig")
+var upstreamKubeconfig = operator.ResourceFile("configmaps", "controller-manager-kubeconfig", "kubeconfig")
 
 // upstreamFixedArgs are the files of the revision and the cert directory, and the settings that do not depend on
-// the cluster, besides toolkit.UpstreamServer's. Keep to flags kube-controller-manager v1.34 lists in --help
+// the cluster, besides operator.UpstreamServer's. Keep to flags kube-controller-manager v1.34 lists in --help
 // (testdata/upstream).
 var upstreamFixedArgs = [][2]string{
-	{"client-ca-file", toolkit.CertFile("configmaps", "client-ca", "ca-bundle.crt")},
-	{"requestheader-client-ca-file", toolkit.CertFile("configmaps", "aggregator-client-ca", "ca-bundle.crt")},
+	{"client-ca-file", operator.CertFile("configmaps", "client-ca", "ca-bundle.crt")},
+	{"requestheader-client-ca-file", operator.CertFile("configmaps", "aggregator-client-ca", "ca-bundle.crt")},
 	// The token signer's key (sa-token-signer) and the CA every pod gets as the service-account ca.crt.
-	{"service-account-private-key-file", toolkit.ResourceFile("secrets", "service-account-private-key", "service-account.key")},
-	{"root-ca-file", toolkit.ResourceFile("configmaps", "serviceaccount-ca", "ca-bundle.crt")},
+	{"service-account-private-key-file", operator.ResourceFile("secrets", "service-account-private-key", "service-account.key")},
+	{"root-ca-file", operator.ResourceFile("configmaps", "serviceaccount-ca", "ca-bundle.crt")},
 	// The intermediate kube-csr-signer: kubelet client and serving certificates.
-	{"cluster-signing-cert-file", toolkit.CertFile("secrets", "csr-signer", "tls.crt")},
-	{"cluster-signing-key-file", toolkit.CertFile("secrets", "csr-signer", "tls.key")},
+	{"cluster-signing-cert-file", operator.CertFile("secrets", "csr-signer", "tls.crt")},
+	{"cluster-signing-key-file", operator.CertFile("secrets", "csr-signer", "tls.key")},
 	{"use-service-account-credentials", "true"},
 }
 
@@ -68,7 +68,7 @@ var upstreamExtendedArgs = []string{
 }
 
 // UpstreamInputs is what the upstream kube-controller-manager's flags are computed from: the extendedArguments
-// of the revision's config.yaml (configmap config), and toolkit.UpstreamServer's inputs (the observed config's TLS
+// of the revision's config.yaml (configmap config), and operator.UpstreamServer's inputs (the observed config's TLS
 // profile, the node's IPs, whether the revision has serving-cert, the klog level).
 type UpstreamInputs struct {
 	ExtendedArguments map[string][]string
@@ -80,7 +80,7 @@ type UpstreamInputs struct {
 
 // UpstreamArgs returns the upstream kube-controller-manager's arguments ("--name=value"), sorted by flag name.
 func UpstreamArgs(in UpstreamInputs) ([]string, error) {
-	var flags toolkit.Flags
+	var flags operator.Flags
 	for _, a := range upstreamFixedArgs {
 		flags.Add(a[0], a[1])
 	}
@@ -96,7 +96,7 @@ func UpstreamArgs(in UpstreamInputs) ([]string, error) {
 		return nil, err
 	}
 	flags.Add("controllers", strings.Join(controllers, ","))
-	server := toolkit.UpstreamServer{Kubeconfig: upstreamKubeconfig, Lease: ComponentName, SecurePort: UpstreamSecurePort,
+	server := operator.UpstreamServer{Kubeconfig: upstreamKubeconfig, Lease: ComponentName, SecurePort: UpstreamSecurePort,
 		NodeIPs: in.NodeIPs, Observed: in.Observed, ServingCert: in.ServingCert, Verbosity: in.Verbosity}
 	if err := server.Flags(&flags); err != nil {
 		return nil, err
@@ -224,18 +224,18 @@ func (k *Component) manageUpstreamPod(ctx context.Context) error {
 		return err
 	}
 	in := UpstreamInputs{ExtendedArguments: ext, Observed: obs, NodeIPs: k.In.NodeIPs, Verbosity: verbosity(spec.LogLevel)}
-	if in.ServingCert, err = toolkit.HasServingCert(k.Cluster, TargetNamespace); err != nil {
+	if in.ServingCert, err = operator.HasServingCert(k.Cluster, TargetNamespace); err != nil {
 		return err
 	}
 	args, err := UpstreamArgs(in)
 	if err != nil {
 		return err
 	}
-	env, err := toolkit.ProxyEnv(obs, toolkit.ProxyPath...)
+	env, err := operator.ProxyEnv(obs, operator.ProxyPath...)
 	if err != nil {
 		return err
 	}
-	pod, err := toolkit.RenderPod(ComponentName+"/upstream/pod.yaml", toolkit.UpstreamPodData{
+	pod, err := operator.RenderPod(ComponentName+"/upstream/pod.yaml", operator.UpstreamPodData{
 		Image: k.In.Images.Image(UpstreamImage), Args: args, Env: env, Port: UpstreamSecurePort, ProbeHost: k.In.NodeIP().String(),
 	})
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
-	"github.com/render-static/render-static/pkg/toolkit"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // TestAllCertsLoopKeepsUpWithTheNodeSecrets: the loop's memo never keeps it from doing what a run afresh does: a
@@ -29,7 +29,7 @@ func TestAllCertsLoopKeepsUpWithTheNodeSecrets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &Component{Base: toolkit.Base{Cluster: c, Recorder: c.Recorder, In: &clusterconfig.Inputs{NodeName: node}}}
+		return &Component{Base: operator.Base{Cluster: c, Recorder: c.Recorder, In: &clusterconfig.Inputs{NodeName: node}}}
 	}
 	k := newComponent(seeds...)
 	loop := k.allCertsLoop()

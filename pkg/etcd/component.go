@@ -38,8 +38,8 @@ import (
 
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/operator"
 	"github.com/render-static/render-static/pkg/staticpod"
-	"github.com/render-static/render-static/pkg/toolkit"
 )
 
 // The operator's namespaces.
@@ -78,7 +78,7 @@ const ComponentName = "etcd"
 
 // Component is etcd in one render.
 type Component struct {
-	toolkit.Base
+	operator.Base
 
 	mu  sync.Mutex
 	env EnvVars // computed by the env-var loop
@@ -87,7 +87,7 @@ type Component struct {
 // New registers the operator resource: operator.openshift.io/v1 Etcd "cluster", managed, with the node in its
 // status as the operator's node controller puts it.
 func New(c *loops.Cluster, in *clusterconfig.Inputs) *Component {
-	return &Component{Base: toolkit.NewBase(c, in, toolkit.Spec{Name: ComponentName, Kind: "Etcd", Resource: "etcds",
+	return &Component{Base: operator.NewBase(c, in, operator.Spec{Name: ComponentName, Kind: "Etcd", Resource: "etcds",
 		NodeStatus: true, StaticPod: StaticPod(), Inputs: Inputs, SyncRules: SyncRules})}
 }
 

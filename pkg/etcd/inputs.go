@@ -2,13 +2,13 @@ package etcd
 
 import (
 	"github.com/render-static/render-static/pkg/clusterconfig"
-	"github.com/render-static/render-static/pkg/toolkit"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // Inputs are what etcd's loops read that others produce: only what the installer seeds (etcd is the first
 // producer).
-var Inputs = []toolkit.Input{
-	toolkit.ConfigMapInput(KubeSystem, "cluster-config-v1", "install-config", "installer"),
+var Inputs = []operator.Input{
+	operator.ConfigMapInput(KubeSystem, "cluster-config-v1", "install-config", "installer"),
 	{Kind: "APIServer", Name: "cluster", From: "installer"},
 	{Kind: "Infrastructure", Name: "cluster", From: "installer"},
 }

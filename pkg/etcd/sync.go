@@ -17,8 +17,8 @@ import (
 
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/operator"
 	"github.com/render-static/render-static/pkg/resourcesync"
-	"github.com/render-static/render-static/pkg/toolkit"
 )
 
 // StaticResources are the manifests under manifests/etcd/ the static-resources loop applies.
@@ -43,7 +43,7 @@ var controlPlaneReplicasPath = []string{"controlPlane", "replicas"}
 // observeControlPlaneReplicas observes controlPlane.replicas (plus arbiter.replicas, when the install-config has
 // arbiters) of kube-system/cluster-config-v1 into the observed config's controlPlane.replicas.
 func observeControlPlaneReplicas(genericListers configobserver.Listers, _ events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
-	l := genericListers.(toolkit.Listers)
+	l := genericListers.(operator.Listers)
 	n, err := controlPlaneReplicas(l.ConfigMaps.ConfigMaps(KubeSystem))
 	if err != nil {
 		return configobserver.Pruned(existing, controlPlaneReplicasPath), []error{err}

@@ -13,7 +13,7 @@ import (
 	"github.com/render-static/render-static/manifests"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
-	"github.com/render-static/render-static/pkg/toolkit"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // Scripts are the etcd-scripts keys besides etcd.env, as files under manifests/etcd/scripts/. The *.sh ones are
@@ -66,7 +66,7 @@ func (k *Component) podData() (*podData, error) {
 
 // renderPod renders a pod template of manifests/etcd/ and checks that the result is a pod.
 func renderPod(name string, d *podData) (string, error) {
-	_, raw, err := manifests.Pod("etcd/"+name, toolkit.TemplateFuncs, d)
+	_, raw, err := manifests.Pod("etcd/"+name, operator.TemplateFuncs, d)
 	return string(raw), err
 }
 

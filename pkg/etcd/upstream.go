@@ -16,7 +16,7 @@ import (
 
 	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
 
-	"github.com/render-static/render-static/pkg/toolkit"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // UpstreamImage is the clusterconfig image the upstream pod runs.
@@ -104,7 +104,7 @@ func UpstreamArgs(env EnvVars, nodeIPs []netip.Addr) ([]string, error) {
 		}
 		flags[strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(a.env, "ETCD_")), "_", "-")] = v
 	}
-	return toolkit.SortedArgs(flags), nil
+	return operator.SortedArgs(flags), nil
 }
 
 // upstreamPodData is what manifests/etcd/upstream/pod.yaml is rendered with.
@@ -127,7 +127,7 @@ func (k *Component) upstreamPod() (string, error) {
 	}
 	d := upstreamPodData{Image: k.In.Images.Image(UpstreamImage), Args: args,
 		ProbeHost: loopback(k.In.NodeIP()).String(), MetricsPort: UpstreamMetricsPort}
-	pod, err := toolkit.RenderPod("etcd/upstream/pod.yaml", d)
+	pod, err := operator.RenderPod("etcd/upstream/pod.yaml", d)
 	if err != nil {
 		return "", err
 	}

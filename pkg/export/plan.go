@@ -262,7 +262,7 @@ func removeRegular(p string) error {
 
 // writeFile creates p anew (a regular file already there is replaced, never written through: it may share its
 // inode) with mode and data; exactMode says that the umask leaves mode whole, so no chmod is needed. The parent
-// must exist. Inside a WriteDirAtomic replacing a previous output, an unchanged file is linked (reuse.go).
+// must exist. Inside an outdir.Lock.Replace of a previous output, an unchanged file is linked (reuse.go).
 func writeFile(p string, mode fs.FileMode, data []byte, exactMode bool) error {
 	faultpoint.Counted("file")
 	if old, ok := previousOf(p); ok && linkUnchanged(old, p, mode, data) {

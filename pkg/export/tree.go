@@ -1,5 +1,6 @@
 // Package export is the only part of render-static that writes files: it holds the in-memory tree of
-// files the node gets, packs it into an Ignition config, and writes output directories atomically.
+// files the node gets, packs it into an Ignition config, and writes the files of an output directory, which
+// pkg/outdir locks and exchanges as a whole.
 package export
 
 import (

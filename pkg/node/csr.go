@@ -34,6 +34,12 @@ const (
 
 // CSRApprovalLoopName is the loop that stands in for the kubelet's bootstrap CSR, its approval and
 // kube-controller-manager's signing of it.
+//
+// It is the one stand-in ("emulate/...") not in pkg/emulate: the private keys it signs for are the node side's
+// (Node.keys: made here, kept in the state by keys.go, turned into the kubelets' and the approver's kubeconfigs by
+// clientCertificate). In pkg/emulate the loop would import pkg/node for them, while pkg/node's tests drive the
+// loop together with the other stand-ins (legacytokens_test.go and helpers_test.go import pkg/emulate): an import
+// cycle. Moving the keys out of the node side instead would be more than a move.
 const CSRApprovalLoopName = "emulate/node-client-csr-approval"
 
 // clientIdentity is a client certificate the node side needs before any controller runs.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/emulate"
 	"github.com/render-static/render-static/pkg/export"
 )
 
@@ -111,7 +112,7 @@ func TestExportOfNodeSide(t *testing.T) {
 		}
 	}
 	for _, m := range f.exported(t) {
-		if m.Namespace != "" && !namespaces[m.Namespace] && !apiServerNamespaces[m.Namespace] {
+		if m.Namespace != "" && !namespaces[m.Namespace] && !emulate.APIServerNamespaces[m.Namespace] {
 			t.Errorf("%s lives in namespace %s, which is not exported", m.File, m.Namespace)
 		}
 	}

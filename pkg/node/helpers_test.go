@@ -18,6 +18,7 @@ import (
 
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/emulate"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/loops"
@@ -161,11 +162,12 @@ func newFixture(t testing.TB, config, nodeIPs string, withSigner bool) *fixture 
 	return f
 }
 
-// converge runs the fixture's extra loops and the node's loops to a fixpoint and returns the runner's result.
+// converge runs the fixture's extra loops, the node's loops and the namespaces stand-in (as pkg/pipeline does)
+// to a fixpoint and returns the runner's result.
 func (f *fixture) converge(t testing.TB) *loops.Result {
 	t.Helper()
 	r := &loops.Runner{Cluster: f.c}
-	if err := r.Run(context.Background(), loops.Phase{Name: "converge", Loops: append(f.extra, f.n.Loops()...)}); err != nil {
+	if err := r.Run(context.Background(), loops.Phase{Name: "converge", Loops: append(append(f.extra, f.n.Loops()...), emulate.Namespaces(f.c))}); err != nil {
 		t.Fatal(err)
 	}
 	return r.Result()

@@ -13,7 +13,7 @@ import (
 
 // Legacy service-account tokens minted offline.
 //
-// The render's stand-in for kube-controller-manager's token controller (standins.LegacyServiceAccountTokens)
+// The render's stand-in for kube-controller-manager's token controller (emulate.LegacyServiceAccountTokens)
 // fills every secret of type kubernetes.io/service-account-token with a JWT naming the UID its ServiceAccount has
 // in the render's cluster, and the installer layout copies the token into every revision directory that uses the
 // secret (<ResourceDir>/<pod>-<N>/secrets/<secret>/token), where the static pods' kubeconfigs read it (tokenFile).

@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/emulate"
 	"github.com/render-static/render-static/pkg/export"
-	"github.com/render-static/render-static/pkg/standins"
 )
 
 // The legacy token secrets of a render: one per static-pod component, each for its localhost-recovery-client.
@@ -83,7 +83,7 @@ func addLegacyTokens(t *testing.T, f *fixture) {
 			t.Fatal(err)
 		}
 	}
-	f.extra = append(f.extra, standins.LegacyServiceAccountTokens(f.c))
+	f.extra = append(f.extra, emulate.LegacyServiceAccountTokens(f.c))
 }
 
 // layDownLegacyTokens writes the render's tokens under root as the installer layout does: every key of the secret

@@ -91,7 +91,8 @@ func New(c *loops.Cluster, in *clusterconfig.Inputs) *Node {
 }
 
 // Loops are the node side's loops, run in the converge phase after every component's loops: its static
-// resources, the emulated approval of its first client certificates, and the namespaces no component creates.
+// resources and the emulated approval of its first client certificates. The namespaces no component creates
+// come after them (emulate.Namespaces, appended by pkg/pipeline).
 func (n *Node) Loops() []loops.Loop {
-	return []loops.Loop{n.StaticResourcesLoop(), n.CSRApprovalLoop(), n.NamespacesLoop()}
+	return []loops.Loop{n.StaticResourcesLoop(), n.CSRApprovalLoop()}
 }

@@ -123,7 +123,7 @@ func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
 		return nil, err
 	}
 
-	// aio-update: applies the updates of `render-static renew` (update.go).
+	// aio-update: applies the updates of `render-static renew` (aioupdate.go).
 	if err := n.addUpdater(t); err != nil {
 		return nil, err
 	}

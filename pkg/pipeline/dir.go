@@ -13,11 +13,12 @@ import (
 
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/installconfig"
+	"github.com/render-static/render-static/pkg/outdir"
 	"github.com/render-static/render-static/pkg/state"
 )
 
 // A render directory is the only copy of its cluster's keys (docs/output.md). A run that writes one holds it from
-// before it reads the state until it has replaced it (export.LockDir), continues the cluster the state holds
+// before it reads the state until it has replaced it (outdir.LockDir), continues the cluster the state holds
 // unless told to start a new one (--fresh), refuses a state that is not whole (state.Load), and refuses inputs of
 // another cluster (identity). What a run must keep of the directory it replaces, it carries over (Carried).
 
@@ -35,14 +36,14 @@ var Carried = []string{UpdateDir, UpdatesDir}
 // Dir is a render directory held for a run: its lock, and the state it holds.
 type Dir struct {
 	Path  string
-	Lock  *export.Lock
+	Lock  *outdir.Lock
 	State *state.State // nil: a new cluster
 	// Problems are what is wrong with the directory as an input (reported with the inputs' problems).
 	Problems installconfig.ErrorList
 	fresh    bool
 }
 
-// OpenDir holds the render directory path for a run of command (export.LockDir: refused when another run holds it)
+// OpenDir holds the render directory path for a run of command (outdir.LockDir: refused when another run holds it)
 // and loads the state it holds (refused when not whole, state.IntegrityError). A directory that holds a render but
 // no state is refused too: its cluster's keys are gone, and a render there would silently make a new cluster. With
 // fresh, the state is not read: the run starts a new cluster. A path that cannot be an output directory is not
@@ -52,11 +53,11 @@ func OpenDir(path, command string, fresh bool) (*Dir, error) {
 	if path == "" {
 		return d, nil // Validate says it is required
 	}
-	if err := export.CheckDest(path); err != nil {
+	if err := outdir.CheckDest(path); err != nil {
 		d.Problems = installconfig.ErrorList{{Field: InDir, Detail: err.Error()}}
 		return d, nil
 	}
-	l, err := export.LockDir(path, command)
+	l, err := outdir.LockDir(path, command)
 	if err != nil {
 		return nil, err
 	}
@@ -70,14 +71,14 @@ func OpenDir(path, command string, fresh bool) (*Dir, error) {
 			return nil, err
 		}
 		if d.State.Legacy {
-			export.Logf("%s: the state has no %s (written by an earlier render-static): its files cannot be checked this time; this run adds it", path, state.SumsFile)
+			outdir.Logf("%s: the state has no %s (written by an earlier render-static): its files cannot be checked this time; this run adds it", path, state.SumsFile)
 		}
 		return d, nil
 	}
-	if _, err := os.Lstat(filepath.Join(path, export.MarkerFile)); err == nil {
+	if _, err := os.Lstat(filepath.Join(path, outdir.MarkerFile)); err == nil {
 		l.Release()
 		return nil, fmt.Errorf("%s holds a render (%s) but no %s/: that cluster's keys are gone, and a render there now would start a new cluster over it; restore %s from a backup of the directory, or start a new cluster with "+installconfig.Ref(InFresh),
-			path, export.MarkerFile, state.Dir, filepath.Join(path, state.Dir))
+			path, outdir.MarkerFile, state.Dir, filepath.Join(path, state.Dir))
 	}
 	return d, nil
 }

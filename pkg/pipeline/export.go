@@ -18,6 +18,7 @@ import (
 	"github.com/render-static/render-static/pkg/components"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/node"
+	"github.com/render-static/render-static/pkg/outdir"
 	"github.com/render-static/render-static/pkg/state"
 )
 
@@ -324,10 +325,10 @@ func adminKubeconfig(ctx context.Context, e *Settled) ([]byte, error) {
 // Write writes the output directory atomically: aio.ign and live.ign (0600), auth/kubeconfig (0600), manifests/,
 // rootfs/ (exactly what aio.ign lays down), trace.txt and state/ (secret: 0700/0600).
 func (o *Output) Write(dir string) error {
-	return export.WriteDirAtomic(dir, o.Fill)
+	return outdir.WriteDirAtomic(dir, o.Fill)
 }
 
-// Fill writes the output into tmp, a new directory export.WriteDirAtomic is filling (renew adds its update): an
+// Fill writes the output into tmp, a new directory outdir.WriteDirAtomic is filling (renew adds its update): an
 // export.Plan, so that files with the same contents and mode are written once. The state keeps live.ign's embed
 // size, which xz may still be measuring: everything else is written meanwhile, then the state, in a plan of its
 // own (no state file has the contents and mode of a file outside it). aio.ign and live.ign are written last, once

@@ -166,7 +166,7 @@ func asFieldErrors(field string, err error) installconfig.ErrorList {
 	return installconfig.ErrorList{{Field: field, Detail: msg}}
 }
 
-// Render runs the steps and writes the output directory. The directory is held (export.LockDir) from before its
+// Render runs the steps and writes the output directory. The directory is held (outdir.LockDir) from before its
 // state is read until it is replaced, so no other run writes it meanwhile; every problem with the inputs, the
 // directory and the saved cluster is reported at once, before any work.
 func Render(ctx context.Context, o Options) (*Summary, error) {

@@ -14,10 +14,10 @@ import (
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/components"
+	"github.com/render-static/render-static/pkg/emulate"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/loops"
 	"github.com/render-static/render-static/pkg/node"
-	"github.com/render-static/render-static/pkg/standins"
 	"github.com/render-static/render-static/pkg/state"
 	"github.com/render-static/render-static/pkg/staticpod"
 )
@@ -214,7 +214,7 @@ func assemble(ctx context.Context, in *clusterconfig.Inputs, st *state.State, sd
 		return nil, err
 	}
 	a := &assembly{cluster: c, comps: components.Build(c, in),
-		converging: loops.Phase{Name: "converge", Loops: standins.Emulations(c, in)}, revising: loops.Phase{Name: "revision"}}
+		converging: loops.Phase{Name: "converge", Loops: emulate.Emulations(c, in)}, revising: loops.Phase{Name: "revision"}}
 	for _, comp := range a.comps {
 		a.converging.Loops = append(a.converging.Loops, comp.Converge()...)
 		rev, err := comp.Revision()
@@ -227,6 +227,7 @@ func assemble(ctx context.Context, in *clusterconfig.Inputs, st *state.State, sd
 		return nil, err
 	}
 	a.converging.Loops = append(a.converging.Loops, a.node.Loops()...)
+	a.converging.Loops = append(a.converging.Loops, emulate.Namespaces(c))
 	if st != nil {
 		for name, oc := range c.OperatorClients() {
 			if saved, ok := st.Operators[name]; ok {

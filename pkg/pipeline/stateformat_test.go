@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/render-static/render-static/internal/testkit/testtools"
-	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/outdir"
 	"github.com/render-static/render-static/pkg/state"
 )
 
@@ -72,7 +72,7 @@ func TestStateOfEarlierFormatContinues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, export.MarkerFile), marker, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, outdir.MarkerFile), marker, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	was := savedInputsOf(t, stateFormatFixture)

@@ -19,9 +19,9 @@ import (
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/loops"
+	"github.com/render-static/render-static/pkg/operator"
 	"github.com/render-static/render-static/pkg/resourcesync"
 	"github.com/render-static/render-static/pkg/staticpod"
-	"github.com/render-static/render-static/pkg/toolkit"
 )
 
 // Namespaces of the kube-scheduler operator.
@@ -43,7 +43,7 @@ var Namespaces = []string{OperatorNamespace, TargetNamespace, ConfigNamespace, M
 
 // Component is kube-scheduler in one render.
 type Component struct {
-	toolkit.Base
+	operator.Base
 }
 
 // New registers the operator resource (operator.openshift.io/v1 KubeScheduler "cluster", managed, log level
@@ -51,7 +51,7 @@ type Component struct {
 // openshift-config-managed, it goes into the cert directory; the config observer adds the policy configmap rule
 // through the syncer.
 func New(c *loops.Cluster, in *clusterconfig.Inputs) *Component {
-	return &Component{Base: toolkit.NewBase(c, in, toolkit.Spec{Name: ComponentName, Kind: "KubeScheduler",
+	return &Component{Base: operator.NewBase(c, in, operator.Spec{Name: ComponentName, Kind: "KubeScheduler",
 		Resource: "kubeschedulers", StaticPod: StaticPod(), Inputs: Inputs, SyncRules: SyncRules})}
 }
 
@@ -62,18 +62,18 @@ func (s *Component) Converge() []loops.Loop {
 
 // targetConfig is the operator's target config controller, one loop per output, in the operator's order.
 func (s *Component) targetConfig() []loops.Loop {
-	return s.TargetConfigLoops([]toolkit.Step{
+	return s.TargetConfigLoops([]operator.Step{
 		{Name: "config", Sync: s.manageConfig},
 		{Name: "serviceaccount-ca", Sync: func(ctx context.Context) error {
-			return toolkit.ServiceAccountCA(ctx, s.Cluster, TargetNamespace, jira, s.Recorder)
+			return operator.ServiceAccountCA(ctx, s.Cluster, TargetNamespace, jira, s.Recorder)
 		}},
 		{Name: "localhost-recovery-client-token", Sync: func(context.Context) error {
-			return toolkit.CheckRecoveryToken(s.Cluster, TargetNamespace)
+			return operator.CheckRecoveryToken(s.Cluster, TargetNamespace)
 		}},
 		{Name: "scheduler-kubeconfig", Sync: func(ctx context.Context) error {
-			return toolkit.InternalKubeconfig(ctx, s.Cluster, ComponentName+"/kubeconfig.yaml", s.Recorder)
+			return operator.InternalKubeconfig(ctx, s.Cluster, ComponentName+"/kubeconfig.yaml", s.Recorder)
 		}},
-		{Name: "kube-scheduler-pod", Sync: toolkit.ByFlavor(s.In, s.managePod, s.manageUpstreamPod)},
+		{Name: "kube-scheduler-pod", Sync: operator.ByFlavor(s.In, s.managePod, s.manageUpstreamPod)},
 	}, nil)
 }
 

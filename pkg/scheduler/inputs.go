@@ -2,14 +2,14 @@ package scheduler
 
 import (
 	"github.com/render-static/render-static/pkg/clusterconfig"
-	"github.com/render-static/render-static/pkg/toolkit"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // Inputs are what kube-scheduler's loops read that others produce.
-var Inputs = []toolkit.Input{
-	toolkit.ServiceAccountCAInput,
-	toolkit.Secret(ManagedNamespace, "kube-scheduler-client-cert-key", "tls.crt", "kube-apiserver"),
-	toolkit.RecoveryTokenInput(TargetNamespace),
+var Inputs = []operator.Input{
+	operator.ServiceAccountCAInput,
+	operator.Secret(ManagedNamespace, "kube-scheduler-client-cert-key", "tls.crt", "kube-apiserver"),
+	operator.RecoveryTokenInput(TargetNamespace),
 	{Kind: "Scheduler", Name: "cluster", From: "installer"},
 	{Kind: "Infrastructure", Name: "cluster", From: "installer"},
 	{Kind: "Node", From: "emulate/kubelet-node-registration"},

@@ -8,7 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/render-static/render-static/pkg/loops"
-	"github.com/render-static/render-static/pkg/toolkit"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // configObserver is library-go's config observer with kube-scheduler's observers: the scheduler policy configmap
@@ -21,7 +21,7 @@ func (s *Component) configObserver() loops.Loop {
 // spec.policy.name>, or deletes it when no policy is named (through the resource syncer). Policies were removed
 // upstream; the target config refuses a named one.
 func observeSchedulerPolicy(generic configobserver.Listers, recorder events.Recorder, existing map[string]interface{}) (map[string]interface{}, []error) {
-	l := generic.(toolkit.Listers)
+	l := generic.(operator.Listers)
 	dest := resourcesynccontroller.ResourceLocation{Namespace: TargetNamespace, Name: "policy-configmap"}
 	src := resourcesynccontroller.ResourceLocation{}
 	sched, err := l.Scheduler.Get("cluster")

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/manifests"
-	"github.com/render-static/render-static/pkg/toolkit"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // schedulerConfig reads Scheduler "cluster" (the installer's: mastersSchedulable on a single node).
@@ -51,7 +51,7 @@ func Config(spec configv1.SchedulerSpec) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("dynamicResourceAllocation customization %q not recognized", spec.ProfileCustomizations.DynamicResourceAllocation)
 	}
-	def, err := toolkit.ReadConfigLayer(ComponentName + "/defaultconfig.yaml")
+	def, err := operator.ReadConfigLayer(ComponentName + "/defaultconfig.yaml")
 	if err != nil {
 		return nil, err
 	}
@@ -127,8 +127,8 @@ func (s *Component) managePod(ctx context.Context) error {
 		return err
 	}
 	operatorImage := s.In.Images.Image("cluster-kube-scheduler-operator")
-	pod, err := toolkit.ReadPodTemplate(ComponentName+"/pod.yaml",
-		map[string]string{"${OPERATOR_IMAGE_VERSION}": toolkit.ImageTag(operatorImage)},
+	pod, err := operator.ReadPodTemplate(ComponentName+"/pod.yaml",
+		map[string]string{"${OPERATOR_IMAGE_VERSION}": operator.ImageTag(operatorImage)},
 		map[string]string{"${IMAGE}": s.In.Images.Image("hyperkube"), "${OPERATOR_IMAGE}": operatorImage})
 	if err != nil {
 		return err
@@ -150,12 +150,12 @@ func (s *Component) managePod(ctx context.Context) error {
 		return fmt.Errorf("pod template: the first container must be kube-scheduler")
 	}
 	main.Args = append(main.Args, FeatureGatesArg(enabled, disabled), fmt.Sprintf("-v=%d", schedulerLogLevel(spec.LogLevel)))
-	if ok, err := toolkit.HasServingCert(s.Cluster, TargetNamespace); err != nil {
+	if ok, err := operator.HasServingCert(s.Cluster, TargetNamespace); err != nil {
 		return err
 	} else if ok {
-		main.Args = append(main.Args, "--tls-cert-file="+toolkit.ServingCertFile, "--tls-private-key-file="+toolkit.ServingKeyFile)
+		main.Args = append(main.Args, "--tls-cert-file="+operator.ServingCertFile, "--tls-private-key-file="+operator.ServingKeyFile)
 	}
-	tls, err := toolkit.TLSArgs(obs)
+	tls, err := operator.TLSArgs(obs)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (s *Component) managePod(ctx context.Context) error {
 
 // schedulerLogLevel is the operand's -v: kube-scheduler logs node scores at level 10, so TraceAll goes that far
 // (cluster-kube-scheduler-operator pkg/operator/targetconfigcontroller/targetconfigcontroller.go, managePod).
-func schedulerLogLevel(l operatorv1.LogLevel) int { return toolkit.Verbosity(l, 10) }
+func schedulerLogLevel(l operatorv1.LogLevel) int { return operator.Verbosity(l, 10) }
 
 // unsupportedArgs are the "arguments" of unsupportedConfigOverrides ({"arguments": {"flag": ["value", ...]}}),
 // as sorted --flag=value arguments.
@@ -184,5 +184,5 @@ func unsupportedArgs(raw []byte) ([]string, error) {
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return nil, fmt.Errorf("unsupportedConfigOverrides: %w", err)
 	}
-	return toolkit.ListArgs(cfg.Arguments), nil
+	return operator.ListArgs(cfg.Arguments), nil
 }

@@ -26,7 +26,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 
-	"github.com/render-static/render-static/pkg/toolkit"
+	"github.com/render-static/render-static/pkg/operator"
 )
 
 // UpstreamImage is the clusterconfig image the upstream kube-scheduler pod runs.
@@ -37,10 +37,10 @@ const UpstreamSecurePort = 10259
 
 // upstreamKubeconfig is scheduler-kubeconfig (api-int, system:kube-scheduler), as config.yaml of the OpenShift pod
 // names it.
-var upstreamKubeconfig = toolkit.ResourceFile("configmaps", "scheduler-kubeconfig", "kubeconfig")
+var upstreamKubeconfig = operator.ResourceFile("configmaps", "scheduler-kubeconfig", "kubeconfig")
 
 // UpstreamInputs is what the upstream kube-scheduler's flags are computed from: the Scheduler "cluster" spec (the
-// flags select no plugins, so only the default profile goes) and toolkit.UpstreamServer's inputs (the observed
+// flags select no plugins, so only the default profile goes) and operator.UpstreamServer's inputs (the observed
 // config's TLS profile, the node's IPs, whether the revision has serving-cert, the klog level).
 type UpstreamInputs struct {
 	Scheduler   configv1.SchedulerSpec
@@ -55,9 +55,9 @@ func UpstreamArgs(in UpstreamInputs) ([]string, error) {
 	if err := upstreamProfile(in.Scheduler); err != nil {
 		return nil, err
 	}
-	// Only toolkit.UpstreamServer's flags: kube-scheduler v1.34 lists them in --help (testdata/upstream).
-	var flags toolkit.Flags
-	server := toolkit.UpstreamServer{Kubeconfig: upstreamKubeconfig, Lease: ComponentName, SecurePort: UpstreamSecurePort,
+	// Only operator.UpstreamServer's flags: kube-scheduler v1.34 lists them in --help (testdata/upstream).
+	var flags operator.Flags
+	server := operator.UpstreamServer{Kubeconfig: upstreamKubeconfig, Lease: ComponentName, SecurePort: UpstreamSecurePort,
 		NodeIPs: in.NodeIPs, Observed: in.Observed, ServingCert: in.ServingCert, Verbosity: in.Verbosity}
 	if err := server.Flags(&flags); err != nil {
 		return nil, err
@@ -96,14 +96,14 @@ func (s *Component) manageUpstreamPod(ctx context.Context) error {
 		return err
 	}
 	in := UpstreamInputs{Scheduler: sched.Spec, Observed: obs, NodeIPs: s.In.NodeIPs, Verbosity: schedulerLogLevel(spec.LogLevel)}
-	if in.ServingCert, err = toolkit.HasServingCert(s.Cluster, TargetNamespace); err != nil {
+	if in.ServingCert, err = operator.HasServingCert(s.Cluster, TargetNamespace); err != nil {
 		return err
 	}
 	args, err := UpstreamArgs(in)
 	if err != nil {
 		return err
 	}
-	pod, err := toolkit.RenderPod(ComponentName+"/upstream/pod.yaml", toolkit.UpstreamPodData{
+	pod, err := operator.RenderPod(ComponentName+"/upstream/pod.yaml", operator.UpstreamPodData{
 		Image: s.In.Images.Image(UpstreamImage), Args: args, Port: UpstreamSecurePort, ProbeHost: s.In.NodeIP().String(),
 	})
 	if err != nil {

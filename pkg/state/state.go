@@ -328,7 +328,7 @@ func (s *State) objectFile(o runtime.Object, made []byte) (File, error) {
 }
 
 // Write writes the state into dir/state (dir is a temporary output directory being filled, see
-// export.WriteDirAtomic): directories 0700, files 0600.
+// outdir.WriteDirAtomic): directories 0700, files 0600.
 func (s *State) Write(dir string) error {
 	var p export.Plan
 	if err := s.Plan(&p); err != nil {
@@ -610,7 +610,7 @@ func (s *State) Seeds(fresh []runtime.Object) (typed []runtime.Object, dynamic [
 // emulate/cluster-network-operator fills), so its first pass rewrites that status and a whole second pass runs
 // only to find nothing else changed.
 //
-// Safe because the only loops writing the status of an installer-made object (standins.NetworkStatus and
+// Safe because the only loops writing the status of an installer-made object (emulate.NetworkStatus and
 // ProxyStatus) derive the whole status from the spec and the inputs, and rewrite it in their first turn whenever
 // it differs; the one field they carry over (Network status.clusterNetworkMTU) is the value they set themselves
 // (1400) when it was empty. So the cluster settles on the same status either way: with unchanged inputs the saved

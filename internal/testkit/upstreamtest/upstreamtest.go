@@ -31,8 +31,8 @@ import (
 	"github.com/render-static/render-static/pkg/certs"
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/operator"
 	"github.com/render-static/render-static/pkg/pipeline"
-	"github.com/render-static/render-static/pkg/toolkit"
 )
 
 // Case is one install-config rendered with the upstream flavor. Paths are relative to a package directory two
@@ -347,8 +347,8 @@ func CheckScratchDir(t testing.TB, pod *corev1.Pod, c *corev1.Container, dir str
 func CheckVolumes(t testing.TB, r *Render, pod *corev1.Pod, c *corev1.Container, component string) {
 	t.Helper()
 	want := map[string]string{
-		"/etc/kubernetes/static-pod-resources/" + component + "-pod-1": toolkit.ResourcesInPod,
-		"/etc/kubernetes/static-pod-resources/" + component + "-certs": toolkit.CertsInPod,
+		"/etc/kubernetes/static-pod-resources/" + component + "-pod-1": operator.ResourcesInPod,
+		"/etc/kubernetes/static-pod-resources/" + component + "-certs": operator.CertsInPod,
 	}
 	for _, v := range pod.Spec.Volumes {
 		if v.HostPath == nil {
