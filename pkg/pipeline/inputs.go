@@ -92,6 +92,9 @@ const (
 	InNetworkKeyfiles = "networkKeyfiles"
 )
 
+// InstallationDiskField is the install-config's field whose disk is the default install device.
+const InstallationDiskField = "bootstrapInPlace.installationDisk"
+
 // Scope says where an input comes from in a fleet (pkg/fleet): each site's own (its site file), or one value for
 // every site (a flag of the fleet command); the rest a fleet sets itself (the site's folder) or has not.
 type Scope int
@@ -238,13 +241,15 @@ var Inputs = []Input{
 		},
 	},
 	{Name: InInstallDevice, Flag: "install-device", Label: "install device", Fleet: PerSite,
-		Usage: "the disk live.ign installs the node to, an absolute path under /dev (e.g. /dev/sda, /dev/disk/by-id/...; default: the saved one, else none: the live ISO then needs coreos.inst.install_dev=/dev/<disk> on its kernel command line)",
+		Usage: "the disk live.ign installs the node to, an absolute path under /dev (e.g. /dev/sda, /dev/disk/by-id/...; default: the saved one, else the install-config's " + InstallationDiskField + ", else none: the live ISO then needs coreos.inst.install_dev=/dev/<disk> on its kernel command line)",
 		Bind:  func(o *Options) any { return &o.InstallDevice },
 		given: func(o *Options) bool { return o.InstallDevice != "" },
 		load:  loadString(func(o *Options, s, _ string) error { o.InstallDevice = s; return nil }),
-		save: func(_ *Options, in *clusterconfig.Inputs, si state.Inputs) {
-			if in.InstallDevice != "" {
-				si.Set(InInstallDevice, in.InstallDevice)
+		// Saved as given: not given, the install-config's bootstrapInPlace.installationDisk is the default of each
+		// render (validate), and a later install-config may name another.
+		save: func(o *Options, _ *clusterconfig.Inputs, si state.Inputs) {
+			if o.InstallDevice != "" {
+				si.Set(InInstallDevice, o.InstallDevice)
 			}
 		},
 		value: func(o *Options) string { return orNone(o.InstallDevice) },

@@ -1,8 +1,10 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 
@@ -81,5 +83,41 @@ func TestKeyfileWithoutNetworkManager(t *testing.T) {
 		!strings.HasPrefix(errs[0].Detail, "site/static.nmconnection: cannot be checked: NetworkManager's nmcli is not on PATH;") ||
 		!strings.Contains(errs[0].Detail, "Debian, Ubuntu: network-manager") {
 		t.Errorf("problems: %v", errs)
+	}
+}
+
+// The install-config's bootstrapInPlace.installationDisk is the default install device, as in the installer's
+// single-node flow: checked as the input is (problems name the install-config's field), overridden by the input,
+// and not saved as the input, so that a later install-config's disk is taken.
+func TestInstallationDiskIsTheDefaultInstallDevice(t *testing.T) {
+	ic, err := os.ReadFile(repo("examples/sno/install-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(ic, []byte("installationDisk: /dev/vda")) {
+		t.Fatalf("the example no longer sets bootstrapInPlace.installationDisk /dev/vda")
+	}
+	base := Options{InstallConfig: "install-config.yaml", InstallConfigData: ic, NodeIP: "192.168.126.10", Dir: "aio"}
+	in, err := Validate(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.InstallDevice != "/dev/vda" {
+		t.Errorf("install device %q, want the install-config's /dev/vda", in.InstallDevice)
+	}
+	if _, saved := SaveInputs(base, in)[InInstallDevice]; saved {
+		t.Errorf("the install-config's disk was saved as the install device input")
+	}
+	given := base
+	given.InstallDevice = "/dev/sdb"
+	if in, err := Validate(given); err != nil || in.InstallDevice != "/dev/sdb" {
+		t.Errorf("the input did not override the install-config's disk: %v %+v", err, in)
+	}
+	odd := base
+	odd.InstallConfigData = bytes.Replace(ic, []byte("installationDisk: /dev/vda"), []byte("installationDisk: /dev/disk/by-id/wwn#1"), 1)
+	_, err = Validate(odd)
+	list, _ := err.(installconfig.ErrorList)
+	if len(list) != 1 || list[0].Field != InstallationDiskField || !strings.Contains(list[0].Detail, "not a character of a device name") {
+		t.Errorf("an install-config disk coreos-installer cannot open: %v", err)
 	}
 }

@@ -133,9 +133,19 @@ func validate(o Options, errs installconfig.ErrorList) (*clusterconfig.Inputs, e
 		workers, werrs = validateWorkers(o, ic, nodeIPs, errs)
 		errs = append(errs, werrs...)
 	}
-	if o.InstallDevice != "" {
-		if err := checkInstallDevice(o.InstallDevice); err != nil {
+	installDevice := o.InstallDevice
+	if installDevice != "" {
+		if err := checkInstallDevice(installDevice); err != nil {
 			add(InInstallDevice, "%v", err)
+		}
+	} else if ic != nil && ic.BootstrapInPlace != nil && ic.BootstrapInPlace.InstallationDisk != "" {
+		// The installer's single-node flow installs to bootstrapInPlace.installationDisk (pkg/asset/ignition/
+		// bootstrap/bootstrapinplace: the live ISO's coreos-installer dest-device); it is the default here too,
+		// checked as the input is, and the input overrides it. It is not saved as the input: a later install-config
+		// names its own.
+		installDevice = ic.BootstrapInPlace.InstallationDisk
+		if err := checkInstallDevice(installDevice); err != nil {
+			add(InstallationDiskField, "%v", err)
 		}
 	}
 	keyfiles, kerrs := readKeyfiles(InNetworkKeyfiles, installconfig.Ref(InNodeIP), o.NetworkKeyfileData, nodeIPs)
@@ -148,7 +158,7 @@ func validate(o Options, errs installconfig.ErrorList) (*clusterconfig.Inputs, e
 		infraID = clusterconfig.NewInfraID(ic.Metadata.Name)
 	}
 	return &clusterconfig.Inputs{InstallConfig: ic, NodeName: o.NodeName, NodeIPs: nodeIPs, InfraID: infraID, Lifetimes: lt, Images: images,
-		Flavor: flavor, Workers: workers, InstallDevice: o.InstallDevice, NetworkKeyfiles: keyfiles}, nil
+		Flavor: flavor, Workers: workers, InstallDevice: installDevice, NetworkKeyfiles: keyfiles}, nil
 }
 
 // asFieldErrors keeps field errors as they are and turns any other error into one naming field.
