@@ -26,6 +26,7 @@ import (
 	"github.com/render-static/render-static/internal/testkit/testtools"
 	"github.com/render-static/render-static/pkg/codec"
 	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/installconfig"
 )
 
 // liveCase is an install-config the live ISO test renders: its node IPs, and whether it gives an install device.
@@ -102,6 +103,23 @@ func TestLiveISOInstall(t *testing.T) {
 	}
 }
 
+// installationDisk is the install-config file's bootstrapInPlace.installationDisk ("": none).
+func installationDisk(t *testing.T, file string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ic, err := installconfig.Parse(b)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	if ic.BootstrapInPlace == nil {
+		return ""
+	}
+	return ic.BootstrapInPlace.InstallationDisk
+}
+
 // checkLiveCase is TestLiveISOInstall for one case; it returns the embed size.
 func checkLiveCase(t *testing.T, cli string, c liveCase) int {
 	work := workDir(t)
@@ -119,8 +137,13 @@ func checkLiveCase(t *testing.T, cli string, c liveCase) int {
 	if m == nil {
 		t.Fatalf("the summary has no live.ign line that fits:\n%s", stdout)
 	}
-	wantInstall := "  install:          to " + liveDevice + ", then reboot; network: " + filepath.Base(keyfile) + " (live system and installed node)\n"
+	// Not given, the install-config's bootstrapInPlace.installationDisk is the disk.
+	device := liveDevice
 	if !c.device {
+		device = installationDisk(t, c.installConfig)
+	}
+	wantInstall := "  install:          to " + device + ", then reboot; network: " + filepath.Base(keyfile) + " (live system and installed node)\n"
+	if device == "" {
 		wantInstall = "  install:          no install device: boot the ISO with coreos.inst.install_dev=/dev/<disk>, or coreos-installer stops (destination device must be specified); network: " +
 			filepath.Base(keyfile) + " (live system and installed node)\n"
 	}
@@ -135,8 +158,8 @@ func checkLiveCase(t *testing.T, cli string, c liveCase) int {
 	}
 
 	deviceLine := ""
-	if c.device {
-		deviceLine = "dest-device: " + liveDevice + "\n"
+	if device != "" {
+		deviceLine = "dest-device: " + device + "\n"
 	}
 	checkLiveRoot(t, ctx, work, livePath, "aio.ign", aio, deviceLine, keyfile, ips, filepath.Join(out, "rootfs"))
 	if c.previous {
