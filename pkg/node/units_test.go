@@ -279,7 +279,7 @@ func TestNodeTreeIgnition(t *testing.T) {
 // TestScriptsShellcheck: the node's scripts and the test stubs pass shellcheck.
 func TestScriptsShellcheck(t *testing.T) {
 	bin := testtools.Tool(t, "shellcheck")
-	args := []string{repo("manifests/node/aiokube.sh"), repo("manifests/node/aio-csr-approver.sh"), repo("testdata/node/bin/oc"), repo("testdata/node/bin/systemctl")}
+	args := []string{repo("manifests/node/scripts/aiokube.sh"), repo("manifests/node/scripts/aio-csr-approver.sh"), repo("manifests/node/scripts/aio-update.sh"), repo("testdata/node/bin/oc"), repo("testdata/node/bin/systemctl")}
 	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
 		t.Errorf("shellcheck: %v\n%s", err, out)
 	}

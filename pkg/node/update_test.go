@@ -16,7 +16,7 @@ func TestUpdaterInstalled(t *testing.T) {
 	f.converge(t)
 	tr := f.tree(t)
 	script := fileOf(t, tr, AIOUpdateScript)
-	embedded, err := readEmbedded("aio-update.sh")
+	embedded, err := readEmbedded("scripts/aio-update.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
