@@ -58,7 +58,7 @@ func shellAssignments(env map[string]string) (string, error) {
 }
 
 func (n *Node) addUpdater(t *export.Tree) error {
-	script, err := readEmbedded("scripts/aio-update.sh")
+	script, err := readScript("aio-update.sh")
 	if err != nil {
 		return err
 	}
