@@ -9,7 +9,7 @@ import (
 	"github.com/render-static/render-static/pkg/export"
 )
 
-// The node side of `render-static renew` (pkg/renew): aio.ign installs aio-update (manifests/node/aio-update.sh)
+// The node side of `render-static renew` (pkg/renew): aio.ign installs aio-update (manifests/node/scripts/aio-update.sh)
 // and its settings, so that an update made offline (DIR/update) is applied on the running node with one command:
 // `aio-update apply <update dir>`, and undone with `aio-update rollback`. It runs only when the user runs it: no
 // unit, no timer.
@@ -58,7 +58,7 @@ func shellAssignments(env map[string]string) (string, error) {
 }
 
 func (n *Node) addUpdater(t *export.Tree) error {
-	script, err := readEmbedded("aio-update.sh")
+	script, err := readScript("aio-update.sh")
 	if err != nil {
 		return err
 	}

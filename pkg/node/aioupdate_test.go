@@ -16,12 +16,12 @@ func TestUpdaterInstalled(t *testing.T) {
 	f.converge(t)
 	tr := f.tree(t)
 	script := fileOf(t, tr, AIOUpdateScript)
-	embedded, err := readEmbedded("aio-update.sh")
+	embedded, err := readScript("aio-update.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if script.Mode != 0o755 || string(script.Contents) != string(embedded) {
-		t.Errorf("%s: mode %o, or not the embedded aio-update.sh", AIOUpdateScript, script.Mode)
+		t.Errorf("%s: mode %o, or not aio-update.sh as readScript gives it", AIOUpdateScript, script.Mode)
 	}
 	cfg := fileOf(t, tr, AIOUpdateConfig)
 	if cfg.Mode != 0o644 {

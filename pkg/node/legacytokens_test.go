@@ -295,7 +295,7 @@ func TestFilterExportLegacyTokens(t *testing.T) {
 // client-go's jsonpath as oc and kubectl run it (missing keys allowed), "<uid>|<token>|<ca.crt>" of a filled
 // secret and "||" of an empty one; the stub oc answers in that form.
 func TestLegacyTokenJSONPath(t *testing.T) {
-	script, err := readEmbedded("aiokube.sh")
+	script, err := readScript("aiokube.sh")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	approverScript, err := readEmbedded("aio-csr-approver.sh")
+	approverScript, err := readScript("aio-csr-approver.sh")
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
 	}
 
 	// aiokube.
-	script, err := readEmbedded("aiokube.sh")
+	script, err := readScript("aiokube.sh")
 	if err != nil {
 		return nil, err
 	}

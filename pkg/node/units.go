@@ -14,7 +14,7 @@ func renderTemplate(name string, data any) (string, error) {
 	return string(b), err
 }
 
-// readEmbedded returns manifests/node/<name> as it is (the scripts).
+// readEmbedded returns manifests/node/<name> as it is (readScript gives the node's programs as installed).
 func readEmbedded(name string) ([]byte, error) { return manifests.Read(path.Join("node", name)) }
 
 // envLines turns variables into systemd Environment= lines, sorted by name. Values are quoted, and '%' (systemd

@@ -276,10 +276,15 @@ func TestNodeTreeIgnition(t *testing.T) {
 	}
 }
 
-// TestScriptsShellcheck: the node's scripts and the test stubs pass shellcheck.
+// TestScriptsShellcheck: the node's scripts, their library (which shellcheck follows from each script) and the
+// test stubs pass shellcheck.
 func TestScriptsShellcheck(t *testing.T) {
 	bin := testtools.Tool(t, "shellcheck")
-	args := []string{repo("manifests/node/aiokube.sh"), repo("manifests/node/aio-csr-approver.sh"), repo("testdata/node/bin/oc"), repo("testdata/node/bin/systemctl")}
+	args, err := filepath.Glob(repo("manifests/node/scripts/*.sh"))
+	if err != nil || len(args) != len(nodeScripts)+1 {
+		t.Fatalf("manifests/node/scripts/*.sh: %v %v", args, err)
+	}
+	args = append(args, repo("testdata/node/bin/oc"), repo("testdata/node/bin/systemctl"))
 	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
 		t.Errorf("shellcheck: %v\n%s", err, out)
 	}

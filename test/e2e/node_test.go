@@ -705,7 +705,7 @@ func waitServingCSR(cs *kubernetes.Clientset, node string, timeout time.Duration
 	return name, time.Now(), err
 }
 
-// approverReason is the reason of the approvals of the rendered CSR approver (manifests/node/aio-csr-approver.sh).
+// approverReason is the reason of the approvals of the rendered CSR approver (manifests/node/scripts/aio-csr-approver.sh).
 const approverReason = "AIOCSRApprover"
 
 // checkApprovalBoundToUID: kube-apiserver refuses an approval like the rendered approver's (a PUT of the approval

@@ -24,14 +24,20 @@ set -euo pipefail
 shopt -s inherit_errexit
 export LC_ALL=C
 
+prog=aio-csr-approver
+# The helpers the node's programs share (log, kc, ...): manifests/node/scripts/aio-lib.sh, sourced from this
+# script's folder, or put here by the render (pkg/node, readScript).
+# shellcheck source=SCRIPTDIR/aio-lib.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/aio-lib.sh"
+
 root=${APPROVER_ROOT:-}
 kubeconfig=$root${APPROVER_KUBECONFIG:?}
 nodes_file=$root${APPROVER_NODES:?}
 request_timeout=${APPROVER_REQUEST_TIMEOUT_SECONDS:-20}
 max_per_node=${APPROVER_MAX_PER_NODE:-5}
 
-serving=kubernetes.io/kubelet-serving
-client=kubernetes.io/kube-apiserver-client-kubelet
+serving_signer=kubernetes.io/kubelet-serving
+client_signer=kubernetes.io/kube-apiserver-client-kubelet
 # The largest request decided: a kubelet's (ECDSA P-256) is about 300 bytes, one with an RSA 4096 key about 1300.
 max_der=4096
 # One line per pending CSR: name|uid|resourceVersion|signer|username|,groups,|,usages,|request, each value
@@ -40,16 +46,11 @@ max_der=4096
 # DER take at most 7500) is printed as "-".
 list_template='{{range .items}}{{if not .status.conditions}}{{urlquery .metadata.name}}|{{urlquery .metadata.uid}}|{{urlquery .metadata.resourceVersion}}|{{urlquery .spec.signerName}}|{{urlquery .spec.username}}|,{{range .spec.groups}}{{urlquery .}},{{end}}|,{{range .spec.usages}}{{urlquery .}},{{end}}|{{if le (len .spec.request) 8192}}{{urlquery .spec.request}}{{else}}-{{end}}{{"\n"}}{{end}}{{end}}'
 
-log() { echo "aio-csr-approver: $*"; }
-
-if command -v oc >/dev/null 2>&1; then
-	client_cmd=oc
-elif command -v kubectl >/dev/null 2>&1; then
-	client_cmd=kubectl
-else
+# shellcheck disable=SC2119 # no podman arguments: the approver runs no client image
+pick_client || {
 	log "neither oc nor kubectl is on this host"
 	exit 1
-fi
+}
 for tool in openssl base64 od; do
 	command -v "$tool" >/dev/null 2>&1 || {
 		log "$tool is not on this host"
@@ -60,8 +61,6 @@ done
 	log "APPROVER_REQUEST_TIMEOUT_SECONDS and APPROVER_MAX_PER_NODE must be positive integers"
 	exit 1
 }
-kc() { "$client_cmd" --kubeconfig="$kubeconfig" --request-timeout="${request_timeout}s" "$@"; }
-
 # enc TEXT: TEXT as urlquery prints it (TEXT is ASCII: the constants and node names this script compares with).
 enc() {
 	local s=$1 out='' c i
@@ -545,12 +544,12 @@ pending=$(kc get csr -o go-template="$list_template") || {
 	log "cannot list the CSRs"
 	exit 1
 }
-enc_serving=$(enc "$serving") enc_client=$(enc "$client")
+enc_serving=$(enc "$serving_signer") enc_client=$(enc "$client_signer")
 declare -A decided=()
 while IFS='|' read -r name uid rv signer user groups usages req; do
 	case $signer in
-	"$enc_serving") kind=serving signer=$serving ;;
-	"$enc_client") kind=client signer=$client ;;
+	"$enc_serving") kind=serving signer=$serving_signer ;;
+	"$enc_client") kind=client signer=$client_signer ;;
 	*) continue ;;
 	esac
 	[[ -n $user ]] || continue
@@ -567,7 +566,7 @@ while IFS='|' read -r name uid rv signer user groups usages req; do
 		continue
 	fi
 	if ! out=$(approve "$name" "$uid" "$rv" "node $node's own kubelet $kind request (aio-csr-approver)"); then
-		log "could not approve $name: $(tr '\n' ' ' <<<"$out")"
+		log "could not approve $name: $(oneline "$out")"
 		continue
 	fi
 	log "approved $name ($signer, from system:node:$node)"

@@ -36,6 +36,12 @@
 set -euo pipefail
 shopt -s nullglob
 
+prog=aio-update
+# The helpers the node's programs share (log, kc, ...): manifests/node/scripts/aio-lib.sh, sourced from this
+# script's folder, or put here by the render (pkg/node, readScript).
+# shellcheck source=SCRIPTDIR/aio-lib.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/aio-lib.sh"
+
 root=${AIO_UPDATE_ROOT:-}
 config=${AIO_UPDATE_CONFIG:-$root/etc/kubernetes/aio-update.env}
 if [[ -r $config ]]; then
@@ -50,37 +56,22 @@ pod_wait=${AIO_UPDATE_POD_WAIT_SECONDS:-900}
 retry=${AIO_UPDATE_RETRY_SECONDS:-5}
 attempts=${AIO_UPDATE_ATTEMPTS:-10}
 request_timeout=${AIO_UPDATE_REQUEST_TIMEOUT_SECONDS:-30}
+client_image=${AIO_UPDATE_CLIENT_IMAGE:-}
 
-log() { echo "aio-update: $*"; }
 die() {
-	echo "aio-update: error: $*" >&2
+	echo "$prog: error: $*" >&2
 	exit 1
 }
 
-client=()
-pick_client() {
-	if ((${#client[@]} > 0)); then
-		return 0
-	elif command -v oc >/dev/null 2>&1; then
-		client=(oc)
-	elif command -v kubectl >/dev/null 2>&1; then
-		client=(kubectl)
-	elif [[ -n ${AIO_UPDATE_CLIENT_IMAGE:-} ]] && command -v podman >/dev/null 2>&1; then
-		# The client reads the kubeconfig and, for apply, the update: mount both at the same paths.
-		client=(podman run --rm --network=host --user=0:0 --authfile="$root/var/lib/kubelet/config.json"
-			--volume="${kubeconfig%/*}:${kubeconfig%/*}:ro,z")
-		if [[ -n $update ]]; then
-			client+=(--volume="$update:$update:ro,z")
-		fi
-		client+=(--entrypoint=oc "$AIO_UPDATE_CLIENT_IMAGE")
-	else
-		die "no oc or kubectl on this host, and no podman to run ${AIO_UPDATE_CLIENT_IMAGE:-a client image}"
+# use_client: pick_client, or the end of the run. The client reads the kubeconfig and, for apply, the update:
+# podman mounts both at the same paths.
+use_client() {
+	local mounts=(--volume="${kubeconfig%/*}:${kubeconfig%/*}:ro,z")
+	if [[ -n $update ]]; then
+		mounts+=(--volume="$update:$update:ro,z")
 	fi
+	pick_client "${mounts[@]}" || die "no oc or kubectl on this host, and no podman to run ${client_image:-a client image}"
 }
-
-kc() { "${client[@]}" --kubeconfig="$kubeconfig" --request-timeout="${request_timeout}s" "$@"; }
-
-oneline() { tr '\n' ' ' <<<"$1"; }
 
 # revision_of MANIFEST: the revision label of a static pod manifest (the installer writes it as JSON).
 revision_of() {
@@ -91,18 +82,8 @@ revision_of() {
 	echo "${m%'"'}"
 }
 
-# replace SRC DEST MODE: gives DEST the contents of SRC with MODE, through a hidden temporary file in DEST's
-# directory renamed over it.
-replace() {
-	local src=$1 dest=$2 mode=$3 dir tmp
-	dir=${dest%/*}
-	mkdir -p -- "$dir"
-	tmp=$(mktemp "$dir/.${dest##*/}.aio-update.XXXXXX")
-	if ! cat -- "$src" >"$tmp" || ! chmod "$mode" -- "$tmp" || ! mv -f -- "$tmp" "$dest"; then
-		rm -f -- "$tmp"
-		die "could not write ${dest#"$root"}"
-	fi
-}
+# replace SRC DEST MODE: write_file, or the end of the run.
+replace() { write_file "$1" "$2" "$3" || die "could not write ${2#"$root"}"; }
 
 # The update, read once: files.tsv (kind mode sha256 source destination) and components.tsv
 # (name namespace mirror-pod manifest from to).
@@ -274,29 +255,28 @@ started_since() {
 # SINCE: its containers started at or after SINCE, so the status is not the one the node left before), and /readyz
 # answers; bounded by $pod_wait.
 wait_ready() {
-	local name=$1 ns=$2 pod=$3 rev=$4 since=${5:-} out="" deadline=$((SECONDS + pod_wait)) ok
-	pick_client
-	while :; do
-		ok=1
-		if [[ -n $pod ]]; then
-			out=$(kc get pod --namespace="$ns" "$pod" --output='jsonpath={.metadata.labels.revision} {.status.conditions[?(@.type=="Ready")].status} {.status.containerStatuses[*].state.running.startedAt}' 2>&1) || true
-			[[ $out == "$rev True"* ]] || ok=
-			if [[ -n $since ]] && ! started_since "$out" "$since"; then
-				ok=
-			fi
+	local name=$1 ns=$2 pod=$3 rev=$4 since=${5:-} out=""
+	use_client
+	if wait_until "$pod_wait" "$retry" is_ready; then
+		[[ -z $pod ]] || log "$name: $ns/$pod runs revision $rev and is Ready"
+		return 0
+	fi
+	if [[ -n $pod ]]; then
+		die "$name: $ns/$pod did not run revision $rev and become Ready within ${pod_wait}s (last seen: $(oneline "${out:-nothing}")); 'aio-update rollback' puts the previous revision back"
+	fi
+	die "the API did not answer /readyz within ${pod_wait}s; 'aio-update rollback' puts the previous files back"
+}
+
+# is_ready: one look of wait_ready (its variables); sets out to what the mirror pod showed.
+is_ready() {
+	if [[ -n $pod ]]; then
+		out=$(kc get pod --namespace="$ns" "$pod" --output='jsonpath={.metadata.labels.revision} {.status.conditions[?(@.type=="Ready")].status} {.status.containerStatuses[*].state.running.startedAt}' 2>&1) || true
+		[[ $out == "$rev True"* ]] || return 1
+		if [[ -n $since ]] && ! started_since "$out" "$since"; then
+			return 1
 		fi
-		if [[ -n $ok ]] && kc get --raw=/readyz >/dev/null 2>&1; then
-			[[ -z $pod ]] || log "$name: $ns/$pod runs revision $rev and is Ready"
-			return 0
-		fi
-		if ((SECONDS >= deadline)); then
-			if [[ -n $pod ]]; then
-				die "$name: $ns/$pod did not run revision $rev and become Ready within ${pod_wait}s (last seen: $(oneline "${out:-nothing}")); 'aio-update rollback' puts the previous revision back"
-			fi
-			die "the API did not answer /readyz within ${pod_wait}s; 'aio-update rollback' puts the previous files back"
-		fi
-		sleep "$retry"
-	done
+	fi
+	kc get --raw=/readyz >/dev/null 2>&1
 }
 
 # roll_pods: each component's new static pod manifest, in the update's order, waiting for each.
@@ -321,38 +301,42 @@ roll_pods() {
 }
 
 apply_objects() {
-	local i pass f out pending=() left=()
+	local i out pending=()
 	for i in "${!kinds[@]}"; do
 		case ${kinds[$i]} in
 		object | status) pending+=("$i") ;;
 		esac
 	done
 	((${#pending[@]} > 0)) || return 0
-	pick_client
-	for ((pass = 1; pass <= attempts; pass++)); do
-		left=()
-		for i in "${pending[@]}"; do
-			f=$update/${sources[$i]}
-			if [[ ${kinds[$i]} == object ]]; then
-				out=$(kc apply --server-side --force-conflicts --field-manager=aio-update -f "$f" 2>&1) || left+=("$i")
-			else
-				# The object's manifest is the status patch's name without ".json", under manifests/.
-				out=$(kc patch --subresource=status --type=merge --patch-file="$f" -f "$update/manifests/$(basename "${f%.json}")" 2>&1) || left+=("$i")
-			fi
-		done
-		if ((${#left[@]} == 0)); then
-			log "applied ${#pending[@]} API objects and statuses"
-			return 0
-		fi
-		pending=("${left[@]}")
-		if ((pass < attempts)); then
-			sleep "$retry"
-		fi
-	done
+	use_client
+	if retry "$attempts" "$retry" objects_pass; then
+		return 0
+	fi
 	for i in "${pending[@]}"; do
 		log "not applied: ${kinds[$i]} ${dests[$i]}"
 	done
 	die "${#pending[@]} API objects not applied after $attempts attempts (last: $(oneline "$out")); run 'aio-update apply' again"
+}
+
+# objects_pass: one pass of apply_objects over its pending objects and statuses; those not applied stay pending,
+# and out holds what the client said last.
+objects_pass() {
+	local i f left=()
+	for i in "${pending[@]}"; do
+		f=$update/${sources[$i]}
+		if [[ ${kinds[$i]} == object ]]; then
+			out=$(kc apply --server-side --force-conflicts --field-manager=aio-update -f "$f" 2>&1) || left+=("$i")
+		else
+			# The object's manifest is the status patch's name without ".json", under manifests/.
+			out=$(kc patch --subresource=status --type=merge --patch-file="$f" -f "$update/manifests/$(basename "${f%.json}")" 2>&1) || left+=("$i")
+		fi
+	done
+	if ((${#left[@]} == 0)); then
+		log "applied ${#pending[@]} API objects and statuses"
+		return 0
+	fi
+	pending=("${left[@]}")
+	return 1
 }
 
 # install VERB UPDATE_DIR: reads, locks, verifies and installs the update's files (steps 1-4 of apply, without

@@ -33,6 +33,12 @@
 set -euo pipefail
 shopt -s nullglob
 
+prog=aiokube
+# The helpers the node's programs share (log, kc, ...): manifests/node/scripts/aio-lib.sh, sourced from this
+# script's folder, or put here by the render (pkg/node, readScript).
+# shellcheck source=SCRIPTDIR/aio-lib.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/aio-lib.sh"
+
 root=${AIOKUBE_ROOT:-}
 manifests=$root${AIOKUBE_MANIFESTS:?}
 kubeconfig=$root${AIOKUBE_KUBECONFIG:?}
@@ -54,54 +60,39 @@ node_name=${AIOKUBE_NODE_NAME:-}
 read -r -a node_labels <<<"${AIOKUBE_NODE_LABELS:-}"
 token_wait=${AIOKUBE_TOKEN_WAIT_SECONDS:-600}
 resources=$root${AIOKUBE_STATIC_POD_RESOURCES:-/etc/kubernetes/static-pod-resources}
+client_image=${AIOKUBE_CLIENT_IMAGE:-}
 
-log() { echo "aiokube: $*"; }
-
-client=()
-pick_client() {
-	if ((${#client[@]} > 0)); then
-		return 0
-	elif command -v oc >/dev/null 2>&1; then
-		client=(oc)
-	elif command -v kubectl >/dev/null 2>&1; then
-		client=(kubectl)
-	elif [[ -n ${AIOKUBE_CLIENT_IMAGE:-} ]] && command -v podman >/dev/null 2>&1; then
-		# Every input lies under /opt/openshift: mount it at the same path.
-		client=(podman run --rm --network=host --user=0:0 --authfile="$root/var/lib/kubelet/config.json"
-			--volume="$root/opt/openshift:$root/opt/openshift:ro,z" --entrypoint=oc "$AIOKUBE_CLIENT_IMAGE")
-	else
-		log "no oc or kubectl on this host, and no podman to run ${AIOKUBE_CLIENT_IMAGE:-a client image}"
+# use_client: pick_client, logging the client it chose. Every input lies under /opt/openshift: podman mounts it at
+# the same path.
+use_client() {
+	((${#client[@]} == 0)) || return 0
+	if ! pick_client --volume="$root/opt/openshift:$root/opt/openshift:ro,z"; then
+		log "no oc or kubectl on this host, and no podman to run ${client_image:-a client image}"
 		return 1
 	fi
 	log "client: ${client[*]}"
 }
 
-kc() { "${client[@]}" --kubeconfig="$kubeconfig" --request-timeout="${request_timeout}s" "$@"; }
-
-oneline() { tr '\n' ' ' <<<"$1"; }
-
 # wait_api [NAMESPACE_FILE...]: until /readyz answers ok, bounded by $api_wait, polling every $poll s; each poll
 # first tries to create the namespace files not done yet (their failures are expected while the API starts).
 wait_api() {
-	local deadline=$((SECONDS + api_wait)) f pending
-	while :; do
-		pending=()
-		for f in "$@"; do
-			[[ -e $state_dir/done/${f##*/} ]] || pending+=("$f")
-		done
-		if ((${#pending[@]} > 0)); then
-			create_pending quiet "${pending[@]}" || true
-		fi
-		if kc get --raw=/readyz >/dev/null 2>&1; then
-			break
-		fi
-		if ((SECONDS >= deadline)); then
-			log "the API was not ready within ${api_wait}s"
-			return 1
-		fi
-		sleep "$poll"
-	done
+	if ! wait_until "$api_wait" "$poll" api_ready "$@"; then
+		log "the API was not ready within ${api_wait}s"
+		return 1
+	fi
 	log "the API is ready"
+}
+
+# api_ready [NAMESPACE_FILE...]: one poll of wait_api.
+api_ready() {
+	local f pending=()
+	for f in "$@"; do
+		[[ -e $state_dir/done/${f##*/} ]] || pending+=("$f")
+	done
+	if ((${#pending[@]} > 0)); then
+		create_pending quiet "${pending[@]}" || true
+	fi
+	kc get --raw=/readyz >/dev/null 2>&1
 }
 
 # created_line FILE: what `create` prints for the object of an exported manifest, whose name is
@@ -232,22 +223,25 @@ create_pending() {
 
 # apply_round LABEL FILE...: creates the files, then again the ones that failed, at most $attempts passes.
 apply_round() {
-	local label=$1 pass f
+	local label=$1 f
 	shift
 	local pending=("$@")
-	for ((pass = 1; pass <= attempts; pass++)); do
-		if create_pending "${pending[@]}"; then
-			return 0
-		fi
-		pending=("${left[@]}")
-		log "$label: ${#pending[@]} not created after pass $pass of $attempts"
-		if ((pass < attempts)); then
-			sleep "$retry"
-		fi
-	done
+	if retry "$attempts" "$retry" round_pass; then
+		return 0
+	fi
 	local names=()
 	for f in "${pending[@]}"; do names+=("${f##*/}"); done
 	log "$label: giving up on ${names[*]}"
+	return 1
+}
+
+# round_pass: one pass of apply_round over its pending files; those not created stay pending.
+round_pass() {
+	if create_pending "${pending[@]}"; then
+		return 0
+	fi
+	pending=("${left[@]}")
+	log "$label: ${#pending[@]} not created after pass $pass of $attempts"
 	return 1
 }
 
@@ -265,7 +259,7 @@ apply() {
 	done
 	done_count=$(find "$state_dir/done" -type f | wc -l)
 	log "applying $manifests: ${#namespaces[@]} namespaces, ${#crds[@]} CRDs, ${#rest[@]} others ($done_count done before)"
-	pick_client
+	use_client
 	wait_api "${namespaces[@]}"
 	apply_round namespaces "${namespaces[@]}"
 	apply_round CRDs "${crds[@]}"
@@ -311,18 +305,14 @@ token_fields='{.metadata.annotations.kubernetes\.io/service-account\.uid}{"|"}{.
 
 declare -A token_reason=()
 
-# replace FILE NEW: gives FILE the contents of NEW unless it has them, through a temporary file in FILE's
-# directory renamed over it: 0600, owned by root (aiokube runs as root). Adds FILE to $written when it wrote.
+# replace FILE NEW: gives FILE the contents of NEW unless it has them (write_file): 0600, owned by root (aiokube
+# runs as root). Adds FILE to $written when it wrote.
 replace() {
-	local file=$1 new=$2 tmp
+	local file=$1 new=$2
 	if cmp -s -- "$new" "$file"; then
 		return 0
 	fi
-	tmp=$(mktemp "${file%/*}/.${file##*/}.XXXXXX") || return 1
-	if ! cat -- "$new" >"$tmp" || ! chmod 0600 -- "$tmp" || ! mv -f -- "$tmp" "$file"; then
-		rm -f -- "$tmp"
-		return 1
-	fi
+	write_file "$new" "$file" 0600 || return 1
 	written+=("${file#"$root"}")
 }
 
@@ -377,7 +367,7 @@ sync_token() {
 # sync_legacy_tokens: sync_token for every legacy token secret not recorded as done, pass after pass until all are
 # done or AIOKUBE_TOKEN_WAIT_SECONDS passed; never fails the run.
 sync_legacy_tokens() {
-	local entry ns name pending=() left=() deadline
+	local entry ns name pending=()
 	for entry in "${legacy_tokens[@]}"; do
 		IFS=/ read -r ns name _ <<<"$entry"
 		[[ -e $state_dir/tokens/${ns}_$name ]] || pending+=("$entry")
@@ -385,42 +375,36 @@ sync_legacy_tokens() {
 	if ((${#pending[@]} == 0)); then
 		return 0
 	fi
-	pick_client
+	use_client
 	log "waiting up to ${token_wait}s until kube-controller-manager filled ${#pending[@]} legacy service-account token secrets: ${pending[*]}"
-	deadline=$((SECONDS + token_wait))
-	while :; do
-		left=()
-		for entry in "${pending[@]}"; do
-			sync_token "$entry" || left+=("$entry")
-		done
-		if ((${#left[@]} == 0)); then
-			log "every legacy service-account token on the node is the live one"
-			return 0
-		fi
-		pending=("${left[@]}")
-		if ((SECONDS >= deadline)); then
-			break
-		fi
-		sleep "$retry"
-	done
+	if wait_until "$token_wait" "$retry" sync_pass; then
+		log "every legacy service-account token on the node is the live one"
+		return 0
+	fi
 	for entry in "${pending[@]}"; do
 		log "$entry: giving up after ${token_wait}s: ${token_reason[$entry]:-not filled}; the node keeps the render's token, which kube-apiserver rejects (the clients that use it fail until it is replaced)"
 	done
+}
+
+# sync_pass: sync_token for each of sync_legacy_tokens' pending secrets; those not synced stay pending.
+sync_pass() {
+	local entry left=()
+	for entry in "${pending[@]}"; do
+		sync_token "$entry" || left+=("$entry")
+	done
+	pending=("${left[@]}")
+	((${#pending[@]} == 0))
 }
 
 label_node() {
 	if ((${#node_labels[@]} == 0)); then
 		return 0
 	fi
-	pick_client || return 1
-	local deadline=$((SECONDS + api_wait))
-	until kc label node "$node_name" --overwrite "${node_labels[@]}" >/dev/null 2>&1; do
-		if ((SECONDS >= deadline)); then
-			log "node $node_name: could not set ${node_labels[*]} within ${api_wait}s (not registered?)"
-			return 1
-		fi
-		sleep "$retry"
-	done
+	use_client || return 1
+	if ! wait_until "$api_wait" "$retry" kc label node "$node_name" --overwrite "${node_labels[@]}" >/dev/null 2>&1; then
+		log "node $node_name: could not set ${node_labels[*]} within ${api_wait}s (not registered?)"
+		return 1
+	fi
 	log "node $node_name: labelled ${node_labels[*]}"
 }
 
