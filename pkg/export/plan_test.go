@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/render-static/render-static/internal/testkit/treetest"
 )
 
 // inode is the device and inode number of p.
@@ -47,7 +49,7 @@ func TestPlanWriteLinksIdenticalFiles(t *testing.T) {
 				"rootfs/opt/manifests/a.yaml": 0o644, "rootfs/opt/manifests/b.yaml": 0o644, "state/a.yaml": 0o600,
 				"state/a2.yaml": 0o600, "ro/key": 0o400, "ro/key2": 0o400, "empty1": 0o644, "empty2": 0o644}
 			for rel, m := range modes {
-				checkMode(t, filepath.Join(root, rel), m)
+				treetest.CheckMode(t, filepath.Join(root, rel), m)
 			}
 			for rel, want := range map[string]string{"manifests/a.yaml": "kind: A\n", "rootfs/opt/manifests/a.yaml": "kind: A\n",
 				"rootfs/opt/manifests/b.yaml": "kind: B\n", "state/a.yaml": "kind: A\n", "ro/key2": "k", "empty2": ""} {
@@ -87,7 +89,7 @@ func TestPlanWriteLinksIdenticalFiles(t *testing.T) {
 func TestPlanWriteOverExisting(t *testing.T) {
 	withUmask(t, 0o022)
 	root := t.TempDir()
-	mkdir(t, filepath.Join(root, "d"), 0o777)
+	treetest.Mkdir(t, filepath.Join(root, "d"), 0o777)
 	if err := os.WriteFile(filepath.Join(root, "d", "f"), []byte("old contents"), 0o666); err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +106,8 @@ func TestPlanWriteOverExisting(t *testing.T) {
 	if err := p.Write(root); err != nil {
 		t.Fatal(err)
 	}
-	checkMode(t, filepath.Join(root, "d"), 0o750)
-	checkMode(t, filepath.Join(root, "d", "f"), 0o600)
+	treetest.CheckMode(t, filepath.Join(root, "d"), 0o750)
+	treetest.CheckMode(t, filepath.Join(root, "d", "f"), 0o600)
 	if got := readFile(t, filepath.Join(root, "d", "f")); got != "new" {
 		t.Errorf("d/f = %q", got)
 	}

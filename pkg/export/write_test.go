@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/render-static/render-static/internal/testkit/treetest"
 )
 
 // These tests change the process umask: none of the tests in this package may run in parallel.
@@ -38,9 +40,9 @@ func TestWriteFileExactMode(t *testing.T) {
 		if err := WriteFile(p, 0o600, []byte("yy")); err != nil {
 			t.Fatal(err)
 		}
-		checkMode(t, p, 0o600)
-		checkMode(t, filepath.Join(dir, "a"), 0o755)
-		checkMode(t, filepath.Join(dir, "a", "b"), 0o755)
+		treetest.CheckMode(t, p, 0o600)
+		treetest.CheckMode(t, filepath.Join(dir, "a"), 0o755)
+		treetest.CheckMode(t, filepath.Join(dir, "a", "b"), 0o755)
 		if got := readFile(t, p); got != "yy" {
 			t.Errorf("contents %q", got)
 		}
@@ -51,29 +53,6 @@ func TestWriteFileExactMode(t *testing.T) {
 		if err := WriteFile(link, 0o644, []byte("through link")); err == nil {
 			t.Error("WriteFile followed a symlink")
 		}
-	}
-}
-
-// mkdir makes the directory p with exactly mode (whatever the umask).
-func mkdir(t *testing.T, p string, mode fs.FileMode) {
-	t.Helper()
-	if err := os.Mkdir(p, mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, mode); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func checkMode(t *testing.T, p string, want fs.FileMode) {
-	t.Helper()
-	st, err := os.Lstat(p)
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	if got := st.Mode().Perm(); got != want {
-		t.Errorf("%s: mode %#o, want %#o", p, got, want)
 	}
 }
 
@@ -123,7 +102,7 @@ func TestWriteRootfsModes(t *testing.T) {
 				"etc/systemd/system-preset/20-render-static.preset": 0o644,
 			}
 			for rel, mode := range want {
-				checkMode(t, filepath.Join(root, rel), mode)
+				treetest.CheckMode(t, filepath.Join(root, rel), mode)
 			}
 			if got := readFile(t, filepath.Join(root, "etc/kubernetes/secrets/tls.key")); got != "key" {
 				t.Errorf("tls.key = %q", got)

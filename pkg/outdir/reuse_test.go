@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/render-static/render-static/internal/testkit/treetest"
 	"github.com/render-static/render-static/pkg/export"
 )
 
@@ -58,7 +59,7 @@ func TestWriteDirAtomicLinksUnchanged(t *testing.T) {
 				t.Errorf("%s: shares the previous output's inode = %v, want %v", name, got, linked)
 			}
 		}
-		checkMode(t, filepath.Join(tmp, "mode"), 0o600)
+		treetest.CheckMode(t, filepath.Join(tmp, "mode"), 0o600)
 		return nil
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/render-static/render-static/internal/testkit/treetest"
 	"github.com/render-static/render-static/pkg/export"
 )
 
@@ -67,29 +68,6 @@ func readFile(t *testing.T, p string) string {
 	return string(b)
 }
 
-// mkdir makes the directory p with exactly mode (whatever the umask).
-func mkdir(t *testing.T, p string, mode fs.FileMode) {
-	t.Helper()
-	if err := os.Mkdir(p, mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, mode); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func checkMode(t *testing.T, p string, want fs.FileMode) {
-	t.Helper()
-	st, err := os.Lstat(p)
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	if got := st.Mode().Perm(); got != want {
-		t.Errorf("%s: mode %#o, want %#o", p, got, want)
-	}
-}
-
 func TestWriteDirAtomicCreates(t *testing.T) {
 	parent := t.TempDir()
 	dest := filepath.Join(parent, "out")
@@ -117,7 +95,7 @@ func TestWriteDirAtomicCreates(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dest, MarkerFile)); err != nil {
 		t.Errorf("marker: %v", err)
 	}
-	checkMode(t, dest, 0o755)
+	treetest.CheckMode(t, dest, 0o755)
 }
 
 func TestWriteDirAtomicFillErrorLeavesNothing(t *testing.T) {
@@ -162,7 +140,7 @@ func TestWriteDirAtomicFillErrorKeepsPrevious(t *testing.T) {
 func TestWriteDirAtomicRefusesForeignDir(t *testing.T) {
 	parent := t.TempDir()
 	dest := filepath.Join(parent, "home")
-	mkdir(t, dest, 0o750)
+	treetest.Mkdir(t, dest, 0o750)
 	if err := os.WriteFile(filepath.Join(dest, "precious"), []byte("keep me"), 0o640); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +170,7 @@ func TestWriteDirAtomicRefusesForeignDir(t *testing.T) {
 	}
 	link := filepath.Join(parent, "link")
 	empty := filepath.Join(parent, "empty")
-	mkdir(t, empty, 0o755)
+	treetest.Mkdir(t, empty, 0o755)
 	if err := os.Symlink(empty, link); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +185,7 @@ func TestWriteDirAtomicRefusesForeignDir(t *testing.T) {
 func TestWriteDirAtomicEmptyDest(t *testing.T) {
 	parent := t.TempDir()
 	dest := filepath.Join(parent, "out")
-	mkdir(t, dest, 0o750)
+	treetest.Mkdir(t, dest, 0o750)
 	if err := WriteDirAtomic(dest, func(tmp string) error {
 		return export.WriteFile(filepath.Join(tmp, "a"), 0o644, []byte("a"))
 	}); err != nil {
@@ -216,7 +194,7 @@ func TestWriteDirAtomicEmptyDest(t *testing.T) {
 	if got := readFile(t, filepath.Join(dest, "a")); got != "a" {
 		t.Errorf("a = %q", got)
 	}
-	checkMode(t, dest, 0o750) // the existing mode is kept
+	treetest.CheckMode(t, dest, 0o750) // the existing mode is kept
 	if got := entries(t, parent); !slices.Equal(got, []string{"out"}) {
 		t.Errorf("parent holds %v", got)
 	}
@@ -284,10 +262,10 @@ func TestWriteRootfsInsideWriteDirAtomic(t *testing.T) {
 	}
 	for _, f := range tr.Files() {
 		p := filepath.Join(dest, "rootfs", filepath.FromSlash(f.Path))
-		checkMode(t, p, f.Mode)
+		treetest.CheckMode(t, p, f.Mode)
 		if got := readFile(t, p); got != string(f.Contents) {
 			t.Errorf("%s: contents differ", f.Path)
 		}
 	}
-	checkMode(t, filepath.Join(dest, "rootfs", "var", "lib", "etcd"), 0o700)
+	treetest.CheckMode(t, filepath.Join(dest, "rootfs", "var", "lib", "etcd"), 0o700)
 }

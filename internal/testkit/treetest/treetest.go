@@ -58,3 +58,27 @@ func Contents(t testing.TB, dir string) map[string][]byte {
 	}
 	return out
 }
+
+// Mkdir makes the directory p with exactly mode (whatever the umask).
+func Mkdir(t testing.TB, p string, mode fs.FileMode) {
+	t.Helper()
+	if err := os.Mkdir(p, mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CheckMode fails the test unless p (not followed if a link) has the permissions want.
+func CheckMode(t testing.TB, p string, want fs.FileMode) {
+	t.Helper()
+	st, err := os.Lstat(p)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	if got := st.Mode().Perm(); got != want {
+		t.Errorf("%s: mode %#o, want %#o", p, got, want)
+	}
+}
