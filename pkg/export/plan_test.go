@@ -53,7 +53,7 @@ func TestPlanWriteLinksIdenticalFiles(t *testing.T) {
 			}
 			for rel, want := range map[string]string{"manifests/a.yaml": "kind: A\n", "rootfs/opt/manifests/a.yaml": "kind: A\n",
 				"rootfs/opt/manifests/b.yaml": "kind: B\n", "state/a.yaml": "kind: A\n", "ro/key2": "k", "empty2": ""} {
-				if got := readFile(t, filepath.Join(root, rel)); got != want {
+				if got := treetest.ReadFile(t, filepath.Join(root, rel)); got != want {
 					t.Errorf("%s = %q, want %q", rel, got, want)
 				}
 			}
@@ -74,10 +74,10 @@ func TestPlanWriteLinksIdenticalFiles(t *testing.T) {
 			if err := WriteFile(filepath.Join(root, "manifests/a.yaml"), 0o644, []byte("changed")); err != nil {
 				t.Fatal(err)
 			}
-			if got := readFile(t, filepath.Join(root, "rootfs/opt/manifests/a.yaml")); got != "kind: A\n" {
+			if got := treetest.ReadFile(t, filepath.Join(root, "rootfs/opt/manifests/a.yaml")); got != "kind: A\n" {
 				t.Errorf("rewriting manifests/a.yaml wrote through to its link: %q", got)
 			}
-			if got := readFile(t, filepath.Join(root, "manifests/a.yaml")); got != "changed" {
+			if got := treetest.ReadFile(t, filepath.Join(root, "manifests/a.yaml")); got != "changed" {
 				t.Errorf("manifests/a.yaml = %q", got)
 			}
 		})
@@ -108,7 +108,7 @@ func TestPlanWriteOverExisting(t *testing.T) {
 	}
 	treetest.CheckMode(t, filepath.Join(root, "d"), 0o750)
 	treetest.CheckMode(t, filepath.Join(root, "d", "f"), 0o600)
-	if got := readFile(t, filepath.Join(root, "d", "f")); got != "new" {
+	if got := treetest.ReadFile(t, filepath.Join(root, "d", "f")); got != "new" {
 		t.Errorf("d/f = %q", got)
 	}
 
@@ -117,7 +117,7 @@ func TestPlanWriteOverExisting(t *testing.T) {
 	if err := q.Write(root); err == nil {
 		t.Error("a plan wrote over a symlink")
 	}
-	if got := readFile(t, outside); got != "outside" {
+	if got := treetest.ReadFile(t, outside); got != "outside" {
 		t.Errorf("a plan wrote through a symlink: %q", got)
 	}
 

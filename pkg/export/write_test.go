@@ -19,15 +19,6 @@ func withUmask(t *testing.T, mask int) {
 	t.Cleanup(func() { syscall.Umask(old) })
 }
 
-func readFile(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func TestWriteFileExactMode(t *testing.T) {
 	for _, mask := range []int{0o022, 0o077, 0o777} {
 		withUmask(t, mask)
@@ -43,7 +34,7 @@ func TestWriteFileExactMode(t *testing.T) {
 		treetest.CheckMode(t, p, 0o600)
 		treetest.CheckMode(t, filepath.Join(dir, "a"), 0o755)
 		treetest.CheckMode(t, filepath.Join(dir, "a", "b"), 0o755)
-		if got := readFile(t, p); got != "yy" {
+		if got := treetest.ReadFile(t, p); got != "yy" {
 			t.Errorf("contents %q", got)
 		}
 		link := filepath.Join(dir, "link")
@@ -104,16 +95,16 @@ func TestWriteRootfsModes(t *testing.T) {
 			for rel, mode := range want {
 				treetest.CheckMode(t, filepath.Join(root, rel), mode)
 			}
-			if got := readFile(t, filepath.Join(root, "etc/kubernetes/secrets/tls.key")); got != "key" {
+			if got := treetest.ReadFile(t, filepath.Join(root, "etc/kubernetes/secrets/tls.key")); got != "key" {
 				t.Errorf("tls.key = %q", got)
 			}
-			if got := readFile(t, filepath.Join(root, "etc/systemd/system/kubelet.service")); got != kubeletUnit {
+			if got := treetest.ReadFile(t, filepath.Join(root, "etc/systemd/system/kubelet.service")); got != kubeletUnit {
 				t.Errorf("kubelet.service = %q", got)
 			}
-			if got := readFile(t, filepath.Join(root, "etc/systemd/system/kubelet.service.d/10-env.conf")); got != "[Service]\nEnvironment=A=1\n" {
+			if got := treetest.ReadFile(t, filepath.Join(root, "etc/systemd/system/kubelet.service.d/10-env.conf")); got != "[Service]\nEnvironment=A=1\n" {
 				t.Errorf("drop-in = %q", got)
 			}
-			if got, want := readFile(t, filepath.Join(root, "etc/systemd/system-preset/20-render-static.preset")), "enable crio.service\nenable kubelet.service\n"; got != want {
+			if got, want := treetest.ReadFile(t, filepath.Join(root, "etc/systemd/system-preset/20-render-static.preset")), "enable crio.service\nenable kubelet.service\n"; got != want {
 				t.Errorf("preset = %q, want %q", got, want)
 			}
 			if _, err := os.Lstat(filepath.Join(root, "etc/systemd/system/crio.service")); !errors.Is(err, fs.ErrNotExist) {

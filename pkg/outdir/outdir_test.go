@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/render-static/render-static/internal/testkit/treetest"
 	"github.com/render-static/render-static/pkg/export"
 )
 
@@ -121,7 +122,7 @@ func TestReplaceLeavesNoLeftovers(t *testing.T) {
 		if err := writeOut(t, l, "v", fmt.Sprint(i)); err != nil {
 			t.Fatal(err)
 		}
-		if got := readFile(t, filepath.Join(dest, "v")); got != fmt.Sprint(i) {
+		if got := treetest.ReadFile(t, filepath.Join(dest, "v")); got != fmt.Sprint(i) {
 			t.Errorf("v = %q after write %d", got, i)
 		}
 		if got := entries(t, parent); !slices.Equal(got, []string{".out.lock", "out"}) {
@@ -135,7 +136,7 @@ func TestReplaceLeavesNoLeftovers(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "was left as it was") {
 		t.Errorf("cancelled Replace: %v", err)
 	}
-	if got := readFile(t, filepath.Join(dest, "v")); got != "2" {
+	if got := treetest.ReadFile(t, filepath.Join(dest, "v")); got != "2" {
 		t.Errorf("v = %q after a cancelled replace, want 2", got)
 	}
 	if got := entries(t, parent); !slices.Equal(got, []string{".out.lock", "out"}) {
@@ -248,7 +249,7 @@ func TestLockDirRepairsWhatKilledRunsLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Release()
-	if got := readFile(t, filepath.Join(dest, "v")); got != "old" {
+	if got := treetest.ReadFile(t, filepath.Join(dest, "v")); got != "old" {
 		t.Errorf("v = %q after the repair, want the previous output's", got)
 	}
 	if got := entries(t, parent); !slices.Equal(got, []string{".other.tmp-1", "out"}) {
@@ -270,7 +271,7 @@ func TestReplaceFallbackWithoutExchange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := readFile(t, filepath.Join(dest, "v")); got != "2" {
+	if got := treetest.ReadFile(t, filepath.Join(dest, "v")); got != "2" {
 		t.Errorf("v = %q", got)
 	}
 	if got := entries(t, parent); !slices.Equal(got, []string{"out"}) {
@@ -303,7 +304,7 @@ func TestReadLockHoldsOffTheExchange(t *testing.T) {
 		t.Fatalf("the writer replaced the directory while it was read (%v)", err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	if got := readFile(t, filepath.Join(dest, "v")); got != "1" {
+	if got := treetest.ReadFile(t, filepath.Join(dest, "v")); got != "1" {
 		t.Errorf("v = %q while read", got)
 	}
 	release()
@@ -315,7 +316,7 @@ func TestReadLockHoldsOffTheExchange(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the writer did not finish after the reader left")
 	}
-	if got := readFile(t, filepath.Join(dest, "v")); got != "2" {
+	if got := treetest.ReadFile(t, filepath.Join(dest, "v")); got != "2" {
 		t.Errorf("v = %q after the write", got)
 	}
 
@@ -330,7 +331,7 @@ func TestReadLockHoldsOffTheExchange(t *testing.T) {
 	if err := writeOut(t, l, "v", "3"); err == nil || !strings.Contains(err.Error(), "waiting for its readers") {
 		t.Errorf("a write held off past its bound: %v", err)
 	}
-	if got := readFile(t, filepath.Join(dest, "v")); got != "2" {
+	if got := treetest.ReadFile(t, filepath.Join(dest, "v")); got != "2" {
 		t.Errorf("v = %q", got)
 	}
 }

@@ -59,15 +59,6 @@ func snapshot(t *testing.T, root string) map[string]string {
 	return out
 }
 
-func readFile(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func TestWriteDirAtomicCreates(t *testing.T) {
 	parent := t.TempDir()
 	dest := filepath.Join(parent, "out")
@@ -86,10 +77,10 @@ func TestWriteDirAtomicCreates(t *testing.T) {
 	if got := entries(t, parent); !slices.Equal(got, []string{"out"}) {
 		t.Errorf("parent holds %v, want just out", got)
 	}
-	if got := readFile(t, filepath.Join(dest, "aio.ign")); got != "{}" {
+	if got := treetest.ReadFile(t, filepath.Join(dest, "aio.ign")); got != "{}" {
 		t.Errorf("aio.ign = %q", got)
 	}
-	if got := readFile(t, filepath.Join(dest, "manifests", "sub", "x.yaml")); got != "x: 1\n" {
+	if got := treetest.ReadFile(t, filepath.Join(dest, "manifests", "sub", "x.yaml")); got != "x: 1\n" {
 		t.Errorf("x.yaml = %q", got)
 	}
 	if _, err := os.Stat(filepath.Join(dest, MarkerFile)); err != nil {
@@ -191,7 +182,7 @@ func TestWriteDirAtomicEmptyDest(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if got := readFile(t, filepath.Join(dest, "a")); got != "a" {
+	if got := treetest.ReadFile(t, filepath.Join(dest, "a")); got != "a" {
 		t.Errorf("a = %q", got)
 	}
 	treetest.CheckMode(t, dest, 0o750) // the existing mode is kept
@@ -221,7 +212,7 @@ func TestWriteDirAtomicReplaces(t *testing.T) {
 	if got := entries(t, dest); !slices.Equal(got, []string{MarkerFile, "common", "new-only"}) {
 		t.Errorf("dest holds %v after replacement", got)
 	}
-	if got := readFile(t, filepath.Join(dest, "common")); got != "2" {
+	if got := treetest.ReadFile(t, filepath.Join(dest, "common")); got != "2" {
 		t.Errorf("common = %q, want 2", got)
 	}
 	if got := entries(t, parent); !slices.Equal(got, []string{"out"}) {
@@ -263,7 +254,7 @@ func TestWriteRootfsInsideWriteDirAtomic(t *testing.T) {
 	for _, f := range tr.Files() {
 		p := filepath.Join(dest, "rootfs", filepath.FromSlash(f.Path))
 		treetest.CheckMode(t, p, f.Mode)
-		if got := readFile(t, p); got != string(f.Contents) {
+		if got := treetest.ReadFile(t, p); got != string(f.Contents) {
 			t.Errorf("%s: contents differ", f.Path)
 		}
 	}

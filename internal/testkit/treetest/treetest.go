@@ -82,3 +82,13 @@ func CheckMode(t testing.TB, p string, want fs.FileMode) {
 		t.Errorf("%s: mode %#o, want %#o", p, got, want)
 	}
 }
+
+// ReadFile is the contents of the file p, as a string.
+func ReadFile(t testing.TB, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
