@@ -298,6 +298,7 @@ listed, and --dir is left untouched.`,
 			}
 			s.PeakRSSMB = peakRSSMB()
 			s.Print(stdout, o.Dir)
+			s.PrintNextSteps(stdout, o.Dir, func(m string) string { return installconfig.Expand(m, renderFlags) })
 			s.PrintWarnings(cmd.ErrOrStderr())
 			return nil
 		},

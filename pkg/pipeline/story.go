@@ -40,6 +40,10 @@ func (st *story) tell(s *Summary, saved *state.State, e *Settled) {
 		s.Workers = append(s.Workers, w.Name+" "+joinIPs(w.IPs))
 	}
 	s.Cluster = fmt.Sprintf("%s.%s, infra ID %s", in.InstallConfig.Metadata.Name, in.InstallConfig.BaseDomain, in.InfraID)
+	s.Site = Site{ClusterDomain: in.InstallConfig.ClusterDomain(), NodeIPs: ips, Arch: in.InstallConfig.Architecture()}
+	for _, w := range in.Workers {
+		s.Site.Workers = append(s.Site.Workers, w.Name)
+	}
 	s.Flavor = string(in.Flavor)
 	s.Continued = st.dir.State != nil
 	s.FromState = st.fromState

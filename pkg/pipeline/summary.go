@@ -59,6 +59,8 @@ type Summary struct {
 	Revisions     []string
 	NewSigners    []string
 	PendingUpdate string
+	// Site is what the next steps name (nextsteps.go).
+	Site Site
 }
 
 // Print writes the summary to w (the warnings: PrintWarnings).
