@@ -1,9 +1,7 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/netip"
@@ -99,13 +97,6 @@ func SavedWorkers(where string, ws []state.Worker) []state.Worker {
 		out[i] = w
 	}
 	return out
-}
-
-// sameWorkers says whether two lists of workers are the same inputs (where their keyfiles were read aside).
-func sameWorkers(a, b []state.Worker) bool {
-	ja, _ := json.Marshal(a) // strings only: never fails
-	jb, _ := json.Marshal(b)
-	return bytes.Equal(ja, jb)
 }
 
 // workerCheck is what a worker is checked against: the install-config, the control-plane node, and the workers
