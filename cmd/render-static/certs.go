@@ -67,7 +67,7 @@ With --expiring-within it exits 1 when any certificate in use expires within tha
 	f.String("ignition", "", "an Ignition config (aio.ign) instead of --dir")
 	f.String("root", "", "a node's root directory (\"/\" on the node) instead of --dir")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
-	f.DurationVar(&within, "expiring-within", 0, "exit 1 when any certificate in use expires within this duration (e.g. 720h)")
+	f.Var(durationValue{&within}, "expiring-within", "exit 1 when any certificate in use expires within this duration (e.g. 720h or 30d)")
 	return cmd
 }
 

@@ -203,7 +203,8 @@ func addInputFlags(f *pflag.FlagSet, o *pipeline.Options, keep func(pipeline.Inp
 		case *string:
 			f.StringVar(p, in.Flag, *p, usage)
 		case *time.Duration:
-			f.DurationVar(p, in.Flag, *p, usage)
+			f.Var(durationValue{p}, in.Flag, usage) // days too: 30d
+
 		case *bool:
 			f.BoolVar(p, in.Flag, *p, usage)
 		case *[]string:
