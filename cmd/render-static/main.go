@@ -132,9 +132,38 @@ func unknownCommand(root *cobra.Command, args []string) error {
 				names = append(names, sub.Name())
 			}
 		}
-		return fmt.Errorf("unknown command %q: the commands are %s, and a render takes only flags (render-static --help)", fs.Arg(0), strings.Join(names, ", "))
+		return fmt.Errorf("unknown command %q%s: the commands are %s, and a render takes only flags (render-static --help)", fs.Arg(0),
+			didYouMean(fs.Arg(0), names, "%q"), strings.Join(names, ", "))
 	}
 	return nil
+}
+
+// didYouMean is " (did you mean X?)" with X the one of known that name most likely misspells, said as format says
+// it, or "" when none is near: the install-config's rule (installconfig.Suggest), for the command line.
+func didYouMean(name string, known []string, format string) string {
+	s := installconfig.Suggest(name, known)
+	if s == "" {
+		return ""
+	}
+	return " (did you mean " + fmt.Sprintf(format, s) + "?)"
+}
+
+// suggestFlag is every command's flag error function: an unknown flag near one of the command's gets a suggestion.
+func suggestFlag(c *cobra.Command, err error) error {
+	var unknown *pflag.NotExistError
+	if !errors.As(err, &unknown) || unknown.GetSpecifiedShortnames() != "" {
+		return err
+	}
+	var names []string
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	if s := didYouMean(unknown.GetSpecifiedName(), names, "--%s"); s != "" {
+		return fmt.Errorf("%w%s", err, s)
+	}
+	return err
 }
 
 // restartInFIPSMode, when set (by main, not by tests, which run the command in their own process), replaces the
@@ -167,7 +196,7 @@ func printError(w io.Writer, err error) {
 	}
 	msg := err.Error()
 	if strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") || strings.HasPrefix(msg, "unknown command") {
-		if !strings.Contains(msg, "--help") {
+		if !strings.Contains(msg, "--help") && !strings.Contains(msg, "(did you mean ") {
 			msg += " (render-static [command] --help lists them)"
 		}
 	}
@@ -317,6 +346,7 @@ listed, and --dir is left untouched.`,
 	// only once the command runs, after unknownCommand refused it), and cobra's "completion" is not offered (its
 	// scripts call a hidden command unknownCommand would refuse too).
 	cmd.CompletionOptions.DisableDefaultCmd = true
+	cmd.SetFlagErrorFunc(suggestFlag) // the subcommands' too: cobra asks the parent
 	cmd.InitDefaultHelpCmd()
 	return cmd
 }
