@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,6 +32,9 @@ With --expiring-within it exits 1 when any certificate in use expires within tha
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			src, err := certsSource(cmd)
 			if err != nil {
+				return err
+			}
+			if err := certsSourceExists(cmd, src); err != nil {
 				return err
 			}
 			if output != "table" && output != "json" {
@@ -67,8 +73,25 @@ With --expiring-within it exits 1 when any certificate in use expires within tha
 	f.String("ignition", "", "an Ignition config (aio.ign) instead of --dir")
 	f.String("root", "", "a node's root directory (\"/\" on the node) instead of --dir")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
-	f.DurationVar(&within, "expiring-within", 0, "exit 1 when any certificate expires within this duration (e.g. 720h)")
+	f.Var(durationValue{&within}, "expiring-within", "exit 1 when any certificate in use expires within this duration (e.g. 720h or 30d)")
 	return cmd
+}
+
+// certsSourceExists says, when the source src is not there, what happened and what to do: no render where the
+// default --dir looks, or no such path where a flag points.
+func certsSourceExists(cmd *cobra.Command, src string) error {
+	_, err := os.Stat(src)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil // there, or a problem reading it that the reader says
+	}
+	f := cmd.Flags()
+	for _, name := range []string{"ignition", "root", "dir"} {
+		if f.Changed(name) {
+			return fmt.Errorf("--%s %s: no such file or directory: name a render's output directory (--dir), an Ignition config (--ignition) or a node's root (--root)", name, src)
+		}
+	}
+	return fmt.Errorf("no render in %s (--dir's default; no such directory here): render one first (render-static --install-config FILE --node-ip IP --dir %s), "+
+		"or name a render's output directory with --dir, an Ignition config with --ignition or a node's root with --root", src, src)
 }
 
 // certsSource is the one of --dir, --ignition and --root given (--dir by default).

@@ -198,3 +198,20 @@ func TestCertsSetsRetiredCopiesApart(t *testing.T) {
 		}
 	}
 }
+
+// TestCertsWithoutRender: certs where there is no render says so, and what to do, not a system call's error.
+func TestCertsWithoutRender(t *testing.T) {
+	t.Chdir(t.TempDir())
+	code, _, stderr := runCLI("certs")
+	for _, want := range []string{"no render in aio", "render-static --install-config", "--dir", "--ignition", "--root"} {
+		if code != 1 || !strings.Contains(stderr, want) || strings.Contains(stderr, "stat ") {
+			t.Errorf("certs with no aio: exit %d, stderr %q; want 1 and %q", code, stderr, want)
+		}
+	}
+	for _, flag := range []string{"--dir", "--ignition", "--root"} {
+		code, _, stderr := runCLI("certs", flag, "nosuch")
+		if code != 1 || !strings.Contains(stderr, flag+" nosuch: no such file or directory") || strings.Contains(stderr, "stat ") {
+			t.Errorf("certs %s nosuch: exit %d, stderr %q", flag, code, stderr)
+		}
+	}
+}

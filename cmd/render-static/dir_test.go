@@ -662,3 +662,27 @@ func TestSavedInputsAreDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestAnotherClusterCauseFirst: an install-config of another cluster in a directory whose cluster has an added
+// worker is refused for that cause, said first, without the problems the saved inputs (the node IP, the added
+// worker: an internal name, addedWorkers[0]) have only because of it.
+func TestAnotherClusterCauseFirst(t *testing.T) {
+	dir, _ := renderWithWorker(t)
+	raw, err := os.ReadFile(repo("examples/sno/install-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := strings.NewReplacer("name: sno", "name: other", "192.168.126.0/24", "10.0.0.0/24").Replace(string(raw))
+	ic := filepath.Join(t.TempDir(), "install-config.yaml")
+	if err := os.WriteFile(ic, []byte(other), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--install-config", ic, "--dir", dir}, {"--install-config", ic, "--node-ip", "10.0.0.10", "--dir", dir}} {
+		code, _, stderr := runCLI(args...)
+		lines := strings.Split(stderr, "\n")
+		if code != 1 || len(lines) < 2 || !strings.HasPrefix(lines[1], "  metadata.name: ") || strings.Contains(stderr, "addedWorkers") ||
+			strings.Contains(stderr, "--node-ip") || !strings.Contains(stderr, "(1 problem)") {
+			t.Errorf("%v: exit %d; want 1 with metadata.name the one problem:\n%s", args, code, stderr)
+		}
+	}
+}

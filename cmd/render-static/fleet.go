@@ -29,19 +29,41 @@ var fleetFlags, siteNames = func() (fleet, site map[string]string) {
 	return fleet, site
 }()
 
+// defaultFleetOut is where a fleet renders when --out is not given.
+const defaultFleetOut = "sites-out"
+
+// siteFieldsHelp lists a site's fields, one a line: the input table's per-site inputs (the install-config aside:
+// site.yaml's folder holds it), each with the render's flag it stands for.
+func siteFieldsHelp() string {
+	var b strings.Builder
+	for _, in := range pipeline.Inputs {
+		if in.Fleet != pipeline.PerSite || in.Name == pipeline.InInstallConfig {
+			continue
+		}
+		note := ""
+		if _, list := in.Bind(&pipeline.Options{}).(*[]string); list {
+			note = " (a list of paths relative to site.yaml's folder, or to the list)"
+		}
+		fmt.Fprintf(&b, "  %-16s as %s%s\n", in.Name, renderFlags[in.Name], note)
+	}
+	return b.String()
+}
+
 func newFleetCommand(stdout io.Writer) *cobra.Command {
 	var o fleet.Options
 	var sites, shard string
 	cmd := &cobra.Command{
-		Use:   "fleet --sites DIR|LIST --out DIR [--jobs N] [--shard i/n]",
+		Use:   "fleet --sites DIR|LIST [--out DIR] [--jobs N] [--shard i/n]",
 		Short: "Render many sites, one output folder per site",
-		Long: `fleet renders every site of --sites into --out/<site>/ (each folder exactly what a single render writes to
---dir), --jobs sites at a time.
+		Long: `fleet renders every site of --sites into --out/<site>/ (default --out: ` + defaultFleetOut + `; each folder exactly
+what a single render writes to --dir), --jobs sites at a time.
 
---sites is a directory with one folder per site, each holding install-config.yaml and site.yaml
-(nodeIP, and optionally nodeName and infraID), or a YAML list of sites:
+--sites is a directory with one folder per site, each holding install-config.yaml and site.yaml, or a YAML list
+of sites. A site's own inputs are these fields of its site.yaml (or of its entry in the list), each as the
+render's flag of the same input:
+` + siteFieldsHelp() + `A list's entry also has name (the site's folder under --out) and installConfig (relative to the list):
   - name: edge-1
-    installConfig: edge-1/install-config.yaml   # relative to the list
+    installConfig: edge-1/install-config.yaml
     nodeIP: 192.168.10.5
     nodeName: edge-1                            # optional (default master-0)
 
@@ -110,7 +132,7 @@ A table (site, seconds, aio.ign size, earliest expiry) ends the run; exit 0 only
 	}
 	f := cmd.Flags()
 	f.StringVar(&sites, "sites", "", "a directory of site folders (install-config.yaml + site.yaml) or a YAML list of sites (required)")
-	f.StringVar(&o.Out, "out", "sites-out", "output directory: one folder per site, each replaced atomically")
+	f.StringVar(&o.Out, "out", defaultFleetOut, "output directory: one folder per site, each replaced atomically")
 	f.IntVar(&o.Jobs, "jobs", 0, "sites rendered at once (default: the number of cores); memory grows with it, not with the number of sites")
 	f.StringVar(&shard, "shard", "", "render only shard i of n (i from 0), e.g. 2/8; the partition depends only on the site names")
 	addInputFlags(f, &o.Common, func(in pipeline.Input) bool { return in.Fleet == pipeline.FleetWide }, "; for every site")

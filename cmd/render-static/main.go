@@ -132,9 +132,38 @@ func unknownCommand(root *cobra.Command, args []string) error {
 				names = append(names, sub.Name())
 			}
 		}
-		return fmt.Errorf("unknown command %q: the commands are %s, and a render takes only flags (render-static --help)", fs.Arg(0), strings.Join(names, ", "))
+		return fmt.Errorf("unknown command %q%s: the commands are %s, and a render takes only flags (render-static --help)", fs.Arg(0),
+			didYouMean(fs.Arg(0), names, "%q"), strings.Join(names, ", "))
 	}
 	return nil
+}
+
+// didYouMean is " (did you mean X?)" with X the one of known that name most likely misspells, said as format says
+// it, or "" when none is near: the install-config's rule (installconfig.Suggest), for the command line.
+func didYouMean(name string, known []string, format string) string {
+	s := installconfig.Suggest(name, known)
+	if s == "" {
+		return ""
+	}
+	return " (did you mean " + fmt.Sprintf(format, s) + "?)"
+}
+
+// suggestFlag is every command's flag error function: an unknown flag near one of the command's gets a suggestion.
+func suggestFlag(c *cobra.Command, err error) error {
+	var unknown *pflag.NotExistError
+	if !errors.As(err, &unknown) || unknown.GetSpecifiedShortnames() != "" {
+		return err
+	}
+	var names []string
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	if s := didYouMean(unknown.GetSpecifiedName(), names, "--%s"); s != "" {
+		return fmt.Errorf("%w%s", err, s)
+	}
+	return err
 }
 
 // restartInFIPSMode, when set (by main, not by tests, which run the command in their own process), replaces the
@@ -167,7 +196,7 @@ func printError(w io.Writer, err error) {
 	}
 	msg := err.Error()
 	if strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand flag") || strings.HasPrefix(msg, "unknown command") {
-		if !strings.Contains(msg, "--help") {
+		if !strings.Contains(msg, "--help") && !strings.Contains(msg, "(did you mean ") {
 			msg += " (render-static [command] --help lists them)"
 		}
 	}
@@ -203,7 +232,8 @@ func addInputFlags(f *pflag.FlagSet, o *pipeline.Options, keep func(pipeline.Inp
 		case *string:
 			f.StringVar(p, in.Flag, *p, usage)
 		case *time.Duration:
-			f.DurationVar(p, in.Flag, *p, usage)
+			f.Var(durationValue{p}, in.Flag, usage) // days too: 30d
+
 		case *bool:
 			f.BoolVar(p, in.Flag, *p, usage)
 		case *[]string:
@@ -270,11 +300,13 @@ Ignition config (spec 3.2.0).
 Output in --dir: aio.ign (0600), live.ign (0600: the RHCOS live ISO's config that installs the node with
 aio.ign, to embed in the ISO), auth/kubeconfig (cluster-admin, 0600), manifests/ (every exported object),
 rootfs/ (exactly what aio.ign lays down on the node), trace.txt (which loop wrote which object in which pass),
-state/ (SECRET, directories 0700, files 0600: every object and key of the cluster, with SHA256SUMS), update/ and
-updates/ (node updates made by renew, kept by every later run). Running again with the same --dir continues the
-cluster in state/ (same keys; the same inputs give a byte-identical aio.ign), and every input not given is the
-saved one; an install-config of another cluster is refused; --fresh starts a new cluster. One run writes --dir at
-a time (a lock beside it, .<dir>.lock), and it is replaced in one step. Invalid input exits 1 with every problem
+state/ (SECRET, directories 0700, files 0600: every object and key of the cluster, with SHA256SUMS), workers/
+(workers/<name>/: each worker's worker.ign and live.ign, 0600), update/ and updates/ (node updates made by renew
+and worker, kept by every later run) and .render-static (the marker: render-static may replace this directory).
+Running again with the same --dir continues the cluster in state/ (same keys; the same inputs give a
+byte-identical aio.ign), and every input not given is the saved one; an install-config of another cluster is
+refused; --fresh starts a new cluster. One run writes --dir at a time (a lock beside it, .<dir>.lock), and it is
+replaced in one step. Invalid input exits 1 with every problem
 listed, and --dir is left untouched.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
@@ -315,6 +347,7 @@ listed, and --dir is left untouched.`,
 	// only once the command runs, after unknownCommand refused it), and cobra's "completion" is not offered (its
 	// scripts call a hidden command unknownCommand would refuse too).
 	cmd.CompletionOptions.DisableDefaultCmd = true
+	cmd.SetFlagErrorFunc(suggestFlag) // the subcommands' too: cobra asks the parent
 	cmd.InitDefaultHelpCmd()
 	return cmd
 }

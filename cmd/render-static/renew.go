@@ -42,7 +42,7 @@ no new update, and aio.ign stays byte-identical. Bad input exits 1 and leaves --
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Dir, "dir", "aio", "a render's output directory (with its state/)")
-	f.DurationVar(&within, "within", 0, "make every leaf certificate that expires within this duration due now (e.g. 720h)")
+	f.Var(durationValue{&within}, "within", "make every leaf certificate that expires within this duration due now (e.g. 720h or 30d)")
 	f.BoolVar(&o.Force, "force", false, "make every leaf certificate due now")
 	return cmd
 }

@@ -55,7 +55,8 @@ func TestCommandLineWords(t *testing.T) {
 // TestReferenceListsEveryFlag: docs/reference.md, the reference of the commands, has a section for every command
 // (a "## `render-static ...`" heading) with one table of its flags, a flag's names in the first column. Both ways:
 // every flag --help lists (the help flag aside) is in its command's table, and every flag a table lists is one of
-// that command's flags. The synopsis names every flag of the render, and the --images row every image.
+// that command's flags. The synopsis names every flag of the render, and the --images row every image key the CLI
+// takes (components.ImageNames).
 func TestReferenceListsEveryFlag(t *testing.T) {
 	raw, err := os.ReadFile(repo("docs/reference.md"))
 	if err != nil {
@@ -134,17 +135,16 @@ func TestReferenceListsEveryFlag(t *testing.T) {
 		}
 		return row
 	}
+	// Every key --images takes, from the code (components.ImageNames), in its row; the upstream flavor's images
+	// also in --flavor's row.
 	imagesRow, flavorRow := rowOf("images"), rowOf("flavor")
 	upstream := components.UpstreamImages()
-	images := root.Flags().Lookup("images").Usage
-	names := images[strings.Index(images, "(")+1 : strings.Index(images, ")")]
-	for _, n := range strings.Split(names, ", ") {
-		row, which := imagesRow, "--images"
-		if slices.Contains(upstream, n) {
-			row, which = flavorRow, "--flavor" // the upstream flavor's images, with the flavor
+	for _, n := range components.ImageNames() {
+		if !strings.Contains(imagesRow, "`"+n+"`") {
+			t.Errorf("docs/reference.md's --images row does not list the image %s", n)
 		}
-		if !strings.Contains(row, "`"+n+"`") {
-			t.Errorf("docs/reference.md's %s row does not list the image %s", which, n)
+		if slices.Contains(upstream, n) && !strings.Contains(flavorRow, "`"+n+"`") {
+			t.Errorf("docs/reference.md's --flavor row does not list the upstream image %s", n)
 		}
 	}
 }

@@ -84,6 +84,7 @@ func TestWorkerCLI(t *testing.T) {
 			t.Errorf("worker's output lacks %q:\n%s", want, stdout)
 		}
 	}
+	checkOutputListed(t, dir) // with workers/ and update/
 	if code, stdout, _ := runCLI("certs", "--dir", dir); code != 0 || !strings.Contains(stdout, "file worker-0:/var/lib/kubelet/kubeconfig (user kubelet client)") {
 		t.Errorf("certs --dir does not list the worker's certificate (exit %d):\n%s", code, stdout)
 	}

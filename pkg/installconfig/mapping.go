@@ -105,13 +105,15 @@ func (d *decoder) unknownField(v reflect.Value, path, p, key string, fields []fi
 		d.fail(path, "%s", r.unknownFieldDetail(key))
 		return
 	}
-	for _, f := range fields {
-		if strings.EqualFold(f.name, key) {
-			d.fail(p, "unknown field (did you mean %q?)", f.name)
-			// Saying that the right spelling is missing would add nothing.
-			d.failed = append(d.failed, joinPath(path, f.name))
-			return
-		}
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.name
+	}
+	if name := Suggest(key, names); name != "" {
+		d.fail(p, "unknown field (did you mean %q?)", name)
+		// Saying that the right spelling is missing would add nothing.
+		d.failed = append(d.failed, joinPath(path, name))
+		return
 	}
 	d.fail(p, "unknown field")
 }

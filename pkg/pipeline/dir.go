@@ -231,6 +231,9 @@ func pendingUpdate(dir string) string {
 		}
 	}
 	slices.Sort(rolled)
+	if len(rolled) == 0 {
+		rolled = []string{"no new revision"} // a worker's: the node learns of it, no pod rolls
+	}
 	return fmt.Sprintf("%s (id %s, made %s: %s); apply it on the node unless done (aio-update status there lists what it applied)",
 		filepath.Join(dir, UpdateDir), u.ID, u.Created.UTC().Format(time.RFC3339), strings.Join(rolled, ", "))
 }

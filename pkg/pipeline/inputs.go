@@ -170,7 +170,7 @@ var Inputs = []Input{
 	{Name: InDir, Flag: "dir", Usage: "output directory (replaced atomically)",
 		Bind: func(o *Options) any { return &o.Dir }},
 	{Name: InCertValidity, Flag: "cert-validity", Label: "cert validity", Fleet: FleetWide,
-		Usage: "validity of leaf certificates; signers live at least ten years (default " + certs.DefaultLeafValidity.String() + ", or the saved one)",
+		Usage: "validity of leaf certificates (e.g. 720h or 30d); signers live at least ten years (default " + certs.DefaultLeafValidity.String() + ", or the saved one)",
 		Bind:  func(o *Options) any { return &o.CertValidity },
 		given: func(o *Options) bool { return o.CertValidity != 0 },
 		load: loadString(func(o *Options, s, _ string) error {

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -186,6 +187,10 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 		return nil, err
 	}
 	defer d.Release()
+	given := map[string]bool{}
+	for _, row := range Inputs {
+		given[row.Name] = row.given == nil || row.given(&o) // no given: never saved (dir, fresh)
+	}
 	o, story := d.withSaved(o)
 	o = o.withDefaults()
 	o, readErrs := o.readFiles()
@@ -193,11 +198,18 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 	if err != nil && !asList(err) {
 		return nil, err
 	}
-	errs := append(append(installconfig.ErrorList{}, d.Problems...), story.problems...)
-	errs = append(errs, d.continuity(o)...)
+	// Another cluster's inputs are the cause: said first. The saved inputs' problems with them (the saved node IP
+	// or an added worker outside the other cluster's network) follow from it, and go with it: a new cluster there
+	// (fresh) or elsewhere has none of the saved inputs.
+	errs := d.continuity(o)
 	if err != nil {
-		errs = append(asFieldErrors("", err), errs...)
+		verrs := asFieldErrors("", err)
+		if len(errs) > 0 {
+			verrs = slices.DeleteFunc(verrs, func(e installconfig.FieldError) bool { return isSavedInput(e.Field, given) })
+		}
+		errs = append(errs, verrs...)
 	}
+	errs = append(append(errs, d.Problems...), story.problems...)
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -235,6 +247,15 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 	s.WriteTime = time.Since(written)
 	s.Elapsed = time.Since(start)
 	return &s, nil
+}
+
+// isSavedInput says whether a problem's field is an input of the table (or an element of a list input) that the
+// options did not give (given, by input name): one taken from the saved cluster.
+func isSavedInput(field string, given map[string]bool) bool {
+	name, _, _ := strings.Cut(field, "[")
+	name, _, _ = strings.Cut(name, ".")
+	_, ok := InputNamed(name)
+	return ok && !given[name]
 }
 
 // asList says whether err is an installconfig.ErrorList (problems with the inputs, reported together).

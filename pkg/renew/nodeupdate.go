@@ -125,8 +125,8 @@ type Report struct {
 	Elapsed               time.Duration
 	// Workers are the workers' live.ign as the run wrote them (DIR/workers/<name>/live.ign), with their embed sizes.
 	Workers []pipeline.WorkerLive
-	// command is the run's command (renew, worker): how the report names it.
-	command string
+	// command is the run's command (renew, worker): how the report names it; added the worker it added ("": none).
+	command, added string
 }
 
 // RenewedObjects are the objects whose certificates of a kind were renewed ("secret <namespace>/<name>",
@@ -147,6 +147,8 @@ func (r *Report) Print(w io.Writer) {
 	switch {
 	case len(r.Renewed) == 0 && r.Update == nil:
 		fmt.Fprintf(w, "%s %s: nothing was due; no new revision, no update\n", r.command, r.Dir)
+	case len(r.Renewed) == 0 && r.added != "":
+		fmt.Fprintf(w, "%s %s: no certificate was due; the update tells the control-plane node of worker %s\n", r.command, r.Dir, r.added)
 	case len(r.Renewed) == 0:
 		fmt.Fprintf(w, "%s %s: no certificate renewed, but the render changed (see the update)\n", r.command, r.Dir)
 	default:

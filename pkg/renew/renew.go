@@ -97,10 +97,13 @@ func Continue(ctx context.Context, o Options, command string, add *state.Worker)
 		return nil, err
 	}
 	faultpoint.Kill("renewed")
-	if err := write(ctx, d, out, upd); err != nil {
+	if err := write(ctx, d, out, upd, updateReadme(command, add)); err != nil {
 		return nil, err
 	}
 	rep.command = command
+	if add != nil {
+		rep.added = add.NodeName
+	}
 	rep.Workers = out.Summary.WorkerLive
 	rep.Elapsed = time.Since(start)
 	return rep, nil

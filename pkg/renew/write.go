@@ -12,11 +12,12 @@ import (
 
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/pipeline"
+	"github.com/render-static/render-static/pkg/state"
 )
 
-const updateReadme = `SECRET: this update holds private keys of the cluster. Every file here is 0600.
+const updateReadmeFormat = `SECRET: this update holds private keys of the cluster. Every file here is 0600.
 
-An update for the running all-in-one node, made by "render-static renew". On the node (as root):
+An update for the running all-in-one node, made by %s. On the node (as root):
 
     aio-update apply <this directory>      verify, install, wait for the pods, update the API objects
     aio-update rollback                    put back the pod manifests and files the last apply replaced
@@ -28,9 +29,19 @@ same, for aio-update. Apply the updates of a render directory in order: update.j
 ("previous"); the earlier ones are kept in ../updates/<id>.
 `
 
-// write replaces the held directory atomically with the renewed render and, when there is one, the new update;
-// earlier updates are kept (DIR/updates/<id>).
-func write(ctx context.Context, d *pipeline.Dir, out *pipeline.Output, upd *Update) error {
+// updateReadme is the update's README for the run of command (renew, worker) that made it, with add the worker it
+// added (nil: none).
+func updateReadme(command string, add *state.Worker) string {
+	by := fmt.Sprintf("%q", "render-static "+command)
+	if add != nil {
+		by += fmt.Sprintf(", which added the worker %s: the node's CSR approver learns of it here", add.NodeName)
+	}
+	return fmt.Sprintf(updateReadmeFormat, by)
+}
+
+// write replaces the held directory atomically with the renewed render and, when there is one, the new update
+// (its README readme); earlier updates are kept (DIR/updates/<id>).
+func write(ctx context.Context, d *pipeline.Dir, out *pipeline.Output, upd *Update, readme string) error {
 	dir := d.Path
 	return d.ReplaceWith(ctx, func(tmp string) error {
 		if err := out.Fill(tmp); err != nil {
@@ -52,13 +63,13 @@ func write(ctx context.Context, d *pipeline.Dir, out *pipeline.Output, upd *Upda
 				return err
 			}
 		}
-		return writeUpdate(filepath.Join(tmp, UpdateDir), upd)
+		return writeUpdate(filepath.Join(tmp, UpdateDir), upd, readme)
 	})
 }
 
-// writeUpdate writes the update directory: README, update.json, files.tsv, components.tsv and every entry at its
+// writeUpdate writes the update directory: README (readme), update.json, files.tsv, components.tsv and every entry at its
 // source path. Everything is 0600 in 0700 directories: the update carries keys.
-func writeUpdate(dir string, u *Update) error {
+func writeUpdate(dir string, u *Update, readme string) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return err
 	}
@@ -81,7 +92,7 @@ func writeUpdate(dir string, u *Update) error {
 	if err != nil {
 		return err
 	}
-	for name, b := range map[string][]byte{"README": []byte(updateReadme), "update.json": append(head, '\n'),
+	for name, b := range map[string][]byte{"README": []byte(readme), "update.json": append(head, '\n'),
 		"files.tsv": []byte(tsv.String()), "components.tsv": []byte(comps.String())} {
 		if err := export.WriteFile(filepath.Join(dir, name), 0o600, b); err != nil {
 			return err
