@@ -44,6 +44,9 @@ func TestWorkerCLI(t *testing.T) {
 		{[]string{"worker", "--dir", dir}, []string{"--node-name: required", "--node-ip: required"}},
 		{[]string{"worker", "--dir", dir, "--node-name", "worker-0", "--node-ip", "192.168.126.11", "--install-device", "sda"},
 			[]string{`--install-device: "sda" is not an absolute device path (/dev/..., e.g. /dev/sda or /dev/disk/by-id/...)`}},
+		{[]string{"worker", "--dir", dir, "--node-name", "worker-0", "--node-ip", "192.168.126.0", "--install-device", "/dev/vda2"}, []string{
+			"--node-ip: 192.168.126.0 is the network address of networking.machineNetwork[0] 192.168.126.0/24, not a host's",
+			`--install-device: "/dev/vda2" is a partition (the kernel names vda's partitions vda1, vda2, ...), but coreos-installer writes a whole disk, its own partition table included: give the disk, /dev/vda`}},
 		{[]string{"worker", "--dir", dir, "--node-name", "worker-0", "--node-ip", "192.168.126.11", "--network-keyfile", other},
 			[]string{"--network-keyfile: 192.168.126.11 (--node-ip) is not a static address of any keyfile", "other.nmconnection: ipv4.method=manual, ipv4.addresses 192.168.126.99/24"}},
 		{[]string{"--install-config", repo("examples/sno-workers/install-config.yaml"), "--node-ip", "192.168.126.10", "--dir", filepath.Join(empty, "new"), "--workers", badWorkers},

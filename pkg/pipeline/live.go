@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path"
+	"regexp"
 	"strings"
 
 	"github.com/render-static/render-static/internal/isoembed"
@@ -25,7 +26,8 @@ import (
 
 // checkInstallDevice refuses what coreos-installer could not open as a disk: anything but a clean absolute path
 // under /dev (a path of letters, digits and ._:+@- as /dev/disk/by-id names are). A relative name
-// (coreos-installer's deprecated "sda" form of coreos.inst.install_dev) is refused too.
+// (coreos-installer's deprecated "sda" form of coreos.inst.install_dev) is refused too, and so is a partition
+// (partitionName: by its name, as the render cannot look at the node's devices).
 func checkInstallDevice(dev string) error {
 	if !strings.HasPrefix(dev, "/dev/") || len(dev) == len("/dev/") || path.Clean(dev) != dev {
 		return fmt.Errorf("%q is not an absolute device path (/dev/..., e.g. /dev/sda or /dev/disk/by-id/...)", dev)
@@ -35,7 +37,50 @@ func checkInstallDevice(dev string) error {
 			return fmt.Errorf("%q is not an absolute device path: %q is not a character of a device name", dev, c)
 		}
 	}
+	if why, disk := partitionName(dev); why != "" {
+		give := "give the disk (/dev/disk/by-id/... names one)"
+		if disk != "" {
+			give = "give the disk, " + disk
+		}
+		return fmt.Errorf("%q is a partition (%s), but coreos-installer writes a whole disk, its own partition table included: %s", dev, why, give)
+	}
 	return nil
+}
+
+// The names of partitions (partitionName). coreos-installer's install (src/install.rs) writes the OS image from the
+// device's first byte, partition table included, rereads the device's partition table (src/blockdev.rs: the
+// BLKRRPART ioctl, which a partition refuses) and mounts the image's boot partition among the device's own
+// partitions, which a partition does not have: given a partition, it fails on the node, after it wrote over it. The
+// render runs elsewhere than the node, where the device does not exist, so a partition is known by its name alone:
+// the kernel names a disk's partitions by its name and a number, with a "p" between them when the disk's name ends
+// in a digit (block/partitions/core.c, and the drivers' disk names: sd, vd, hd, xvd, dasd end in letters; nvme0n1,
+// mmcblk0, md0, loop0, nbd0 in digits); udev's /dev/disk links name a partition by its disk's link and
+// "-part<N>" (by-id, by-path: 60-persistent-storage.rules), and by-partuuid and by-partlabel name only partitions. A
+// name outside these rules (device-mapper's, a by-uuid or by-label link) is taken as given.
+var (
+	letterDiskPartition = regexp.MustCompile(`^/dev/((?:sd|vd|hd|xvd|dasd)[a-z]+)([0-9]+)$`)
+	digitDiskPartition  = regexp.MustCompile(`^/dev/((?:nvme[0-9]+n[0-9]+|mmcblk[0-9]+|md[0-9]+|loop[0-9]+|nbd[0-9]+))p([0-9]+)$`)
+	udevPartition       = regexp.MustCompile(`^(/dev/disk/by-(?:id|path)/.+)-part[0-9]+$`)
+)
+
+// partitionName says why dev names a partition, and its disk where the name says it ("" when it does not), or ""
+// when dev names no partition by the naming rules above.
+func partitionName(dev string) (why, disk string) {
+	for _, re := range []*regexp.Regexp{letterDiskPartition, digitDiskPartition} {
+		if m := re.FindStringSubmatch(dev); m != nil {
+			sep := strings.TrimSuffix(strings.TrimPrefix(dev, "/dev/"+m[1]), m[2]) // "" or "p"
+			return fmt.Sprintf("the kernel names %s's partitions %s%s1, %s%s2, ...", m[1], m[1], sep, m[1], sep), "/dev/" + m[1]
+		}
+	}
+	if m := udevPartition.FindStringSubmatch(dev); m != nil {
+		return "udev names a disk's partitions <disk>-part1, <disk>-part2, ...", m[1]
+	}
+	for _, links := range []string{"/dev/disk/by-partuuid/", "/dev/disk/by-partlabel/"} {
+		if strings.HasPrefix(dev, links) {
+			return "udev's " + links + " links name partitions", ""
+		}
+	}
+	return "", ""
 }
 
 // KeyfileSuffix is what a keyfile's name must end in: NetworkManager ignores files under system-connections it

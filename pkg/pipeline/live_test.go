@@ -83,3 +83,37 @@ func TestKeyfileWithoutNetworkManager(t *testing.T) {
 		t.Errorf("problems: %v", errs)
 	}
 }
+
+// TestInstallDeviceIsAWholeDisk: coreos-installer writes a whole disk, so a partition is refused as the install
+// device, by its name alone (the render runs elsewhere than the node, where no device exists): the kernel's names
+// of partitions (sda1, vdb2, xvda3, dasda1; nvme0n1p1, mmcblk0p1, md0p1, loop0p1) and udev's links to them
+// (/dev/disk/by-id/...-partN, by-path/...-partN, by-partuuid/, by-partlabel/). The message names the disk to give
+// where the name says it.
+func TestInstallDeviceIsAWholeDisk(t *testing.T) {
+	for _, dev := range []string{"/dev/sda", "/dev/vda", "/dev/sdaa", "/dev/xvda", "/dev/nvme0n1", "/dev/nvme10n2", "/dev/mmcblk0",
+		"/dev/md0", "/dev/dm-0", "/dev/mapper/mpatha", "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4", "/dev/disk/by-id/nvme-eui.0025388b71b2a1c0",
+		"/dev/disk/by-path/pci-0000:00:1f.2-ata-1", "/dev/disk/by-path/pci-0000:03:00.0-nvme-1", "/dev/sr0", "/dev/disk/by-id/md-name-part1x"} {
+		if err := checkInstallDevice(dev); err != nil {
+			t.Errorf("%s refused: %v", dev, err)
+		}
+	}
+	for dev, want := range map[string]string{
+		"/dev/sda1":      `"/dev/sda1" is a partition (the kernel names sda's partitions sda1, sda2, ...), but coreos-installer writes a whole disk, its own partition table included: give the disk, /dev/sda`,
+		"/dev/vdb12":     "give the disk, /dev/vdb",
+		"/dev/xvda3":     "give the disk, /dev/xvda",
+		"/dev/dasda1":    "give the disk, /dev/dasda",
+		"/dev/nvme0n1p1": `"/dev/nvme0n1p1" is a partition (the kernel names nvme0n1's partitions nvme0n1p1, nvme0n1p2, ...), but coreos-installer writes a whole disk, its own partition table included: give the disk, /dev/nvme0n1`,
+		"/dev/mmcblk0p2": "give the disk, /dev/mmcblk0",
+		"/dev/md127p1":   "give the disk, /dev/md127",
+		"/dev/loop0p1":   "give the disk, /dev/loop0",
+		"/dev/disk/by-id/wwn-0x5000c500a1b2c3d4-part1":   `"/dev/disk/by-id/wwn-0x5000c500a1b2c3d4-part1" is a partition (udev names a disk's partitions <disk>-part1, <disk>-part2, ...), but coreos-installer writes a whole disk, its own partition table included: give the disk, /dev/disk/by-id/wwn-0x5000c500a1b2c3d4`,
+		"/dev/disk/by-path/pci-0000:00:1f.2-ata-1-part2": "give the disk, /dev/disk/by-path/pci-0000:00:1f.2-ata-1",
+		"/dev/disk/by-partuuid/0f4e3c2a-01":              `"/dev/disk/by-partuuid/0f4e3c2a-01" is a partition (udev's /dev/disk/by-partuuid/ links name partitions), but coreos-installer writes a whole disk, its own partition table included: give the disk (/dev/disk/by-id/... names one)`,
+		"/dev/disk/by-partlabel/root":                    "is a partition (udev's /dev/disk/by-partlabel/ links name partitions)",
+	} {
+		err := checkInstallDevice(dev)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", dev, err, want)
+		}
+	}
+}
