@@ -92,10 +92,11 @@ const KeyfileSuffix = ".nmconnection"
 // control-plane node's InNetworkKeyfiles, a worker's workers[i].networkKeyfiles) and checks that every node IP is
 // a static address of one of them; problems name the IPs' input as ipInput (installconfig.Ref(InNodeIP), a
 // worker's workers[i].nodeIP). Every problem names its keyfile (its Source) and what is wrong; with none given,
-// there is nothing to check.
-func readKeyfiles(field, ipInput string, keyfiles []clusterconfig.Keyfile, nodeIPs []netip.Addr) ([]clusterconfig.Keyfile, installconfig.ErrorList) {
+// there is nothing to check. What NetworkManager accepts but looks like a mistake is a warning (keyfileWarnings,
+// against the install-config's machine networks, machine).
+func readKeyfiles(field, ipInput string, keyfiles []clusterconfig.Keyfile, nodeIPs []netip.Addr, machine []netip.Prefix) ([]clusterconfig.Keyfile, installconfig.ErrorList, installconfig.ErrorList) {
 	if len(keyfiles) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var errs installconfig.ErrorList
 	add := func(format string, args ...any) {
@@ -132,7 +133,7 @@ func readKeyfiles(field, ipInput string, keyfiles []clusterconfig.Keyfile, nodeI
 		conns = append(conns, c)
 	}
 	if len(errs) > 0 {
-		return nil, errs
+		return nil, errs, nil
 	}
 	for _, ip := range nodeIPs {
 		found := false
@@ -150,9 +151,74 @@ func readKeyfiles(field, ipInput string, keyfiles []clusterconfig.Keyfile, nodeI
 			ip, ipInput, strings.Join(have, "; "))
 	}
 	if len(errs) > 0 {
-		return nil, errs
+		return nil, errs, nil
 	}
-	return keyfiles, nil
+	var warnings installconfig.ErrorList
+	for i, c := range conns {
+		src := keyfiles[i].Source
+		if src == "" {
+			src = keyfiles[i].Name
+		}
+		for _, w := range keyfileWarnings(c, ipInput, nodeIPs, machine) {
+			warnings = append(warnings, installconfig.FieldError{Field: field, Detail: src + ": " + w})
+		}
+	}
+	return keyfiles, nil, warnings
+}
+
+// keyfileWarnings are what a keyfile NetworkManager accepted says that looks like a mistake, each with what to do.
+// Neither openshift-install nor coreos-installer reads a keyfile's addresses (the installer's machine network is
+// checked against the node's addresses only: pkg/types/validation/installconfig.go; coreos-installer copies
+// keyfiles as they are: src/install.rs), and NetworkManager accepts both, so they are warnings, not errors:
+//   - a gateway outside the subnet of every static address of its family: NetworkManager accepts it and routes
+//     through it as if it were on the link, which only a network built so (an on-link gateway outside the subnet,
+//     as some hosting providers give) answers; otherwise the node has no way out of its subnet;
+//   - a node IP's prefix in the keyfile that is not the prefix of the machine network holding it: the node takes
+//     the keyfile's subnet for its link, the cluster the machine network (noProxy, what the installer validates),
+//     fine only when the machine network is meant to span several subnets.
+func keyfileWarnings(c *nmkeyfile.Connection, ipInput string, nodeIPs []netip.Addr, machine []netip.Prefix) []string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		cfg  nmkeyfile.IPConfig
+	}{{"ipv4", c.IPv4}, {"ipv6", c.IPv6}} {
+		if !f.cfg.Gateway.IsValid() || len(f.cfg.Addresses) == 0 {
+			continue
+		}
+		on := false
+		var addrs []string
+		for _, p := range f.cfg.Addresses {
+			on = on || p.Masked().Contains(f.cfg.Gateway)
+			addrs = append(addrs, p.String())
+		}
+		if !on {
+			out = append(out, fmt.Sprintf("%s.gateway %s is outside the subnet of every %s.addresses (%s): NetworkManager routes through it as if it were on the link, "+
+				"which works only where the network puts it there; otherwise the node has no route out of its subnet: check the gateway and the addresses' prefix",
+				f.name, f.cfg.Gateway, f.name, strings.Join(addrs, ", ")))
+		}
+	}
+	for _, ip := range nodeIPs {
+		var mine netip.Prefix
+		for _, p := range append(append([]netip.Prefix(nil), c.IPv4.Addresses...), c.IPv6.Addresses...) {
+			if p.Addr() == ip {
+				mine = p
+				break
+			}
+		}
+		if !mine.IsValid() {
+			continue
+		}
+		for _, m := range machine {
+			if !m.Contains(ip) || m.Bits() == mine.Bits() {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s (%s) is %s here, a /%d, but its machine network %s (networking.machineNetwork) is a /%d: the node takes %s for its link, the cluster %s; "+
+				"give the keyfile the machine network's prefix (%s/%d), or the install-config the node's subnet, unless the machine network is meant to span several subnets",
+				ip, ipInput, mine, mine.Bits(), m, m.Bits(), mine.Masked(), m, ip, m.Bits()))
+			break
+		}
+	}
+	return out
 }
 
 // describeIP says what a connection has of ip's family: "ipv4.method=auto, ipv4.addresses none".
