@@ -336,7 +336,8 @@ func (o *Output) Write(dir string) error {
 // Ignition passed its validation (Validated), which may run meanwhile too.
 func (o *Output) Fill(tmp string) error {
 	var plan export.Plan
-	plan.File("auth/kubeconfig", 0600, o.AdminKubeconfig)
+	// The user's copy (kubectl config set-context edits it in place): a file of its own, never a link to rootfs/'s.
+	plan.OwnFile("auth/kubeconfig", 0600, o.AdminKubeconfig)
 	if len(o.Manifests) > 0 {
 		plan.Dir("manifests", 0o755)
 	}
