@@ -686,3 +686,41 @@ func TestAnotherClusterCauseFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminKubeconfigIsItsOwnFile (issue 40): DIR/auth/kubeconfig is the user's to edit (kubectl config
+// set-context writes it in place), so it is a file of its own, never a hard link to rootfs/'s copy that aio.ign was
+// made from: an edit does not show through rootfs/, and a re-render (which replaces DIR, auth/kubeconfig included:
+// docs/output.md) keeps it apart, whether it writes it anew or links it from the previous output.
+func TestAdminKubeconfigIsItsOwnFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "aio")
+	renderExample(t, dir)
+	admin, node := filepath.Join(dir, "auth", "kubeconfig"), filepath.Join(dir, "rootfs", "opt", "openshift", "auth", "kubeconfig")
+	apart := func(when string) {
+		t.Helper()
+		a, errA := os.Stat(admin)
+		n, errN := os.Stat(node)
+		if errA != nil || errN != nil {
+			t.Fatalf("%s: %v %v", when, errA, errN)
+		}
+		if os.SameFile(a, n) || a.Sys().(*syscall.Stat_t).Nlink != 1 {
+			t.Errorf("%s: %s shares its inode (%d links; the same file as %s: %v)", when, admin, a.Sys().(*syscall.Stat_t).Nlink, node, os.SameFile(a, n))
+		}
+	}
+	apart("render")
+	nodeBefore, _ := os.ReadFile(node)
+	f, err := os.OpenFile(admin, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("# the user's edit\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if got, _ := os.ReadFile(node); !bytes.Equal(got, nodeBefore) {
+		t.Errorf("an edit of %s changed %s", admin, node)
+	}
+	renderExample(t, dir)
+	apart("re-render after an edit")
+	renderExample(t, dir)
+	apart("re-render of an unchanged directory")
+}

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/pipeline"
 	"github.com/render-static/render-static/pkg/renew"
 )
@@ -60,6 +62,11 @@ func singleRender(stdout io.Writer, flags map[string]string, run func(context.Co
 			return asFlags(err, flags)
 		}
 		rep.Print(stdout)
+		if w, ok := rep.(interface{ InputWarnings() []string }); ok {
+			for _, warning := range w.InputWarnings() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", installconfig.Expand(warning, flags))
+			}
+		}
 		return nil
 	}
 }

@@ -26,7 +26,8 @@ func TestWorkerCLI(t *testing.T) {
 	renderExample(t, dir)
 	empty := t.TempDir()
 	inputs := t.TempDir()
-	w0 := testtools.Keyfile(t, inputs, "w0.nmconnection", "192.168.126.11/24")
+	// A gateway outside the worker's subnet: NetworkManager takes it, the worker command warns of it.
+	w0 := testtools.KeyfileWith(t, inputs, "w0.nmconnection", []string{"ipv4.gateway", "192.168.127.1"}, "192.168.126.11/24")
 	other := testtools.Keyfile(t, inputs, "other.nmconnection", "192.168.126.99/24")
 	badWorkers := filepath.Join(inputs, "workers.yaml")
 	if err := os.WriteFile(badWorkers, []byte("- nodeName: worker-0\n  nodeIP: 192.168.126.11\n  installDevice: sda\n"+
@@ -44,6 +45,9 @@ func TestWorkerCLI(t *testing.T) {
 		{[]string{"worker", "--dir", dir}, []string{"--node-name: required", "--node-ip: required"}},
 		{[]string{"worker", "--dir", dir, "--node-name", "worker-0", "--node-ip", "192.168.126.11", "--install-device", "sda"},
 			[]string{`--install-device: "sda" is not an absolute device path (/dev/..., e.g. /dev/sda or /dev/disk/by-id/...)`}},
+		{[]string{"worker", "--dir", dir, "--node-name", "worker-0", "--node-ip", "192.168.126.0", "--install-device", "/dev/vda2"}, []string{
+			"--node-ip: 192.168.126.0 is the network address of networking.machineNetwork[0] 192.168.126.0/24, not a host's",
+			`--install-device: "/dev/vda2" is a partition (the kernel names vda's partitions vda1, vda2, ...), but coreos-installer writes a whole disk, its own partition table included: give the disk, /dev/vda`}},
 		{[]string{"worker", "--dir", dir, "--node-name", "worker-0", "--node-ip", "192.168.126.11", "--network-keyfile", other},
 			[]string{"--network-keyfile: 192.168.126.11 (--node-ip) is not a static address of any keyfile", "other.nmconnection: ipv4.method=manual, ipv4.addresses 192.168.126.99/24"}},
 		{[]string{"--install-config", repo("examples/sno-workers/install-config.yaml"), "--node-ip", "192.168.126.10", "--dir", filepath.Join(empty, "new"), "--workers", badWorkers},
@@ -70,6 +74,9 @@ func TestWorkerCLI(t *testing.T) {
 		"--network-keyfile", w0)
 	if code != 0 {
 		t.Fatalf("worker: exit %d: %s", code, stderr)
+	}
+	if want := "warning: --network-keyfile: " + w0 + ": ipv4.gateway 192.168.127.1 is outside the subnet of every ipv4.addresses (192.168.126.11/24)"; !strings.Contains(stderr, want) {
+		t.Errorf("worker's stderr lacks %q:\n%s", want, stderr)
 	}
 	live, err := os.Stat(filepath.Join(dir, "workers", "worker-0", "live.ign"))
 	if err != nil || live.Mode().Perm() != 0o600 {

@@ -3,9 +3,9 @@
 // connection in keyfile format on its standard input with libnm's keyfile reader, normalizes and verifies it as
 // NetworkManager does before it activates a connection, and writes it back, normalized, with libnm's keyfile
 // writer. A keyfile NetworkManager refuses is refused with its message. What the caller needs of the connection
-// (its name, type, interface and IP methods and addresses) is read from what NetworkManager wrote back: groups
-// and key=value lines as libnm's writer writes them (nm-keyfile.c: "address<N>=<ip>/<prefix>[,<gateway>]" under
-// [ipv4] and [ipv6]), not the user's file, so no second reading of the keyfile grammar decides anything.
+// (its name, type, interface and IP methods, addresses and gateways) is read from what NetworkManager wrote back:
+// groups and key=value lines as libnm's writer writes them (nm-keyfile.c: "address<N>=<ip>/<prefix>[,<gateway>]"
+// under [ipv4] and [ipv6], and a "gateway=" key where a writer puts the gateway apart), not the user's file, so no second reading of the keyfile grammar decides anything.
 //
 // NetworkManager's reader skips what it cannot use (a key it does not know, an address that does not parse) as the
 // running daemon does, with a warning nmcli does not print; the connection read back is what the node's
@@ -38,6 +38,9 @@ type IPConfig struct {
 	Method string
 	// Addresses are the static addresses (ipv4.addresses, ipv6.addresses), in the keyfile's order.
 	Addresses []netip.Prefix
+	// Gateway is ipv4.gateway or ipv6.gateway, the next hop of the connection's default route (invalid: none).
+	// NetworkManager accepts one outside every address's subnet.
+	Gateway netip.Addr
 }
 
 // ErrNoNmcli says that nmcli is not on PATH.
@@ -106,19 +109,34 @@ func parseWritten(written []byte) (*Connection, error) {
 			if group == "ipv6" {
 				ip = &c.IPv6
 			}
-			if key == "method" {
+			switch {
+			case key == "method":
 				ip.Method = value
 				continue
-			}
-			if !isAddressKey(key) {
+			case key == "gateway":
+				gw, err := netip.ParseAddr(value)
+				if err != nil {
+					return nil, fmt.Errorf("reading what NetworkManager wrote back: [%s] %s=%s: %v", group, key, value, err)
+				}
+				ip.Gateway = gw
+				continue
+			case !isAddressKey(key):
 				continue
 			}
-			addr, _, _ := strings.Cut(value, ",")
+			// libnm's writer writes the gateway after the first address ("address1=<ip>/<prefix>,<gateway>").
+			addr, gateway, hasGateway := strings.Cut(value, ",")
 			p, err := netip.ParsePrefix(addr)
 			if err != nil {
 				return nil, fmt.Errorf("reading what NetworkManager wrote back: [%s] %s=%s: %v", group, key, value, err)
 			}
 			ip.Addresses = append(ip.Addresses, p)
+			if hasGateway {
+				gw, err := netip.ParseAddr(gateway)
+				if err != nil {
+					return nil, fmt.Errorf("reading what NetworkManager wrote back: [%s] %s=%s: %v", group, key, value, err)
+				}
+				ip.Gateway = gw
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {

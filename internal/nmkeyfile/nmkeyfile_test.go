@@ -25,7 +25,7 @@ func addKeyfile(t *testing.T, nmcli string, args ...string) []byte {
 // legacy and current forms NetworkManager accepts.
 func TestRead(t *testing.T) {
 	nmcli := testtools.Tool(t, "nmcli")
-	pfx := netip.MustParsePrefix
+	pfx, ip := netip.MustParsePrefix, netip.MustParseAddr
 	for _, tc := range []struct {
 		name string
 		data []byte
@@ -33,17 +33,24 @@ func TestRead(t *testing.T) {
 	}{
 		{"IPv4, nmcli", addKeyfile(t, nmcli, "type", "ethernet", "con-name", "v4", "ifname", "eno1", "ipv4.method", "manual",
 			"ipv4.addresses", "192.168.126.10/24", "ipv4.gateway", "192.168.126.1", "ipv6.method", "disabled"),
-			Connection{ID: "v4", Type: "ethernet", Interface: "eno1", IPv4: IPConfig{"manual", []netip.Prefix{pfx("192.168.126.10/24")}},
+			Connection{ID: "v4", Type: "ethernet", Interface: "eno1", IPv4: IPConfig{"manual", []netip.Prefix{pfx("192.168.126.10/24")}, ip("192.168.126.1")},
 				IPv6: IPConfig{Method: "disabled"}}},
+		// The gateway as NetworkManager keeps it, even outside the address's subnet (NetworkManager accepts that).
+		{"gateways outside the subnet, nmcli", addKeyfile(t, nmcli, "type", "ethernet", "con-name", "gw", "ifname", "eno1", "ipv4.method", "manual",
+			"ipv4.addresses", "192.168.126.10/24", "ipv4.gateway", "10.0.0.1", "ipv6.method", "manual", "ipv6.addresses", "fd00::10/64", "ipv6.gateway", "fd01::1"),
+			Connection{ID: "gw", Type: "ethernet", Interface: "eno1", IPv4: IPConfig{"manual", []netip.Prefix{pfx("192.168.126.10/24")}, ip("10.0.0.1")},
+				IPv6: IPConfig{"manual", []netip.Prefix{pfx("fd00::10/64")}, ip("fd01::1")}}},
+		{"by hand, the gateway key", []byte("[connection]\nid=gk\ntype=ethernet\n[ipv4]\nmethod=manual\naddress1=10.0.0.5/24\ngateway=10.0.0.254\n[ipv6]\nmethod=disabled\n"),
+			Connection{ID: "gk", Type: "ethernet", IPv4: IPConfig{"manual", []netip.Prefix{pfx("10.0.0.5/24")}, ip("10.0.0.254")}, IPv6: IPConfig{Method: "disabled"}}},
 		{"dual stack, nmcli", addKeyfile(t, nmcli, "type", "ethernet", "con-name", "ds", "ifname", "eno1", "ipv4.method", "manual",
 			"ipv4.addresses", "192.168.126.10/24,192.168.127.10/24", "ipv6.method", "manual", "ipv6.addresses", "fd2e:6f44:5dd8:c956::14/64"),
 			Connection{ID: "ds", Type: "ethernet", Interface: "eno1",
-				IPv4: IPConfig{"manual", []netip.Prefix{pfx("192.168.126.10/24"), pfx("192.168.127.10/24")}},
-				IPv6: IPConfig{"manual", []netip.Prefix{pfx("fd2e:6f44:5dd8:c956::14/64")}}}},
+				IPv4: IPConfig{"manual", []netip.Prefix{pfx("192.168.126.10/24"), pfx("192.168.127.10/24")}, netip.Addr{}},
+				IPv6: IPConfig{"manual", []netip.Prefix{pfx("fd2e:6f44:5dd8:c956::14/64")}, netip.Addr{}}}},
 		{"by hand, legacy address keys", []byte("[connection]\nid=hand\ntype=ethernet\n\n[ipv6]\nmethod=manual\naddresses1=fd00::10;64;fd00::1;\n\n[ipv4]\nmethod=disabled\n"),
-			Connection{ID: "hand", Type: "ethernet", IPv4: IPConfig{Method: "disabled"}, IPv6: IPConfig{"manual", []netip.Prefix{pfx("fd00::10/64")}}}},
+			Connection{ID: "hand", Type: "ethernet", IPv4: IPConfig{Method: "disabled"}, IPv6: IPConfig{"manual", []netip.Prefix{pfx("fd00::10/64")}, ip("fd00::1")}}},
 		{"DHCP with a static address too", []byte("[connection]\nid=mixed\ntype=ethernet\n[ipv4]\nmethod=auto\naddress1=10.0.0.5/24\n"),
-			Connection{ID: "mixed", Type: "ethernet", IPv4: IPConfig{"auto", []netip.Prefix{pfx("10.0.0.5/24")}}, IPv6: IPConfig{Method: "auto"}}},
+			Connection{ID: "mixed", Type: "ethernet", IPv4: IPConfig{"auto", []netip.Prefix{pfx("10.0.0.5/24")}, netip.Addr{}}, IPv6: IPConfig{Method: "auto"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Read(context.Background(), tc.data)

@@ -39,6 +39,9 @@ type Inputs struct {
 	// NetworkKeyfiles are the node's NetworkManager keyfiles (aio.ign and live.ign write them under
 	// /etc/NetworkManager/system-connections), each read by NetworkManager when the inputs were validated.
 	NetworkKeyfiles []Keyfile
+	// Warnings are what validation accepted but looks like a mistake (a keyfile's gateway outside its subnet, ...),
+	// each naming its input as a problem would; no loop reads them: the summary says them.
+	Warnings installconfig.ErrorList
 }
 
 // Worker is a worker node: its name (the kubelet's system:node:<name> identity) and its IPs (primary first, of

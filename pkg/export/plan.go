@@ -30,6 +30,7 @@ import (
 type Plan struct {
 	dirs  map[string]fs.FileMode // relative (slash) path → mode
 	files []File                 // Path relative (slash)
+	own   map[int]bool           // indexes of files that share no inode (OwnFile)
 }
 
 // Dir adds the directory rel (slash-separated, relative to the plan's root) with exactly mode. A directory a file
@@ -44,6 +45,18 @@ func (p *Plan) Dir(rel string, mode fs.FileMode) {
 // File adds the file rel (slash-separated, relative to the plan's root) with exactly mode and data.
 func (p *Plan) File(rel string, mode fs.FileMode, data []byte) {
 	p.files = append(p.files, File{Path: rel, Mode: mode, Contents: data})
+}
+
+// OwnFile adds the file rel as File does, but as a file of its own: never a hard link to another file of the plan
+// (nor another to it), nor to the previous output's (reuse.go), whatever its contents. It is for a file the user
+// may edit in place (auth/kubeconfig: kubectl config set-context rewrites it), whose edit must not show through
+// another path of the output, such as the copy under rootfs/ that aio.ign was made from.
+func (p *Plan) OwnFile(rel string, mode fs.FileMode, data []byte) {
+	if p.own == nil {
+		p.own = map[int]bool{}
+	}
+	p.own[len(p.files)] = true
+	p.File(rel, mode, data)
 }
 
 // Rootfs adds the tree under rel as WriteRootfs lays it out: files with their modes, explicit directories with
@@ -173,6 +186,10 @@ func (p *Plan) Write(root string) error {
 	linkTo := make([]int, len(p.files))
 	same := newContentIndex(len(p.files))
 	for i, f := range p.files {
+		if p.own[i] {
+			distinct = append(distinct, i)
+			continue
+		}
 		if j, ok := same.firstOf(i, f.Contents, func(j int) bool { return p.files[j].Mode == f.Mode }); ok {
 			linkTo[i] = j
 			links = append(links, i)
@@ -182,6 +199,10 @@ func (p *Plan) Write(root string) error {
 	}
 	if err := parallelFirst(len(distinct), func(n int) error {
 		f := p.files[distinct[n]]
+		if p.own[distinct[n]] {
+			faultpoint.Counted("file")
+			return writeNewFile(host(f.Path), f.Mode, f.Contents, exact(f.Mode))
+		}
 		return writeFile(host(f.Path), f.Mode, f.Contents, exact(f.Mode))
 	}); err != nil {
 		return err
@@ -268,6 +289,11 @@ func writeFile(p string, mode fs.FileMode, data []byte, exactMode bool) error {
 	if old, ok := previousOf(p); ok && linkUnchanged(old, p, mode, data) {
 		return nil
 	}
+	return writeNewFile(p, mode, data, exactMode)
+}
+
+// writeNewFile is writeFile without the previous output's file: p gets an inode of its own.
+func writeNewFile(p string, mode fs.FileMode, data []byte, exactMode bool) error {
 	const flags = syscall.O_WRONLY | syscall.O_CREAT | syscall.O_EXCL | syscall.O_CLOEXEC | noFollow
 	fd, err := openRetry(p, flags, uint32(mode))
 	if err == syscall.EEXIST {

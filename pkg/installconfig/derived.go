@@ -4,6 +4,8 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net/netip"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // The derived values below are meaningful only after a successful Validate;
@@ -122,15 +124,33 @@ func (ic *InstallConfig) TrustBundle() []*x509.Certificate {
 	return certs
 }
 
+// noSSH is what a node without a usable SSH key loses. The installer takes an install-config without sshKey (it
+// is optional in pkg/types/installconfig.go) and so does the render, but every way this project documents to apply
+// renew's updates and to recover a node is ssh as core; RHCOS gives core no password (no console login), and the
+// install-config has no field that would set one.
+const noSSH = ": nobody can log in to the node as core (it has no password), and renew's updates reach the node over ssh " +
+	"(aio-update apply, and aio-update recover after a power-off past the earliest expiry): add your public key to sshKey " +
+	"and render again before you install (docs/renew.md, \"Without SSH\")"
+
 // Warnings lists what is accepted but deserves attention, as
 // "field: detail" lines: sshKey lines that look like keys but whose key data
-// does not parse (they are installed as written), and deprecated settings.
+// does not parse (they are installed as written), no usable SSH key at all (noSSH),
+// and deprecated settings.
 func (ic *InstallConfig) Warnings() []string {
 	var out []string
-	for _, l := range sshKeyLines(ic.SSHKey) {
+	lines, usable := sshKeyLines(ic.SSHKey), 0
+	for _, l := range lines {
 		if _, w := checkSSHKeyLine(l.text); w != "" {
 			out = append(out, fmt.Sprintf("sshKey: line %d: %s", l.number, w))
+		} else if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(l.text)); err == nil {
+			usable++
 		}
+	}
+	switch {
+	case len(lines) == 0:
+		out = append(out, "sshKey: none given"+noSSH)
+	case usable == 0:
+		out = append(out, "sshKey: no key sshd can use (no line's key data parses)"+noSSH)
 	}
 	if n := ic.Networking; n != nil {
 		if n.MachineCIDR != "" && len(n.MachineNetwork) == 0 {

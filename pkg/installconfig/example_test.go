@@ -26,6 +26,7 @@ func ExampleLoad() {
 	// https://api.sno.example.com:6443
 	// [172.30.0.1] false
 	// warning: sshKey: line 1: ssh-ed25519 key data does not parse (ssh: short read); it is installed as written
+	// warning: sshKey: no key sshd can use (no line's key data parses): nobody can log in to the node as core (it has no password), and renew's updates reach the node over ssh (aio-update apply, and aio-update recover after a power-off past the earliest expiry): add your public key to sshKey and render again before you install (docs/renew.md, "Without SSH")
 }
 
 func ExampleLoad_errors() {

@@ -414,12 +414,57 @@ func (v *validator) nodeIPs(nodeIPFlag string, ips []netip.Addr, ni *netInfo) {
 			}
 			v.addf(nodeIPFlag, "%s is not in %s (%s)", ip, where, strings.Join(nets, ", "))
 		}
+		for _, e := range ni.machine {
+			if which, instead := subnetOwnAddress(ip, e.prefix); which != "" {
+				v.addf(nodeIPFlag, "%s is the %s of %s %s%s", ip, which, e.path, e.prefix, instead)
+			}
+		}
 		for _, e := range slices.Concat(ni.cluster, ni.service) {
 			if e.prefix.Contains(ip) {
 				v.addf(nodeIPFlag, "%s is inside %s %s", ip, e.path, e.prefix)
 			}
 		}
 	}
+}
+
+// subnetOwnAddress says which of the subnet's own addresses ip is (which), and what to give instead, or "" when it
+// is none (or not in the subnet). The machine network is the node's subnet, and a subnet keeps addresses no host takes:
+// IPv4's network address (host part all zeros) and broadcast address (all ones), RFC 919 and RFC 922, which a /31
+// (RFC 3021) and a /32 do not have; IPv6's subnet-router anycast address (host part all zeros, RFC 4291 section
+// 2.6.1), which every router on the link answers (Linux joins it on every interface once it forwards, as a node of
+// a cluster does), and which a /127 (RFC 6164) and a /128 do not have. openshift-install checks only that an
+// address is inside the machine network (pkg/types/validation/installconfig.go, for its VIPs and hosts): this
+// rule is the subnet's own, refused here because an install to such an address fails on the node, not at the
+// render.
+func subnetOwnAddress(ip netip.Addr, subnet netip.Prefix) (which, instead string) {
+	subnet = subnet.Masked()
+	if !subnet.Contains(ip) || ip.BitLen()-subnet.Bits() < 2 {
+		return "", ""
+	}
+	first, last := subnet.Addr(), lastOf(subnet)
+	switch {
+	case ip.Is6() && ip == first:
+		return "subnet-router anycast address", fmt.Sprintf(" (its host part is all zeros), which every router on the link answers: give the node another address of %s", subnet)
+	case ip.Is6():
+		return "", ""
+	case ip == first:
+		which = "network address"
+	case ip == last:
+		which = "broadcast address"
+	default:
+		return "", ""
+	}
+	return which, fmt.Sprintf(", not a host's: give the node an address from %s to %s", first.Next(), last.Prev())
+}
+
+// lastOf is the last address of a (masked) prefix: its host part all ones.
+func lastOf(p netip.Prefix) netip.Addr {
+	a := p.Addr().AsSlice()
+	for i := p.Bits(); i < len(a)*8; i++ {
+		a[i/8] |= 0x80 >> (i % 8)
+	}
+	last, _ := netip.AddrFromSlice(a)
+	return last
 }
 
 // ParseNodeIPs parses the --node-ip flag: one IP address, or two

@@ -71,6 +71,7 @@ func TestGoodFiles(t *testing.T) {
 		sshKeys:       1,
 		warnings: []string{
 			"sshKey: line 1: ssh-ed25519 key data does not parse (ssh: short read); it is installed as written",
+			"sshKey: no key sshd can use (no line's key data parses): nobody can log in to the node as core (it has no password), and renew's updates reach the node over ssh (aio-update apply, and aio-update recover after a power-off past the earliest expiry): add your public key to sshKey and render again before you install (docs/renew.md, \"Without SSH\")",
 		},
 	}
 	fips := ipv4 // fips.yaml is ipv4.yaml with fips: true, which renders (in FIPS 140-3 mode, pkg/pipeline fips.go),
@@ -113,7 +114,8 @@ func TestGoodFiles(t *testing.T) {
 			machine:       mustPrefixes("10.0.0.0/24"),
 			serviceIPs:    mustAddrs("172.30.0.1"),
 			trustBundle:   []string{"render-static test proxy CA"},
-			warnings:      []string{"networking.machineCIDR: deprecated; use networking.machineNetwork"},
+			warnings: []string{"sshKey: none given: nobody can log in to the node as core (it has no password), and renew's updates reach the node over ssh (aio-update apply, and aio-update recover after a power-off past the earliest expiry): add your public key to sshKey and render again before you install (docs/renew.md, \"Without SSH\")",
+				"networking.machineCIDR: deprecated; use networking.machineNetwork"},
 		},
 	}
 	files, _ := filepath.Glob(filepath.Join(testdataDir, "good", "*.yaml"))

@@ -322,6 +322,20 @@ func TestValidate(t *testing.T) {
 		}, nodeIPs: []netip.Addr{netip.MustParseAddr("192.0.2.10")}, want: []string{
 			"nodeIP: 192.0.2.10 is in a documentation range (192.0.2.0/24, 2001:db8::/32), which kube-apiserver refuses as an etcd address",
 		}},
+		// Issue 40: the subnet's own addresses, which no host can take.
+		{name: "node IP the network address", mutate: func(ic *InstallConfig) {}, nodeIPs: []netip.Addr{netip.MustParseAddr("192.168.126.0")}, want: []string{
+			"nodeIP: 192.168.126.0 is the network address of networking.machineNetwork[0] 192.168.126.0/24, not a host's: give the node an address from 192.168.126.1 to 192.168.126.254",
+		}},
+		{name: "node IPs the broadcast and the subnet-router anycast address", mutate: dualNet,
+			nodeIPs: []netip.Addr{netip.MustParseAddr("192.168.126.255"), netip.MustParseAddr("fd00::")}, want: []string{
+				"nodeIP: 192.168.126.255 is the broadcast address of networking.machineNetwork[0] 192.168.126.0/24, not a host's: give the node an address from 192.168.126.1 to 192.168.126.254",
+				"nodeIP: fd00:: is the subnet-router anycast address of networking.machineNetwork[1] fd00::/64 (its host part is all zeros), which every router on the link answers: give the node another address of fd00::/64",
+			}},
+		{name: "node IPs of subnets without network and broadcast addresses", mutate: func(ic *InstallConfig) {
+			ic.Networking.MachineNetwork = []MachineNetworkEntry{{CIDR: "192.168.126.0/31"}, {CIDR: "fd00::/127"}}
+			ic.Networking.ServiceNetwork = []string{"172.30.0.0/16", "fd02::/112"}
+			ic.Networking.ClusterNetwork = []ClusterNetworkEntry{{CIDR: "10.128.0.0/14", HostPrefix: 23}, {CIDR: "fd01::/48", HostPrefix: 64}}
+		}, nodeIPs: []netip.Addr{netip.MustParseAddr("192.168.126.0"), netip.MustParseAddr("fd00::")}}, // RFC 3021, RFC 6164
 		{name: "node IPs of one family", mutate: dualNet, nodeIPs: []netip.Addr{netip.MustParseAddr("192.168.126.10"), netip.MustParseAddr("192.168.126.11")},
 			want: []string{"nodeIP: 192.168.126.10 and 192.168.126.11 are the same family"}},
 		{name: "node IP in service network", mutate: func(ic *InstallConfig) {

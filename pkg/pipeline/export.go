@@ -17,6 +17,7 @@ import (
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/components"
 	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/node"
 	"github.com/render-static/render-static/pkg/outdir"
 	"github.com/render-static/render-static/pkg/state"
@@ -335,7 +336,8 @@ func (o *Output) Write(dir string) error {
 // Ignition passed its validation (Validated), which may run meanwhile too.
 func (o *Output) Fill(tmp string) error {
 	var plan export.Plan
-	plan.File("auth/kubeconfig", 0600, o.AdminKubeconfig)
+	// The user's copy (kubectl config set-context edits it in place): a file of its own, never a link to rootfs/'s.
+	plan.OwnFile("auth/kubeconfig", 0600, o.AdminKubeconfig)
 	if len(o.Manifests) > 0 {
 		plan.Dir("manifests", 0o755)
 	}
@@ -388,11 +390,19 @@ func keyfileNames(in *clusterconfig.Inputs) []string {
 }
 
 // warnings are the render's warnings about its inputs (see Summary.Warnings): the install-config's (deprecated
-// fields, SSH keys whose key data does not parse, installconfig.Warnings) and the certificate lifetimes'.
+// fields, SSH keys whose key data does not parse, installconfig.Warnings), the certificate lifetimes' and the
+// validation's (in.Warnings: the keyfiles'), an input named as a reference (installconfig.Ref) that a front end
+// expands to its own name for it.
 func warnings(in *clusterconfig.Inputs) []string {
 	out := in.InstallConfig.Warnings()
 	if w := in.Lifetimes.Warning(); w != "" {
 		out = append(out, w)
+	}
+	for _, w := range in.Warnings {
+		if _, ok := InputNamed(w.Field); ok { // an input itself (networkKeyfiles), not a worker's (workers[0]...)
+			w.Field = installconfig.Ref(w.Field)
+		}
+		out = append(out, w.Error())
 	}
 	return out
 }

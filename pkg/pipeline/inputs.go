@@ -241,7 +241,7 @@ var Inputs = []Input{
 		},
 	},
 	{Name: InInstallDevice, Flag: "install-device", Label: "install device", Fleet: PerSite,
-		Usage: "the disk live.ign installs the node to, an absolute path under /dev (e.g. /dev/sda, /dev/disk/by-id/...; default: the saved one, else the install-config's " + InstallationDiskField + ", else none: the live ISO then needs coreos.inst.install_dev=/dev/<disk> on its kernel command line)",
+		Usage: "the disk live.ign installs the node to, an absolute path under /dev (e.g. /dev/sda, /dev/disk/by-id/...; a whole disk, not a partition; default: the saved one, else the install-config's " + InstallationDiskField + ", else none: the live ISO then needs coreos.inst.install_dev=/dev/<disk> on its kernel command line)",
 		Bind:  func(o *Options) any { return &o.InstallDevice },
 		given: func(o *Options) bool { return o.InstallDevice != "" },
 		load:  loadString(func(o *Options, s, _ string) error { o.InstallDevice = s; return nil }),

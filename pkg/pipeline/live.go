@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path"
+	"regexp"
 	"strings"
 
 	"github.com/render-static/render-static/internal/isoembed"
@@ -25,7 +26,8 @@ import (
 
 // checkInstallDevice refuses what coreos-installer could not open as a disk: anything but a clean absolute path
 // under /dev (a path of letters, digits and ._:+@- as /dev/disk/by-id names are). A relative name
-// (coreos-installer's deprecated "sda" form of coreos.inst.install_dev) is refused too.
+// (coreos-installer's deprecated "sda" form of coreos.inst.install_dev) is refused too, and so is a partition
+// (partitionName: by its name, as the render cannot look at the node's devices).
 func checkInstallDevice(dev string) error {
 	if !strings.HasPrefix(dev, "/dev/") || len(dev) == len("/dev/") || path.Clean(dev) != dev {
 		return fmt.Errorf("%q is not an absolute device path (/dev/..., e.g. /dev/sda or /dev/disk/by-id/...)", dev)
@@ -35,7 +37,50 @@ func checkInstallDevice(dev string) error {
 			return fmt.Errorf("%q is not an absolute device path: %q is not a character of a device name", dev, c)
 		}
 	}
+	if why, disk := partitionName(dev); why != "" {
+		give := "give the disk (/dev/disk/by-id/... names one)"
+		if disk != "" {
+			give = "give the disk, " + disk
+		}
+		return fmt.Errorf("%q is a partition (%s), but coreos-installer writes a whole disk, its own partition table included: %s", dev, why, give)
+	}
 	return nil
+}
+
+// The names of partitions (partitionName). coreos-installer's install (src/install.rs) writes the OS image from the
+// device's first byte, partition table included, rereads the device's partition table (src/blockdev.rs: the
+// BLKRRPART ioctl, which a partition refuses) and mounts the image's boot partition among the device's own
+// partitions, which a partition does not have: given a partition, it fails on the node, after it wrote over it. The
+// render runs elsewhere than the node, where the device does not exist, so a partition is known by its name alone:
+// the kernel names a disk's partitions by its name and a number, with a "p" between them when the disk's name ends
+// in a digit (block/partitions/core.c, and the drivers' disk names: sd, vd, hd, xvd, dasd end in letters; nvme0n1,
+// mmcblk0, md0, loop0, nbd0 in digits); udev's /dev/disk links name a partition by its disk's link and
+// "-part<N>" (by-id, by-path: 60-persistent-storage.rules), and by-partuuid and by-partlabel name only partitions. A
+// name outside these rules (device-mapper's, a by-uuid or by-label link) is taken as given.
+var (
+	letterDiskPartition = regexp.MustCompile(`^/dev/((?:sd|vd|hd|xvd|dasd)[a-z]+)([0-9]+)$`)
+	digitDiskPartition  = regexp.MustCompile(`^/dev/((?:nvme[0-9]+n[0-9]+|mmcblk[0-9]+|md[0-9]+|loop[0-9]+|nbd[0-9]+))p([0-9]+)$`)
+	udevPartition       = regexp.MustCompile(`^(/dev/disk/by-(?:id|path)/.+)-part[0-9]+$`)
+)
+
+// partitionName says why dev names a partition, and its disk where the name says it ("" when it does not), or ""
+// when dev names no partition by the naming rules above.
+func partitionName(dev string) (why, disk string) {
+	for _, re := range []*regexp.Regexp{letterDiskPartition, digitDiskPartition} {
+		if m := re.FindStringSubmatch(dev); m != nil {
+			sep := strings.TrimSuffix(strings.TrimPrefix(dev, "/dev/"+m[1]), m[2]) // "" or "p"
+			return fmt.Sprintf("the kernel names %s's partitions %s%s1, %s%s2, ...", m[1], m[1], sep, m[1], sep), "/dev/" + m[1]
+		}
+	}
+	if m := udevPartition.FindStringSubmatch(dev); m != nil {
+		return "udev names a disk's partitions <disk>-part1, <disk>-part2, ...", m[1]
+	}
+	for _, links := range []string{"/dev/disk/by-partuuid/", "/dev/disk/by-partlabel/"} {
+		if strings.HasPrefix(dev, links) {
+			return "udev's " + links + " links name partitions", ""
+		}
+	}
+	return "", ""
 }
 
 // KeyfileSuffix is what a keyfile's name must end in: NetworkManager ignores files under system-connections it
@@ -47,10 +92,11 @@ const KeyfileSuffix = ".nmconnection"
 // control-plane node's InNetworkKeyfiles, a worker's workers[i].networkKeyfiles) and checks that every node IP is
 // a static address of one of them; problems name the IPs' input as ipInput (installconfig.Ref(InNodeIP), a
 // worker's workers[i].nodeIP). Every problem names its keyfile (its Source) and what is wrong; with none given,
-// there is nothing to check.
-func readKeyfiles(field, ipInput string, keyfiles []clusterconfig.Keyfile, nodeIPs []netip.Addr) ([]clusterconfig.Keyfile, installconfig.ErrorList) {
+// there is nothing to check. What NetworkManager accepts but looks like a mistake is a warning (keyfileWarnings,
+// against the install-config's machine networks, machine).
+func readKeyfiles(field, ipInput string, keyfiles []clusterconfig.Keyfile, nodeIPs []netip.Addr, machine []netip.Prefix) ([]clusterconfig.Keyfile, installconfig.ErrorList, installconfig.ErrorList) {
 	if len(keyfiles) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var errs installconfig.ErrorList
 	add := func(format string, args ...any) {
@@ -87,7 +133,7 @@ func readKeyfiles(field, ipInput string, keyfiles []clusterconfig.Keyfile, nodeI
 		conns = append(conns, c)
 	}
 	if len(errs) > 0 {
-		return nil, errs
+		return nil, errs, nil
 	}
 	for _, ip := range nodeIPs {
 		found := false
@@ -105,9 +151,74 @@ func readKeyfiles(field, ipInput string, keyfiles []clusterconfig.Keyfile, nodeI
 			ip, ipInput, strings.Join(have, "; "))
 	}
 	if len(errs) > 0 {
-		return nil, errs
+		return nil, errs, nil
 	}
-	return keyfiles, nil
+	var warnings installconfig.ErrorList
+	for i, c := range conns {
+		src := keyfiles[i].Source
+		if src == "" {
+			src = keyfiles[i].Name
+		}
+		for _, w := range keyfileWarnings(c, ipInput, nodeIPs, machine) {
+			warnings = append(warnings, installconfig.FieldError{Field: field, Detail: src + ": " + w})
+		}
+	}
+	return keyfiles, nil, warnings
+}
+
+// keyfileWarnings are what a keyfile NetworkManager accepted says that looks like a mistake, each with what to do.
+// Neither openshift-install nor coreos-installer reads a keyfile's addresses (the installer's machine network is
+// checked against the node's addresses only: pkg/types/validation/installconfig.go; coreos-installer copies
+// keyfiles as they are: src/install.rs), and NetworkManager accepts both, so they are warnings, not errors:
+//   - a gateway outside the subnet of every static address of its family: NetworkManager accepts it and routes
+//     through it as if it were on the link, which only a network built so (an on-link gateway outside the subnet,
+//     as some hosting providers give) answers; otherwise the node has no way out of its subnet;
+//   - a node IP's prefix in the keyfile that is not the prefix of the machine network holding it: the node takes
+//     the keyfile's subnet for its link, the cluster the machine network (noProxy, what the installer validates),
+//     fine only when the machine network is meant to span several subnets.
+func keyfileWarnings(c *nmkeyfile.Connection, ipInput string, nodeIPs []netip.Addr, machine []netip.Prefix) []string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		cfg  nmkeyfile.IPConfig
+	}{{"ipv4", c.IPv4}, {"ipv6", c.IPv6}} {
+		if !f.cfg.Gateway.IsValid() || len(f.cfg.Addresses) == 0 {
+			continue
+		}
+		on := false
+		var addrs []string
+		for _, p := range f.cfg.Addresses {
+			on = on || p.Masked().Contains(f.cfg.Gateway)
+			addrs = append(addrs, p.String())
+		}
+		if !on {
+			out = append(out, fmt.Sprintf("%s.gateway %s is outside the subnet of every %s.addresses (%s): NetworkManager routes through it as if it were on the link, "+
+				"which works only where the network puts it there; otherwise the node has no route out of its subnet: check the gateway and the addresses' prefix",
+				f.name, f.cfg.Gateway, f.name, strings.Join(addrs, ", ")))
+		}
+	}
+	for _, ip := range nodeIPs {
+		var mine netip.Prefix
+		for _, p := range append(append([]netip.Prefix(nil), c.IPv4.Addresses...), c.IPv6.Addresses...) {
+			if p.Addr() == ip {
+				mine = p
+				break
+			}
+		}
+		if !mine.IsValid() {
+			continue
+		}
+		for _, m := range machine {
+			if !m.Contains(ip) || m.Bits() == mine.Bits() {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s (%s) is %s here, a /%d, but its machine network %s (networking.machineNetwork) is a /%d: the node takes %s for its link, the cluster %s; "+
+				"give the keyfile the machine network's prefix (%s/%d), or the install-config the node's subnet, unless the machine network is meant to span several subnets",
+				ip, ipInput, mine, mine.Bits(), m, m.Bits(), mine.Masked(), m, ip, m.Bits()))
+			break
+		}
+	}
+	return out
 }
 
 // describeIP says what a connection has of ip's family: "ipv4.method=auto, ipv4.addresses none".

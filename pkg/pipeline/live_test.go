@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -77,8 +78,8 @@ func TestMeasureLive(t *testing.T) {
 // naming the file and what to install.
 func TestKeyfileWithoutNetworkManager(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	_, errs := readKeyfiles(InNetworkKeyfiles, installconfig.Ref(InNodeIP), []clusterconfig.Keyfile{{Name: "static.nmconnection", Source: "site/static.nmconnection", Contents: []byte("[connection]\n")}},
-		[]netip.Addr{netip.MustParseAddr("192.168.126.10")})
+	_, errs, _ := readKeyfiles(InNetworkKeyfiles, installconfig.Ref(InNodeIP), []clusterconfig.Keyfile{{Name: "static.nmconnection", Source: "site/static.nmconnection", Contents: []byte("[connection]\n")}},
+		[]netip.Addr{netip.MustParseAddr("192.168.126.10")}, nil)
 	if len(errs) != 1 || errs[0].Field != InNetworkKeyfiles ||
 		!strings.HasPrefix(errs[0].Detail, "site/static.nmconnection: cannot be checked: NetworkManager's nmcli is not on PATH;") ||
 		!strings.Contains(errs[0].Detail, "Debian, Ubuntu: network-manager") {
@@ -119,5 +120,88 @@ func TestInstallationDiskIsTheDefaultInstallDevice(t *testing.T) {
 	list, _ := err.(installconfig.ErrorList)
 	if len(list) != 1 || list[0].Field != InstallationDiskField || !strings.Contains(list[0].Detail, "not a character of a device name") {
 		t.Errorf("an install-config disk coreos-installer cannot open: %v", err)
+	}
+}
+
+// TestInstallDeviceIsAWholeDisk: coreos-installer writes a whole disk, so a partition is refused as the install
+// device, by its name alone (the render runs elsewhere than the node, where no device exists): the kernel's names
+// of partitions (sda1, vdb2, xvda3, dasda1; nvme0n1p1, mmcblk0p1, md0p1, loop0p1) and udev's links to them
+// (/dev/disk/by-id/...-partN, by-path/...-partN, by-partuuid/, by-partlabel/). The message names the disk to give
+// where the name says it.
+func TestInstallDeviceIsAWholeDisk(t *testing.T) {
+	for _, dev := range []string{"/dev/sda", "/dev/vda", "/dev/sdaa", "/dev/xvda", "/dev/nvme0n1", "/dev/nvme10n2", "/dev/mmcblk0",
+		"/dev/md0", "/dev/dm-0", "/dev/mapper/mpatha", "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4", "/dev/disk/by-id/nvme-eui.0025388b71b2a1c0",
+		"/dev/disk/by-path/pci-0000:00:1f.2-ata-1", "/dev/disk/by-path/pci-0000:03:00.0-nvme-1", "/dev/sr0", "/dev/disk/by-id/md-name-part1x"} {
+		if err := checkInstallDevice(dev); err != nil {
+			t.Errorf("%s refused: %v", dev, err)
+		}
+	}
+	for dev, want := range map[string]string{
+		"/dev/sda1":      `"/dev/sda1" is a partition (the kernel names sda's partitions sda1, sda2, ...), but coreos-installer writes a whole disk, its own partition table included: give the disk, /dev/sda`,
+		"/dev/vdb12":     "give the disk, /dev/vdb",
+		"/dev/xvda3":     "give the disk, /dev/xvda",
+		"/dev/dasda1":    "give the disk, /dev/dasda",
+		"/dev/nvme0n1p1": `"/dev/nvme0n1p1" is a partition (the kernel names nvme0n1's partitions nvme0n1p1, nvme0n1p2, ...), but coreos-installer writes a whole disk, its own partition table included: give the disk, /dev/nvme0n1`,
+		"/dev/mmcblk0p2": "give the disk, /dev/mmcblk0",
+		"/dev/md127p1":   "give the disk, /dev/md127",
+		"/dev/loop0p1":   "give the disk, /dev/loop0",
+		"/dev/disk/by-id/wwn-0x5000c500a1b2c3d4-part1":   `"/dev/disk/by-id/wwn-0x5000c500a1b2c3d4-part1" is a partition (udev names a disk's partitions <disk>-part1, <disk>-part2, ...), but coreos-installer writes a whole disk, its own partition table included: give the disk, /dev/disk/by-id/wwn-0x5000c500a1b2c3d4`,
+		"/dev/disk/by-path/pci-0000:00:1f.2-ata-1-part2": "give the disk, /dev/disk/by-path/pci-0000:00:1f.2-ata-1",
+		"/dev/disk/by-partuuid/0f4e3c2a-01":              `"/dev/disk/by-partuuid/0f4e3c2a-01" is a partition (udev's /dev/disk/by-partuuid/ links name partitions), but coreos-installer writes a whole disk, its own partition table included: give the disk (/dev/disk/by-id/... names one)`,
+		"/dev/disk/by-partlabel/root":                    "is a partition (udev's /dev/disk/by-partlabel/ links name partitions)",
+	} {
+		err := checkInstallDevice(dev)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", dev, err, want)
+		}
+	}
+}
+
+// TestKeyfileWarnings: what NetworkManager accepts in a keyfile but looks like a mistake renders, with a warning
+// naming the input (the control-plane node's networkKeyfiles, a worker's workers[i].networkKeyfiles), the keyfile
+// and what to do: a gateway outside the subnet of every address of its family, and a node IP whose prefix is not its
+// machine network's. Keyfiles made with nmcli, as a user makes them; one that agrees with the install-config warns
+// of nothing.
+func TestKeyfileWarnings(t *testing.T) {
+	tmp := t.TempDir()
+	good := testtools.KeyfileWith(t, tmp, "good.nmconnection", []string{"ipv4.gateway", "192.168.126.1"}, "192.168.126.10/24")
+	wide := testtools.KeyfileWith(t, tmp, "wide.nmconnection", []string{"ipv4.gateway", "10.0.0.1"}, "192.168.126.10/16")
+	w0 := testtools.KeyfileWith(t, tmp, "w0.nmconnection", []string{"ipv4.gateway", "192.168.127.1"}, "192.168.126.11/24")
+	o := Options{InstallConfig: "install-config.yaml", InstallConfigData: withReplicas(t, "1"), NodeIP: "192.168.126.10", NodeName: "master-0",
+		Dir: "aio", InfraID: "sno-x7k2p", NetworkKeyfiles: []string{good}, Workers: filepath.Join(tmp, "workers.yaml"),
+		WorkersData: []byte("- nodeName: worker-0\n  nodeIP: 192.168.126.11\n  networkKeyfiles: [w0.nmconnection]\n")}
+	for _, tc := range []struct {
+		name     string
+		keyfiles []string
+		want     []string
+	}{
+		{"agrees", []string{good}, []string{
+			"workers[0].networkKeyfiles: " + w0 + ": ipv4.gateway 192.168.127.1 is outside the subnet of every ipv4.addresses (192.168.126.11/24): NetworkManager routes through it as if it were on the link, " +
+				"which works only where the network puts it there; otherwise the node has no route out of its subnet: check the gateway and the addresses' prefix"}},
+		{"disagrees", []string{wide}, []string{
+			"{networkKeyfiles}: " + wide + ": ipv4.gateway 10.0.0.1 is outside the subnet of every ipv4.addresses (192.168.126.10/16): NetworkManager routes through it as if it were on the link, " +
+				"which works only where the network puts it there; otherwise the node has no route out of its subnet: check the gateway and the addresses' prefix",
+			"{networkKeyfiles}: " + wide + ": 192.168.126.10 ({nodeIP}) is 192.168.126.10/16 here, a /16, but its machine network 192.168.126.0/24 (networking.machineNetwork) is a /24: " +
+				"the node takes 192.168.0.0/16 for its link, the cluster 192.168.126.0/24; give the keyfile the machine network's prefix (192.168.126.10/24), or the install-config the node's subnet, " +
+				"unless the machine network is meant to span several subnets",
+			"workers[0].networkKeyfiles: " + w0 + ": ipv4.gateway 192.168.127.1 is outside the subnet of every ipv4.addresses (192.168.126.11/24)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := o
+			o.NetworkKeyfiles = tc.keyfiles
+			in, err := Validate(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := warnings(in)
+			if len(got) != len(tc.want) {
+				t.Fatalf("warnings:\n%s\nwant %d", strings.Join(got, "\n"), len(tc.want))
+			}
+			for i, w := range tc.want {
+				if !strings.HasPrefix(got[i], w) {
+					t.Errorf("warning %d:\n%s\nwant:\n%s", i, got[i], w)
+				}
+			}
+		})
 	}
 }

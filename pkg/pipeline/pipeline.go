@@ -129,9 +129,10 @@ func validate(o Options, errs installconfig.ErrorList) (*clusterconfig.Inputs, e
 		errs = append(errs, asFieldErrors(InInstallConfig, err)...)
 	}
 	var workers []clusterconfig.Worker
+	var warns installconfig.ErrorList
 	if ic != nil && !errs.Has(InWorkers) {
 		var werrs installconfig.ErrorList
-		workers, werrs = validateWorkers(o, ic, nodeIPs, errs)
+		workers, werrs, warns = validateWorkers(o, ic, nodeIPs, errs)
 		errs = append(errs, werrs...)
 	}
 	installDevice := o.InstallDevice
@@ -149,8 +150,13 @@ func validate(o Options, errs installconfig.ErrorList) (*clusterconfig.Inputs, e
 			add(InstallationDiskField, "%v", err)
 		}
 	}
-	keyfiles, kerrs := readKeyfiles(InNetworkKeyfiles, installconfig.Ref(InNodeIP), o.NetworkKeyfileData, nodeIPs)
+	var machine []netip.Prefix
+	if ic != nil {
+		machine = ic.MachineCIDRs()
+	}
+	keyfiles, kerrs, kwarns := readKeyfiles(InNetworkKeyfiles, installconfig.Ref(InNodeIP), o.NetworkKeyfileData, nodeIPs, machine)
 	errs = append(errs, kerrs...)
+	warns = append(kwarns, warns...) // the node's own first, then its workers
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -159,7 +165,7 @@ func validate(o Options, errs installconfig.ErrorList) (*clusterconfig.Inputs, e
 		infraID = clusterconfig.NewInfraID(ic.Metadata.Name)
 	}
 	return &clusterconfig.Inputs{InstallConfig: ic, NodeName: o.NodeName, NodeIPs: nodeIPs, InfraID: infraID, Lifetimes: lt, Images: images,
-		Flavor: flavor, Workers: workers, InstallDevice: installDevice, NetworkKeyfiles: keyfiles}, nil
+		Flavor: flavor, Workers: workers, InstallDevice: installDevice, NetworkKeyfiles: keyfiles, Warnings: warns}, nil
 }
 
 // asFieldErrors keeps field errors as they are and turns any other error into one naming field.

@@ -108,6 +108,7 @@ type workerCheck struct {
 	names   map[string]string     // node name -> which node has it ("the control-plane node", "workers[0]")
 	ips     map[netip.Addr]string // IP -> which node has it
 	errs    installconfig.ErrorList
+	warns   installconfig.ErrorList // what is accepted but looks like a mistake (readKeyfiles)
 }
 
 func newWorkerCheck(ic *installconfig.InstallConfig, node string, nodeIPs []netip.Addr) *workerCheck {
@@ -155,9 +156,10 @@ func (c *workerCheck) worker(base string, w state.Worker, prior installconfig.Er
 		for i, k := range w.NetworkKeyfiles {
 			given[i] = clusterconfig.Keyfile{Name: k.Name, Source: k.Source, Contents: []byte(k.Contents)}
 		}
-		var kerrs installconfig.ErrorList
-		keyfiles, kerrs = readKeyfiles(keyfilesField, ipField, given, ips)
+		var kerrs, kwarns installconfig.ErrorList
+		keyfiles, kerrs, kwarns = readKeyfiles(keyfilesField, ipField, given, ips, c.ic.MachineCIDRs())
 		c.errs = append(c.errs, kerrs...)
+		c.warns = append(c.warns, kwarns...)
 	}
 	placed := c.ic.CheckNodeIPs(ipField, ips)
 	c.errs = append(c.errs, placed...)
@@ -196,8 +198,9 @@ func joinIPs(ips []netip.Addr) string {
 
 // validateWorkers checks the workers of a render: those of the workers file (o.WorkerList, its problems at
 // workers[i].<field>), exactly as many as the install-config's compute replicas ask for, and the added ones
-// (addedWorkers[i].<field>); every name and IP its own. prior are the problems found reading the inputs.
-func validateWorkers(o Options, ic *installconfig.InstallConfig, nodeIPs []netip.Addr, prior installconfig.ErrorList) ([]clusterconfig.Worker, installconfig.ErrorList) {
+// (addedWorkers[i].<field>); every name and IP its own. prior are the problems found reading the inputs. The
+// warnings are those of the workers' keyfiles (readKeyfiles).
+func validateWorkers(o Options, ic *installconfig.InstallConfig, nodeIPs []netip.Addr, prior installconfig.ErrorList) ([]clusterconfig.Worker, installconfig.ErrorList, installconfig.ErrorList) {
 	listed := o.WorkerList
 	var errs installconfig.ErrorList
 	if want := ic.ComputeReplicas(); int64(len(listed)) != want {
@@ -227,7 +230,7 @@ func validateWorkers(o Options, ic *installconfig.InstallConfig, nodeIPs []netip
 			out = append(out, wk)
 		}
 	}
-	return out, append(errs, c.errs...)
+	return out, append(errs, c.errs...), c.warns
 }
 
 // WorkerOutput is one worker's files: its tree (rootfs/), its Ignition config, and its live.ign (the live ISO's

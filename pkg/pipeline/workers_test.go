@@ -387,6 +387,11 @@ func TestValidateWorkerLiveInputs(t *testing.T) {
 		{"device", "- nodeName: worker-0\n  nodeIP: 192.168.126.11\n  installDevice: sda\n- nodeName: worker-1\n  nodeIP: 192.168.126.12\n  installDevice: /dev/../etc/passwd\n", []string{
 			`workers[0].installDevice: "sda" is not an absolute device path (/dev/..., e.g. /dev/sda or /dev/disk/by-id/...)`,
 			`workers[1].installDevice: "/dev/../etc/passwd" is not an absolute device path (/dev/..., e.g. /dev/sda or /dev/disk/by-id/...)`}},
+		{"a partition, the subnet's own address", "- nodeName: worker-0\n  nodeIP: 192.168.126.255\n  installDevice: /dev/nvme0n1p1\n" +
+			"- nodeName: worker-1\n  nodeIP: 192.168.126.12\n  installDevice: /dev/disk/by-id/wwn-0x5000c500a1b2c3d4-part3\n", []string{
+			`workers[0].installDevice: "/dev/nvme0n1p1" is a partition (the kernel names nvme0n1's partitions nvme0n1p1, nvme0n1p2, ...), but coreos-installer writes a whole disk, its own partition table included: give the disk, /dev/nvme0n1`,
+			"workers[0].nodeIP: 192.168.126.255 is the broadcast address of networking.machineNetwork[0] 192.168.126.0/24, not a host's: give the node an address from 192.168.126.1 to 192.168.126.254",
+			`workers[1].installDevice: "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4-part3" is a partition (udev names a disk's partitions <disk>-part1, <disk>-part2, ...), but coreos-installer writes a whole disk, its own partition table included: give the disk, /dev/disk/by-id/wwn-0x5000c500a1b2c3d4`}},
 		{"another worker's keyfile", "- nodeName: worker-0\n  nodeIP: 192.168.126.11\n- nodeName: worker-1\n  nodeIP: 192.168.126.12\n  networkKeyfiles: [net/w0.nmconnection]\n", []string{
 			"workers[1].networkKeyfiles: 192.168.126.12 (workers[1].nodeIP) is not a static address of any keyfile, and the node must keep it (it is in the node's certificates): w0.nmconnection: ipv4.method=manual, ipv4.addresses 192.168.126.11/24"}},
 		{"same name twice", "- nodeName: worker-0\n  nodeIP: 192.168.126.11\n  networkKeyfiles: [net/w0.nmconnection, other/w0.nmconnection]\n- nodeName: worker-1\n  nodeIP: 192.168.126.12\n", []string{

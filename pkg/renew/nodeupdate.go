@@ -125,6 +125,9 @@ type Report struct {
 	Elapsed               time.Duration
 	// Workers are the workers' live.ign as the run wrote them (DIR/workers/<name>/live.ign), with their embed sizes.
 	Workers []pipeline.WorkerLive
+	// Warnings are what the inputs of the worker command's worker have that is accepted but looks like a mistake,
+	// "{input}: detail" (installconfig.Ref: a front end names the input its own way).
+	Warnings []string
 	// command is the run's command (renew, worker): how the report names it; added the worker it added ("": none).
 	command, added string
 }
@@ -551,3 +554,6 @@ func changed[T any, D string | []byte](old, now map[string]T, data func(T) D, fn
 	}
 	return nil
 }
+
+// InputWarnings are the run's warnings about its inputs (Warnings).
+func (r *Report) InputWarnings() []string { return r.Warnings }

@@ -105,6 +105,9 @@ func Continue(ctx context.Context, o Options, command string, add *state.Worker)
 		rep.added = add.NodeName
 	}
 	rep.Workers = out.Summary.WorkerLive
+	if add != nil {
+		rep.Warnings = addedWarnings(in.Warnings, len(so.AddedWorkers)-1)
+	}
 	rep.Elapsed = time.Since(start)
 	return rep, nil
 }
@@ -166,4 +169,19 @@ func savedInputs(st *state.State, dir string, add *state.Worker) (pipeline.Optio
 		out = append(out, e)
 	}
 	return o, nil, out
+}
+
+// addedWarnings are the validation's warnings about the added worker (addedWorkers[i]), named as the worker
+// command's own inputs (installconfig.Ref of nodeIP, networkKeyfiles, ...), as savedInputs names its problems.
+func addedWarnings(warnings installconfig.ErrorList, i int) []string {
+	prefix := fmt.Sprintf("%s[%d].", pipeline.InAddedWorkers, i)
+	var out []string
+	for _, w := range warnings {
+		own, ok := strings.CutPrefix(w.Field, prefix)
+		if !ok {
+			continue
+		}
+		out = append(out, installconfig.Ref(own)+": "+strings.ReplaceAll(w.Detail, "("+prefix+"nodeIP)", "("+installconfig.Ref(pipeline.InNodeIP)+")"))
+	}
+	return out
 }

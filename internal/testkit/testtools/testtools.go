@@ -86,6 +86,12 @@ func ResetPeakRSS() (float64, error) {
 // or ends the test without nmcli (Tool), and returns its path.
 func Keyfile(t testing.TB, dir, name string, prefixes ...string) string {
 	t.Helper()
+	return KeyfileWith(t, dir, name, nil, prefixes...)
+}
+
+// KeyfileWith is Keyfile with more of nmcli's settings, as pairs ("ipv4.gateway", "192.168.126.1").
+func KeyfileWith(t testing.TB, dir, name string, settings []string, prefixes ...string) string {
+	t.Helper()
 	args := []string{"--offline", "connection", "add", "type", "ethernet", "con-name", strings.TrimSuffix(name, ".nmconnection"), "ifname", "eno1"}
 	v4, v6 := "disabled", "disabled"
 	for _, p := range prefixes {
@@ -95,7 +101,7 @@ func Keyfile(t testing.TB, dir, name string, prefixes ...string) string {
 			args, v4 = append(args, "ipv4.addresses", p), "manual"
 		}
 	}
-	args = append(args, "ipv4.method", v4, "ipv6.method", v6)
+	args = append(append(args, "ipv4.method", v4, "ipv6.method", v6), settings...)
 	out, err := exec.Command(Tool(t, "nmcli"), args...).Output()
 	if err != nil {
 		t.Fatalf("nmcli %s: %v", strings.Join(args, " "), err)
