@@ -1,9 +1,8 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -26,7 +25,7 @@ var expiredCAOn = time.Date(2023, 3, 3, 12, 0, 0, 0, time.UTC)
 // signature): the first expired at expiredCAOn, the others live twenty years. Its subjects, in order.
 func userCAs(t *testing.T, n int) (bundle string, subjects []string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
