@@ -24,8 +24,10 @@ func newCertsCommand(stdout io.Writer) *cobra.Command {
 (--ignition) or of a node (--root /, run as root on the node): where each lives (its Secret or ConfigMap and
 every file path), subject, SANs, issuer, key type and size, not-before, not-after and time left, then the CA
 bundles and the signer tree. Certificates found only in copies of revisions no static pod runs any more (kept
-after renew for a rollback; the static pod manifests say which revision runs) are listed apart, under NOT IN USE.
-With --expiring-within it exits 1 when any certificate in use expires within that time.`,
+after renew for a rollback; the static pod manifests say which revision runs) are listed apart, under NOT IN USE;
+so are the admin kubeconfig's client certificate (ADMIN KUBECONFIG: renew never renews it) and the CAs of the
+install-config's additionalTrustBundle (USER CAs: yours to replace).
+With --expiring-within it exits 1 when any certificate in use, one renew renews, expires within that time.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -61,8 +63,20 @@ With --expiring-within it exits 1 when any certificate in use expires within tha
 				return err
 			}
 			if cmd.Flags().Changed("expiring-within") {
+				// What renew cannot renew never trips it (renew could not clear it): said apart, on stderr.
+				if a := inv.AdminKubeconfig; a != nil && a.NotAfter.Before(inv.Now.Add(within)) {
+					fmt.Fprintf(cmd.ErrOrStderr(), "note: the admin kubeconfig's client certificate (%s) expires at %s, within %s: render-static renew cannot renew it; after it, use the node's %s\n",
+						inventory.AdminKubeconfig, a.NotAfter.Format(time.RFC3339), within, inventory.LocalhostKubeconfig)
+				}
+				for _, c := range inv.ExpiredUserCAs() {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", inventory.ExpiredUserCA(c))
+				}
 				if due := inv.ExpiringWithin(within); len(due) > 0 { // certificates in use only
-					return fmt.Errorf("%d certificates expire within %s, first %s at %s", len(due), within, due[0].Name, due[0].NotAfter.Format(time.RFC3339))
+					dir := "DIR"
+					if !cmd.Flags().Changed("ignition") && !cmd.Flags().Changed("root") {
+						dir = src
+					}
+					return fmt.Errorf("%d certificates expire within %s, first %s at %s: renew them where you rendered (render-static renew --dir %s --within %s)", len(due), within, due[0].Name, due[0].NotAfter.Format(time.RFC3339), dir, within)
 				}
 			}
 			return nil
@@ -73,7 +87,7 @@ With --expiring-within it exits 1 when any certificate in use expires within tha
 	f.String("ignition", "", "an Ignition config (aio.ign) instead of --dir")
 	f.String("root", "", "a node's root directory (\"/\" on the node) instead of --dir")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
-	f.Var(durationValue{&within}, "expiring-within", "exit 1 when any certificate in use expires within this duration (e.g. 720h or 30d)")
+	f.Var(durationValue{&within}, "expiring-within", "exit 1 when any certificate in use (one renew renews) expires within this duration (e.g. 720h or 30d)")
 	return cmd
 }
 

@@ -51,9 +51,9 @@ func siteFieldsHelp() string {
 
 func newFleetCommand(stdout io.Writer) *cobra.Command {
 	var o fleet.Options
-	var sites, shard string
+	var sites, shard, output string
 	cmd := &cobra.Command{
-		Use:   "fleet --sites DIR|LIST [--out DIR] [--jobs N] [--shard i/n]",
+		Use:   "fleet --sites DIR|LIST [--out DIR] [--jobs N] [--shard i/n] [-o table|json]",
 		Short: "Render many sites, one output folder per site",
 		Long: `fleet renders every site of --sites into --out/<site>/ (default --out: ` + defaultFleetOut + `; each folder exactly
 what a single render writes to --dir), --jobs sites at a time.
@@ -71,7 +71,13 @@ render's flag of the same input:
 processes (e.g. a Kubernetes Indexed Job) render every site exactly once.
 
 A site that fails is reported with its field errors and leaves its folder untouched; the others still finish.
-A table (site, seconds, aio.ign size, earliest expiry) ends the run; exit 0 only when every site rendered.`,
+A table ends the run (site, seconds, aio.ign size, live.ign's size in the live ISO's embed area and whether it
+fits, earliest expiry among the certificates renew renews, status); --output json gives it as one JSON object
+for a hub (docs/fleet.md lists its fields).
+
+Exit codes: 0 every site rendered and is installable; 1 a site failed (or bad input); 3 every site rendered,
+but some site's live.ign does not fit the live ISO's embed area (status NOT INSTALLABLE: boot PXE or serve
+aio.ign over HTTP, docs/install.md).`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -98,6 +104,9 @@ A table (site, seconds, aio.ign size, earliest expiry) ends the run; exit 0 only
 			// The inputs every site shares: checked once (the input table's fleet-wide rows), their files read once.
 			common, cerrs := pipeline.ReadFleetWide(o.Common)
 			errs = append(errs, cerrs.Named(fleetFlags)...)
+			if output != "table" && output != "json" {
+				add("--output", fmt.Errorf("%q is not table or json", output))
+			}
 			o.Common = common
 			var list []fleet.Site
 			if sites != "" {
@@ -119,13 +128,23 @@ A table (site, seconds, aio.ign size, earliest expiry) ends the run; exit 0 only
 			errw := cmd.ErrOrStderr()
 			o.Progress = fleet.NewProgress(errw, isTerminal(errw))
 			r := fleet.Run(cmd.Context(), list, o)
-			r.WriteTable(stdout)
+			if output == "json" {
+				if err := r.WriteJSON(stdout); err != nil {
+					return err
+				}
+			} else {
+				r.WriteTable(stdout)
+			}
 			r.WriteWarnings(errw)
 			if created {
 				_ = os.Remove(o.Out) // only when empty: no site rendered
 			}
 			if n := r.Failed(); n > 0 {
 				return fmt.Errorf("%d of %s failed", n, count(len(r.Results), "site", "sites"))
+			}
+			if sites := r.NotInstallable(); len(sites) > 0 {
+				return exitError{code: exitNotInstallable, err: fmt.Errorf("%d of %s rendered but cannot be installed from the live ISO: live.ign does not fit its embed area (%s; each site's warning above says by how much); boot those sites' PXE images (coreos-installer pxe ignition wrap) or serve their aio.ign over HTTP (docs/install.md, \"When live.ign does not fit\")",
+					len(sites), count(len(r.Results), "site", "sites"), strings.Join(sites, ", "))}
 			}
 			return nil
 		},
@@ -134,6 +153,7 @@ A table (site, seconds, aio.ign size, earliest expiry) ends the run; exit 0 only
 	f.StringVar(&sites, "sites", "", "a directory of site folders (install-config.yaml + site.yaml) or a YAML list of sites (required)")
 	f.StringVar(&o.Out, "out", defaultFleetOut, "output directory: one folder per site, each replaced atomically")
 	f.IntVar(&o.Jobs, "jobs", 0, "sites rendered at once (default: the number of cores); memory grows with it, not with the number of sites")
+	f.StringVarP(&output, "output", "o", "table", "table or json (one object: every site's fields, docs/fleet.md)")
 	f.StringVar(&shard, "shard", "", "render only shard i of n (i from 0), e.g. 2/8; the partition depends only on the site names")
 	addInputFlags(f, &o.Common, func(in pipeline.Input) bool { return in.Fleet == pipeline.FleetWide }, "; for every site")
 	return cmd
@@ -144,3 +164,16 @@ func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
+
+// exitNotInstallable is fleet's exit code when every site rendered but some cannot be installed from the live ISO
+// (live.ign does not fit its embed area).
+const exitNotInstallable = 3
+
+// exitError is an error that ends the command with its own exit code (run prints it as any other).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -247,3 +248,117 @@ func TestFleetChecksItsInputsFirst(t *testing.T) {
 		t.Errorf("the site behind the symlink was not rendered: %v", err)
 	}
 }
+
+// TestFleetLiveFitAndJSON renders two sites: the example, and the example with a trust bundle of bigBundle (200) CAs (made
+// with crypto/x509, the first expired in 2023) whose live.ign does not fit the live ISO's embed area. The table
+// says so in its own column and in the site's status, the earliest expiry is the cluster's (not the expired user
+// CA), and the fleet exits with its own code for "rendered but not installable". --output json gives the same
+// per site, under the field names docs/fleet.md documents, agreeing with what certs reads from each folder.
+func TestFleetLiveFitAndJSON(t *testing.T) {
+	testtools.Long(t, "renders two sites twice")
+	testtools.Tool(t, "xz")
+	work := t.TempDir()
+	bundle, subjects := userCAs(t, bigBundle)
+	for _, s := range []struct{ name, ic string }{{"fits", repo("examples/sno/install-config.yaml")}, {"big", ""}} {
+		d := filepath.Join(work, "sites", s.name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if s.ic == "" {
+			withTrustBundle(t, d, bundle)
+		} else if raw, err := os.ReadFile(s.ic); err != nil || os.WriteFile(filepath.Join(d, "install-config.yaml"), raw, 0o600) != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "site.yaml"), []byte("nodeIP: 192.168.126.10\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(work, "out")
+	code, stdout, stderr := runCLI("fleet", "--sites", filepath.Join(work, "sites"), "--out", out, "--jobs", "2")
+	if code != exitNotInstallable {
+		t.Fatalf("exit %d, want %d (rendered, not installable)\nstdout: %s\nstderr: %s", code, exitNotInstallable, stdout, stderr)
+	}
+	rows := map[string]string{}
+	var header string
+	for _, l := range strings.Split(stdout, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) > 0 && f[0] == "SITE":
+			header = l
+		case len(f) > 0 && (f[0] == "fits" || f[0] == "big"):
+			rows[f[0]] = l
+		}
+	}
+	if !strings.Contains(header, "LIVE.IGN") {
+		t.Errorf("the table has no live.ign column:\n%s", stdout)
+	}
+	if r := rows["big"]; !strings.Contains(r, "DOES NOT FIT") || !strings.Contains(r, "NOT INSTALLABLE") || strings.Contains(r, " ok") || strings.Contains(r, "2023-") {
+		t.Errorf("big's row %q: want DOES NOT FIT, NOT INSTALLABLE and the cluster's earliest expiry", r)
+	}
+	if r := rows["fits"]; !strings.Contains(r, " fits") || !strings.HasSuffix(strings.TrimSpace(r), "ok") {
+		t.Errorf("fits's row %q: want fits and ok", r)
+	}
+	if !strings.Contains(stderr, "] big: rendered in ") || !strings.Contains(stderr, "NOT INSTALLABLE") {
+		t.Errorf("the progress line does not say big is not installable:\n%s", stderr)
+	}
+	if !strings.Contains(stderr, "big: warning: ") || !strings.Contains(stderr, subjects[0]) {
+		t.Errorf("stderr lacks big's warning naming the expired CA %s:\n%s", subjects[0], stderr)
+	}
+	if !strings.Contains(stderr, "error: ") || !strings.Contains(stderr, "big") || !strings.Contains(stderr, "live.ign") {
+		t.Errorf("stderr does not end saying which site cannot be installed, and why:\n%s", stderr)
+	}
+
+	code, stdout, stderr = runCLI("fleet", "--sites", filepath.Join(work, "sites"), "--out", out, "--jobs", "2", "--output", "json")
+	if code != exitNotInstallable {
+		t.Fatalf("--output json: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	var top map[string]json.RawMessage
+	var report struct {
+		Sites []map[string]any `json:"sites"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &report); err != nil || json.Unmarshal([]byte(stdout), &top) != nil {
+		t.Fatalf("--output json: %v:\n%s", err, stdout)
+	}
+	var doc struct {
+		Sites []fleet.SiteJSON `json:"sites"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil || len(doc.Sites) != 2 {
+		t.Fatalf("--output json: %v, %d sites:\n%s", err, len(doc.Sites), stdout)
+	}
+	guide, err := os.ReadFile(repo("docs/fleet.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range top {
+		if !strings.Contains(string(guide), "`"+k+"`") {
+			t.Errorf("docs/fleet.md does not document the JSON report's %q", k)
+		}
+	}
+	for _, site := range report.Sites {
+		for k := range site {
+			if !strings.Contains(string(guide), "`"+k+"`") {
+				t.Errorf("docs/fleet.md does not document the JSON field %q", k)
+			}
+		}
+	}
+	for _, s := range doc.Sites {
+		inv := certsJSON(t, "--dir", filepath.Join(out, s.Site))
+		if s.EarliestExpiry == nil || !s.EarliestExpiry.Equal(inv.Certificates[0].NotAfter) || s.EarliestExpiryName != inv.Certificates[0].Name {
+			t.Errorf("%s: earliest expiry %v %q; certs reads %s %q", s.Site, s.EarliestExpiry, s.EarliestExpiryName, inv.Certificates[0].NotAfter, inv.Certificates[0].Name)
+		}
+		switch s.Site {
+		case "big":
+			if s.Status != fleet.StatusNotInstallable || s.LiveFit != fleet.FitDoesNotFit || s.LiveEmbedBytes <= s.LiveEmbedAreaBytes || s.UserCAs != bigBundle || s.UserCAsExpired != 1 {
+				t.Errorf("big: %+v", s)
+			}
+		case "fits":
+			if s.Status != fleet.StatusOK || s.LiveFit != fleet.FitFits || s.LiveEmbedBytes == 0 || s.LiveEmbedBytes > s.LiveEmbedAreaBytes || len(s.Errors) != 0 {
+				t.Errorf("fits: %+v", s)
+			}
+		}
+	}
+}
+
+// bigBundle is how many CAs make the example's live.ign too big for the live ISO's embed area (each adds its RSA
+// signature, twice: openshift-config/user-ca-bundle and the node's trust anchor; 300 measured 338,560 bytes).
+const bigBundle = 200

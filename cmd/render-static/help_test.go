@@ -84,12 +84,12 @@ func TestFleetHelpListsSiteFields(t *testing.T) {
 func TestCertsHelpSaysInUse(t *testing.T) {
 	help := helpOf(t, "certs")
 	line := regexp.MustCompile(`(?m)^ +--expiring-within .*$`).FindString(help)
-	if !strings.Contains(line, "any certificate in use expires") {
-		t.Errorf("certs --help: %q does not say \"any certificate in use expires\"", strings.TrimSpace(line))
+	if !strings.Contains(line, "any certificate in use (one renew renews) expires") {
+		t.Errorf("certs --help: %q does not say \"any certificate in use (one renew renews) expires\"", strings.TrimSpace(line))
 	}
 	ref := section(t, readRepo(t, "docs/reference.md"), "## `render-static certs`")
-	if !strings.Contains(ref, "any certificate in use expires") {
-		t.Errorf("docs/reference.md's certs section does not say \"any certificate in use expires\"")
+	if !strings.Contains(ref, "any certificate in use (one renew renews) expires") {
+		t.Errorf("docs/reference.md's certs section does not say \"any certificate in use (one renew renews) expires\"")
 	}
 }
 

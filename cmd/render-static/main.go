@@ -35,7 +35,7 @@ func main() {
 }
 
 // run is main without the exit, for tests: 0 on success, 1 on bad input or a failed render, 130 or 143 when
-// SIGINT or SIGTERM ended it.
+// SIGINT or SIGTERM ended it, a command's own code for an exitError (fleet: exitNotInstallable).
 func run(args []string, stdout, stderr io.Writer) int {
 	quietKlog()
 	cmd := newRootCommand(stdout)
@@ -88,6 +88,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		printError(stderr, err)
+		if ee := (exitError{}); errors.As(err, &ee) {
+			return ee.code
+		}
 		return 1
 	}
 	return 0

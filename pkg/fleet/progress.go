@@ -47,11 +47,15 @@ func (p *progress) Done(r Result) {
 	if p.terminal {
 		p.clear()
 	}
-	if r.OK() {
+	switch {
+	case r.OK() && !r.Installable():
+		// Said even on a terminal: the bar would hide it until the table.
+		fmt.Fprintf(p.w, "[%d/%d] %s: rendered in %.2fs, NOT INSTALLABLE: %s\n", p.done, p.total, r.Site, r.Elapsed.Seconds(), r.notInstallableWhy())
+	case r.OK():
 		if !p.terminal {
 			fmt.Fprintf(p.w, "[%d/%d] %s: ok in %.2fs (eta %s)\n", p.done, p.total, r.Site, r.Elapsed.Seconds(), p.eta())
 		}
-	} else {
+	default:
 		lines := ErrorLines(r.Err)
 		fmt.Fprintf(p.w, "[%d/%d] %s: FAILED:\n", p.done, p.total, r.Site)
 		for _, l := range lines {

@@ -2,16 +2,19 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
 
+	"github.com/render-static/render-static/internal/isoembed"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/pipeline"
 )
@@ -45,11 +48,86 @@ type Result struct {
 // OK reports whether the site rendered.
 func (r Result) OK() bool { return r.Err == nil }
 
+// Installable reports whether the site rendered and can be installed from the live ISO: its live.ign, and every
+// worker's, fits the ISO's embed area (or was not measured: no xz where the fleet ran).
+func (r Result) Installable() bool {
+	return r.OK() && r.LiveFit() != FitDoesNotFit && len(r.workersNotFitting()) == 0
+}
+
+// Status is the site's StatusOK, StatusNotInstallable or StatusFailed.
+func (r Result) Status() string {
+	switch {
+	case !r.OK():
+		return StatusFailed
+	case !r.Installable():
+		return StatusNotInstallable
+	}
+	return StatusOK
+}
+
+// LiveFit is how the control-plane node's live.ign fits the live ISO's embed area (FitFits, FitDoesNotFit,
+// FitNotMeasured), "" when the site failed.
+func (r Result) LiveFit() string {
+	if r.Summary == nil {
+		return ""
+	}
+	return fitOf(r.Summary.LiveEmbed)
+}
+
+func fitOf(e pipeline.LiveEmbed) string {
+	switch {
+	case e.Bytes == 0:
+		return FitNotMeasured
+	case e.Fits():
+		return FitFits
+	}
+	return FitDoesNotFit
+}
+
+// workersNotFitting are the workers whose live.ign does not fit the embed area.
+func (r Result) workersNotFitting() []string {
+	if r.Summary == nil {
+		return nil
+	}
+	var out []string
+	for _, w := range r.Summary.WorkerLive {
+		if fitOf(w.LiveEmbed) == FitDoesNotFit {
+			out = append(out, w.Name)
+		}
+	}
+	return out
+}
+
+// liveColumn is the table's LIVE.IGN EMBED cell: the embed size and whether it fits.
+func (r Result) liveColumn() string {
+	switch fit := r.LiveFit(); fit {
+	case "":
+		return "-"
+	case FitNotMeasured:
+		return "not measured"
+	case FitFits:
+		return fmt.Sprintf("%d fits", r.Summary.LiveEmbed.Bytes)
+	default:
+		return fmt.Sprintf("%d DOES NOT FIT", r.Summary.LiveEmbed.Bytes)
+	}
+}
+
 // Report is a fleet's outcome, in site-name order.
 type Report struct {
 	Results []Result
 	Elapsed time.Duration
 	Jobs    int
+}
+
+// NotInstallable are the sites that rendered but cannot be installed from the live ISO (Result.Installable).
+func (r *Report) NotInstallable() []string {
+	var out []string
+	for _, x := range r.Results {
+		if x.OK() && !x.Installable() {
+			out = append(out, x.Site)
+		}
+	}
+	return out
 }
 
 // Failed counts the sites that did not render.
@@ -167,14 +245,19 @@ func ErrorLines(err error) []string {
 	return []string{err.Error()}
 }
 
-// WriteTable writes the summary table: site, seconds, aio.ign size, earliest expiry (or the failure).
+// WriteTable writes the summary table: site, seconds, aio.ign size, live.ign's embed size and fit, earliest
+// expiry (among the certificates renew renews) and status (ok, NOT INSTALLABLE, or the failure).
 func (r *Report) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SITE\tSECONDS\tAIO.IGN BYTES\tEARLIEST EXPIRY\tSTATUS")
+	fmt.Fprintln(tw, "SITE\tSECONDS\tAIO.IGN BYTES\tLIVE.IGN EMBED\tEARLIEST EXPIRY\tSTATUS")
 	for _, x := range r.Results {
 		if x.OK() {
-			fmt.Fprintf(tw, "%s\t%.2f\t%d\t%s\tok\n", x.Site, x.Elapsed.Seconds(), x.Summary.IgnitionBytes,
-				x.Summary.EarliestExpiry.UTC().Format(time.RFC3339))
+			status := "ok"
+			if !x.Installable() {
+				status = "NOT INSTALLABLE: " + x.notInstallableWhy()
+			}
+			fmt.Fprintf(tw, "%s\t%.2f\t%d\t%s\t%s\t%s\n", x.Site, x.Elapsed.Seconds(), x.Summary.IgnitionBytes, x.liveColumn(),
+				x.Summary.EarliestExpiry.UTC().Format(time.RFC3339), status)
 			continue
 		}
 		lines := ErrorLines(x.Err)
@@ -182,7 +265,7 @@ func (r *Report) WriteTable(w io.Writer) {
 		if len(lines) == 1 {
 			status = "FAILED: " + lines[0]
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t-\t-\t%s\n", x.Site, x.Elapsed.Seconds(), status)
+		fmt.Fprintf(tw, "%s\t%.2f\t-\t-\t-\t%s\n", x.Site, x.Elapsed.Seconds(), status)
 	}
 	_ = tw.Flush()
 	n := len(r.Results)
@@ -190,8 +273,72 @@ func (r *Report) WriteTable(w io.Writer) {
 	if r.Elapsed > 0 {
 		rate = float64(n) / r.Elapsed.Seconds()
 	}
-	fmt.Fprintf(w, "%d %s, %d failed, %s with %d %s (%.2f sites/s)\n", n, plural(n, "site", "sites"), r.Failed(),
-		r.Elapsed.Round(time.Millisecond), r.Jobs, plural(r.Jobs, "job", "jobs"), rate)
+	notInstallable := ""
+	if k := len(r.NotInstallable()); k > 0 {
+		notInstallable = fmt.Sprintf(", %d not installable", k)
+	}
+	fmt.Fprintf(w, "%d %s, %d failed%s, %s with %d %s (%.2f sites/s)\n", n, plural(n, "site", "sites"), r.Failed(),
+		notInstallable, r.Elapsed.Round(time.Millisecond), r.Jobs, plural(r.Jobs, "job", "jobs"), rate)
+}
+
+// notInstallableWhy says which live.ign does not fit.
+func (r Result) notInstallableWhy() string {
+	var what []string
+	if r.LiveFit() == FitDoesNotFit {
+		what = append(what, "live.ign")
+	}
+	for _, w := range r.workersNotFitting() {
+		what = append(what, "worker "+w+"'s live.ign")
+	}
+	return strings.Join(what, ", ") + " does not fit the live ISO (see the warning)"
+}
+
+// JSON is the report as WriteJSON gives it: every site (SiteJSON), and the counts.
+type JSON struct {
+	Sites          []SiteJSON `json:"sites"`
+	Total          int        `json:"total"`
+	Failed         int        `json:"failed"`
+	NotInstallable int        `json:"notInstallable"`
+	Seconds        float64    `json:"seconds"`
+	Jobs           int        `json:"jobs"`
+}
+
+// JSON is the report's JSON form.
+func (r *Report) JSON() JSON {
+	out := JSON{Sites: []SiteJSON{}, Total: len(r.Results), Failed: r.Failed(), NotInstallable: len(r.NotInstallable()),
+		Seconds: r.Elapsed.Seconds(), Jobs: r.Jobs}
+	for _, x := range r.Results {
+		j := SiteJSON{Site: x.Site, Dir: x.Dir, Status: x.Status(), Seconds: x.Elapsed.Seconds()}
+		if s := x.Summary; s != nil && x.OK() {
+			j.AioIgnBytes, j.LiveIgnBytes, j.LiveEmbedBytes = s.IgnitionBytes, s.LiveBytes, s.LiveEmbed.Bytes
+			j.LiveEmbedAreaBytes, j.LiveFit, j.LiveFitError = isoembed.AreaSize, x.LiveFit(), s.LiveEmbed.Err
+			j.WorkersNotFitting = x.workersNotFitting()
+			j.EarliestExpiry, j.EarliestExpiryName = timeOrNil(s.EarliestExpiry), s.EarliestExpirySubject
+			j.OffUntil, j.AdminKubeconfigUntil = timeOrNil(s.OffUntil), timeOrNil(s.AdminKubeconfigExpiry)
+			j.UserCAs, j.UserCAsExpired = s.UserCAs, s.UserCAsExpired
+			j.Warnings = s.Warnings
+		}
+		if x.Err != nil {
+			j.Errors = ErrorLines(x.Err)
+		}
+		out.Sites = append(out.Sites, j)
+	}
+	return out
+}
+
+// WriteJSON writes the report as one indented JSON object (JSON).
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r.JSON())
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 // plural is one when n is 1, else many.
@@ -226,4 +373,44 @@ func (r *Report) WriteWarnings(w io.Writer) {
 			fmt.Fprintf(w, "%s: warning: %s\n", x.Site, warning)
 		}
 	}
+}
+
+// A site's status (SiteJSON.Status; the table says them in capitals).
+const (
+	StatusOK = "ok"
+	// StatusNotInstallable: rendered, but its live.ign (or a worker's) does not fit the live ISO's embed area.
+	StatusNotInstallable = "not-installable"
+	StatusFailed         = "failed"
+)
+
+// How a site's live.ign fits the live ISO's embed area (SiteJSON.LiveFit).
+const (
+	FitFits        = "fits"
+	FitDoesNotFit  = "does-not-fit"
+	FitNotMeasured = "not-measured"
+)
+
+// SiteJSON is one site as the JSON report gives it (WriteJSON). The field names are stable: docs/fleet.md lists
+// them, and a hub reads them.
+type SiteJSON struct {
+	Site    string  `json:"site"`
+	Dir     string  `json:"dir"`
+	Status  string  `json:"status"`
+	Seconds float64 `json:"seconds"`
+	// What a rendered site gives (zero or absent when it failed).
+	AioIgnBytes          int        `json:"aioIgnBytes,omitempty"`
+	LiveIgnBytes         int        `json:"liveIgnBytes,omitempty"`
+	LiveEmbedBytes       int        `json:"liveEmbedBytes,omitempty"`
+	LiveEmbedAreaBytes   int        `json:"liveEmbedAreaBytes,omitempty"`
+	LiveFit              string     `json:"liveFit,omitempty"`
+	LiveFitError         string     `json:"liveFitError,omitempty"`
+	WorkersNotFitting    []string   `json:"workersNotFitting,omitempty"`
+	EarliestExpiry       *time.Time `json:"earliestExpiry,omitempty"`
+	EarliestExpiryName   string     `json:"earliestExpiryName,omitempty"`
+	OffUntil             *time.Time `json:"offUntil,omitempty"`
+	AdminKubeconfigUntil *time.Time `json:"adminKubeconfigExpiry,omitempty"`
+	UserCAs              int        `json:"userCAs,omitempty"`
+	UserCAsExpired       int        `json:"userCAsExpired,omitempty"`
+	Warnings             []string   `json:"warnings,omitempty"`
+	Errors               []string   `json:"errors,omitempty"`
 }

@@ -105,8 +105,16 @@ type Inventory struct {
 	Certificates []*Certificate `json:"certificates"`
 	// Unused are the certificates found only in copies of revisions no static pod runs (Running), soonest expiry
 	// first: kept for a rollback, used by nothing. They count neither for Earliest nor for ExpiringWithin.
-	Unused  []*Certificate `json:"unused,omitempty"`
-	Bundles []*Bundle      `json:"bundles"`
+	Unused []*Certificate `json:"unused,omitempty"`
+	// UserCAs are the CAs of the install-config's additionalTrustBundle (UserCABundle, UserCATrustAnchor), soonest
+	// expiry first: the user's to replace, never issued or renewed by render-static. They count neither for
+	// Earliest nor for ExpiringWithin.
+	UserCAs []*Certificate `json:"userCAs,omitempty"`
+	// AdminKubeconfig is the client certificate of the admin kubeconfig (AdminKubeconfig: DIR/auth/kubeconfig),
+	// which renew never renews (its signer's key is never kept), or nil where the node no longer has it. It counts
+	// neither for Earliest nor for ExpiringWithin: after it, the node's LocalhostKubeconfig is the admin credential.
+	AdminKubeconfig *Certificate `json:"adminKubeconfig,omitempty"`
+	Bundles         []*Bundle    `json:"bundles"`
 }
 
 // blob is one PEM (or kubeconfig entry) found at a location.
@@ -157,23 +165,36 @@ func EarliestWith(files map[string][]byte, manifests map[string]Manifest, now ti
 	return build(blobs, now, false, RunningRevisions(files)).Earliest(), nil
 }
 
-// EarliestKeptWith is EarliestWith, and the certificate that expires first among those that live somewhere
-// besides the paths transient names (what only a first boot reads, then removes).
-func EarliestKeptWith(files map[string][]byte, manifests map[string]Manifest, now time.Time, transient func(path string) bool) (earliest, kept *Certificate, err error) {
+// Expiries are what a render's summary says of its certificates' expiry.
+type Expiries struct {
+	// Earliest is the certificate in use that expires first (Inventory.Earliest); Kept the first among those
+	// that live somewhere besides the paths ExpiriesWith's transient names (what only a first boot reads, then
+	// removes). Neither is a user CA or the admin kubeconfig's.
+	Earliest, Kept *Certificate
+	// AdminKubeconfig is the admin kubeconfig's client certificate (Inventory.AdminKubeconfig), never renewed.
+	AdminKubeconfig *Certificate
+	// UserCAs are the install-config's trust bundle's CAs (Inventory.UserCAs), soonest expiry first, their
+	// subjects set.
+	UserCAs []*Certificate
+}
+
+// ExpiriesWith is what the summary says of the certificates of files (manifests: see FromFilesWith) at now,
+// without what naming and ordering them does not need (signers, self-signature checks, SANs, bundles).
+func ExpiriesWith(files map[string][]byte, manifests map[string]Manifest, now time.Time, transient func(path string) bool) (Expiries, error) {
 	blobs, err := readBlobs(files, manifests)
 	if err != nil {
-		return nil, nil, err
+		return Expiries{}, err
 	}
 	run := RunningRevisions(files)
 	inv := build(blobs, now, false, run)
+	e := Expiries{Earliest: inv.Earliest(), AdminKubeconfig: inv.AdminKubeconfig, UserCAs: inv.UserCAs}
 	for _, c := range inv.Certificates { // sorted by expiry
-		for _, l := range c.Locations {
-			if !transient(l.Path) && !run.unused(l) {
-				return inv.Earliest(), c, nil
-			}
+		if slices.ContainsFunc(c.Locations, func(l Location) bool { return !transient(l.Path) && !run.unused(l) }) {
+			e.Kept = c
+			break
 		}
 	}
-	return inv.Earliest(), nil, nil
+	return e, nil
 }
 
 // readBlobs reads every certificate of files (manifests: see FromFilesWith), in the order of their paths.
@@ -514,6 +535,17 @@ func build(blobs []blob, now time.Time, full bool, run Running) *Inventory {
 	all := inv.Certificates
 	inUse := make([]*Certificate, 0, len(all))
 	for _, e := range all {
+		switch {
+		case isUserCA(e):
+			if e.Subject == "" {
+				e.Subject = e.cert.Subject.String() // the warning for an expired one names it
+			}
+			inv.UserCAs = append(inv.UserCAs, e)
+			continue
+		case inv.AdminKubeconfig == nil && isAdminClient(e):
+			inv.AdminKubeconfig = e
+			continue
+		}
 		if slices.ContainsFunc(e.Locations, func(l Location) bool { return !run.unused(l) }) {
 			inUse = append(inUse, e)
 		} else {
@@ -548,6 +580,31 @@ func build(blobs []blob, now time.Time, full bool, run Running) *Inventory {
 	}
 	sort.SliceStable(inv.Bundles, func(i, j int) bool { return inv.Bundles[i].Name < inv.Bundles[j].Name })
 	return inv
+}
+
+// isUserCA: a CA of the install-config's trust bundle, found in its ConfigMap or the node's trust anchor, and
+// only ever as a member of a bundle (a certificate of the cluster's own that a user put into the trust bundle
+// stays the cluster's).
+func isUserCA(e *Certificate) bool {
+	inBundle := false
+	for _, l := range e.Locations {
+		if !l.Bundle {
+			return false
+		}
+		inBundle = inBundle || l.Kind == "configmap" && l.Namespace == UserCABundleNamespace && l.Name == UserCABundleName ||
+			l.Kind == "file" && (l.Path == UserCATrustAnchor || strings.HasSuffix(l.Path, ":"+UserCATrustAnchor))
+	}
+	return inBundle && e.cert.IsCA
+}
+
+// isAdminClient: the client certificate of the admin kubeconfig, found nowhere else.
+func isAdminClient(e *Certificate) bool {
+	for _, l := range e.Locations {
+		if l.Bundle || l.Kind != "file" || l.Path != AdminKubeconfig {
+			return false
+		}
+	}
+	return len(e.Locations) > 0
 }
 
 // certLess orders certificates by expiry, then name.
@@ -641,9 +698,29 @@ func (inv *Inventory) ExpiringWithin(d time.Duration) []*Certificate {
 	return out
 }
 
+// All is every certificate: in use, not in use, the user CAs and the admin kubeconfig's.
+func (inv *Inventory) All() []*Certificate {
+	all := slices.Concat(inv.Certificates, inv.Unused, inv.UserCAs)
+	if inv.AdminKubeconfig != nil {
+		all = append(all, inv.AdminKubeconfig)
+	}
+	return all
+}
+
+// ExpiredUserCAs are the user CAs (UserCAs) already expired at Now, soonest first.
+func (inv *Inventory) ExpiredUserCAs() []*Certificate {
+	var out []*Certificate
+	for _, c := range inv.UserCAs {
+		if !c.NotAfter.After(inv.Now) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // ByFingerprint returns the certificate of that SHA-256 fingerprint (hex), in use or not, or nil.
 func (inv *Inventory) ByFingerprint(fp string) *Certificate {
-	for _, c := range slices.Concat(inv.Certificates, inv.Unused) {
+	for _, c := range inv.All() {
 		if c.Fingerprint == fp {
 			return c
 		}
@@ -653,10 +730,25 @@ func (inv *Inventory) ByFingerprint(fp string) *Certificate {
 
 // Lookup returns the certificate of that name, in use or not, or nil.
 func (inv *Inventory) Lookup(name string) *Certificate {
-	for _, c := range slices.Concat(inv.Certificates, inv.Unused) {
+	for _, c := range inv.All() {
 		if c.Name == name {
 			return c
 		}
 	}
 	return nil
 }
+
+// Where the certificates render-static does not renew live (the pkg/node and pkg/clusterconfig constants of the
+// same names; the inventory imports neither).
+const (
+	// UserCABundleNamespace, UserCABundleName: the ConfigMap of the install-config's additionalTrustBundle.
+	UserCABundleNamespace = "openshift-config"
+	UserCABundleName      = "user-ca-bundle"
+	// UserCATrustAnchor is the node's copy of it, a trust anchor of the node's system bundle.
+	UserCATrustAnchor = "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt"
+	// AdminKubeconfig is the admin kubeconfig on the node until the first boot's end (the user keeps it as
+	// DIR/auth/kubeconfig).
+	AdminKubeconfig = "/opt/openshift/auth/kubeconfig"
+	// LocalhostKubeconfig is kube-apiserver's localhost kubeconfig (system:admin) on the node, which renew renews.
+	LocalhostKubeconfig = "/etc/kubernetes/static-pod-resources/kube-apiserver-certs/secrets/node-kubeconfigs/localhost.kubeconfig"
+)

@@ -16,7 +16,9 @@ import (
 )
 
 // NodeDirs are the directories of a node's root that hold the control plane's certificates and kubeconfigs.
-var NodeDirs = []string{"etc/kubernetes", "opt/openshift", "var/lib/kubelet/pki", "var/lib/kubelet/kubeconfig"}
+// The trust anchor of the install-config's trust bundle is read too: after the first boot only it holds the user
+// CAs.
+var NodeDirs = []string{"etc/kubernetes", "opt/openshift", "var/lib/kubelet/pki", "var/lib/kubelet/kubeconfig", UserCATrustAnchor[1:]}
 
 // maxFile bounds what is read of one file: certificates, bundles and kubeconfigs are far smaller.
 const maxFile = 4 << 20

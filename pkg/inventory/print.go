@@ -21,6 +21,12 @@ func (inv *Inventory) WriteJSON(w io.Writer) error {
 // UnusedHeading introduces the certificates not in use (Inventory.Unused) in WriteTable.
 const UnusedHeading = "NOT IN USE: only in copies kept for revisions no static pod runs (never counted as expiring)"
 
+// UserCAsHeading introduces the install-config's trust bundle (Inventory.UserCAs) in WriteTable.
+const UserCAsHeading = "USER CAs: the install-config's additionalTrustBundle, the user's to replace; render-static neither issues nor renews them (never counted as expiring)"
+
+// AdminHeading introduces the admin kubeconfig's client certificate (Inventory.AdminKubeconfig) in WriteTable.
+const AdminHeading = "ADMIN KUBECONFIG: never renewed (its signer's key is not kept); after it expires, use the node's " + LocalhostKubeconfig + " (never counted as expiring)"
+
 // WriteTable writes a table of every certificate in use (soonest expiry first), then of those not in use, their
 // details, the CA bundles, and the signer tree.
 func (inv *Inventory) WriteTable(w io.Writer) error {
@@ -33,8 +39,23 @@ func (inv *Inventory) WriteTable(w io.Writer) error {
 			return err
 		}
 	}
+	if inv.AdminKubeconfig != nil {
+		fmt.Fprintf(w, "\n%s\n", AdminHeading)
+		if err := writeCertTable(w, []*Certificate{inv.AdminKubeconfig}); err != nil {
+			return err
+		}
+	}
+	if len(inv.UserCAs) > 0 {
+		fmt.Fprintf(w, "\n%s\n", UserCAsHeading)
+		if err := writeCertTable(w, inv.UserCAs); err != nil {
+			return err
+		}
+		for _, c := range inv.ExpiredUserCAs() {
+			fmt.Fprintf(w, "warning: %s\n", ExpiredUserCA(c))
+		}
+	}
 	fmt.Fprintf(w, "\nDETAILS\n")
-	for _, c := range slices.Concat(inv.Certificates, inv.Unused) {
+	for _, c := range inv.All() {
 		fmt.Fprintf(w, "%s\n", c.Name)
 		fmt.Fprintf(w, "  subject:    %s\n", c.Subject)
 		if len(c.SANs) > 0 {
@@ -54,8 +75,13 @@ func (inv *Inventory) WriteTable(w io.Writer) error {
 		for _, l := range c.Locations {
 			fmt.Fprintf(w, "  in:         %s\n", l)
 		}
-		if inv.unused(c) {
+		switch {
+		case inv.unused(c):
 			fmt.Fprintf(w, "  not in use: only in copies of revisions no static pod runs\n")
+		case slices.Contains(inv.UserCAs, c):
+			fmt.Fprintf(w, "  user CA:    from the install-config's additionalTrustBundle; not renewed by render-static\n")
+		case c == inv.AdminKubeconfig:
+			fmt.Fprintf(w, "  admin:      never renewed; after it, use the node's %s\n", LocalhostKubeconfig)
 		}
 	}
 	fmt.Fprintf(w, "\nCA BUNDLES\n")
@@ -100,7 +126,7 @@ func kindOf(c *Certificate) string {
 func (inv *Inventory) WriteTree(w io.Writer) {
 	children := map[string][]*Certificate{}
 	var roots []*Certificate
-	for _, c := range slices.Concat(inv.Certificates, inv.Unused) {
+	for _, c := range inv.All() {
 		if c.Signer == "" {
 			roots = append(roots, c)
 			continue
@@ -117,8 +143,11 @@ func (inv *Inventory) WriteTree(w io.Writer) {
 		if c.Signer == "" && !c.SelfSigned {
 			note = " (signer not present: " + c.Issuer + ")"
 		}
-		if inv.unused(c) {
+		switch {
+		case inv.unused(c):
 			note += " (not in use)"
+		case slices.Contains(inv.UserCAs, c):
+			note += " (user CA)"
 		}
 		fmt.Fprintf(w, "%s%s [%s, %s left]%s\n", indent, c.Name, kindOf(c), c.TimeLeft, note)
 		kids := children[c.Name]
@@ -130,4 +159,10 @@ func (inv *Inventory) WriteTree(w io.Writer) {
 	for _, r := range roots {
 		walk(r, "")
 	}
+}
+
+// ExpiredUserCA says that a user CA (Inventory.UserCAs) expired, and what to do.
+func ExpiredUserCA(c *Certificate) string {
+	return fmt.Sprintf("the install-config's additionalTrustBundle holds %q, a CA that expired at %s: nothing it signed is trusted any more; "+
+		"remove it from the trust bundle (or replace it with its successor) and render again", c.Subject, c.NotAfter.UTC().Format(time.RFC3339))
 }

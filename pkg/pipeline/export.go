@@ -55,6 +55,12 @@ type expiring struct {
 	name         string
 	offUntil     time.Time
 	offUntilName string
+	// admin is the admin kubeconfig's expiry; userCAs the trust bundle's CAs, the first expiry among them and a
+	// warning for each expired one (Summary.UserCAs).
+	admin          time.Time
+	userCAs        int
+	userCAsFirst   time.Time
+	userCAsExpired []string
 }
 
 // summarized puts the earliest expiry and live.ign's embed size into Summary once they are found.
@@ -63,6 +69,9 @@ func (o *Output) summarized() {
 		e, _ := o.expiry.Get()
 		o.Summary.EarliestExpiry, o.Summary.EarliestExpirySubject = e.notAfter, e.name
 		o.Summary.OffUntil, o.Summary.OffUntilSubject = e.offUntil, e.offUntilName
+		o.Summary.AdminKubeconfigExpiry = e.admin
+		o.Summary.UserCAs, o.Summary.UserCAsExpired, o.Summary.UserCAsFirstExpiry = e.userCAs, len(e.userCAsExpired), e.userCAsFirst
+		o.Summary.Warnings = append(o.Summary.Warnings, e.userCAsExpired...)
 		o.expiry = nil
 	}
 	o.embedded()
@@ -337,7 +346,7 @@ func (o *Output) Write(dir string) error {
 func (o *Output) Fill(tmp string) error {
 	var plan export.Plan
 	// The user's copy (kubectl config set-context edits it in place): a file of its own, never a link to rootfs/'s.
-	plan.OwnFile("auth/kubeconfig", 0600, o.AdminKubeconfig)
+	plan.OwnFile(AdminKubeconfigFile, 0600, o.AdminKubeconfig)
 	if len(o.Manifests) > 0 {
 		plan.Dir("manifests", 0o755)
 	}

@@ -88,5 +88,5 @@ func certsByName(t *testing.T, dir string) []*inventory.Certificate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return inv.Certificates
+	return inv.All() // the admin kubeconfig's too: a leaf of --cert-validity
 }

@@ -56,7 +56,7 @@ func certsOf(t *testing.T, dir string) map[string]string {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
-	for _, c := range slices.Concat(inv.Certificates, inv.Unused) {
+	for _, c := range inv.All() {
 		out[c.Fingerprint] = c.Name
 	}
 	return out

@@ -31,7 +31,14 @@ type Summary struct {
 	// `render-static renew` and `aio-update recover` (docs/node.md).
 	OffUntil        time.Time
 	OffUntilSubject string
-	Elapsed         time.Duration
+	// AdminKubeconfigExpiry is when the admin kubeconfig's client certificate (DIR/auth/kubeconfig) expires: renew
+	// never renews it (its signer's key is not kept), so it counts for neither expiry above.
+	AdminKubeconfigExpiry time.Time
+	// UserCAs are the install-config's additionalTrustBundle CAs (the user's, never renewed: counted for neither
+	// expiry above); UserCAsExpired those already expired (each also a warning).
+	UserCAs, UserCAsExpired int
+	UserCAsFirstExpiry      time.Time
+	Elapsed                 time.Duration
 	// Timing of the render's parts, for benchmarks. IgnitionTime is building Ignition, with the state captured and
 	// the earliest expiry found meanwhile; a render validates Ignition while it writes the output directory
 	// (WriteTime: until the directory is in place and durable). The rest of Elapsed is setting up: reading the
@@ -109,6 +116,18 @@ func (s Summary) Print(w io.Writer, dir string) {
 		fmt.Fprintf(w, "  off at most until %s (%s): powered on later, the node needs render-static renew and aio-update recover\n",
 			s.OffUntil.UTC().Format(time.RFC3339), s.OffUntilSubject)
 	}
+	if !s.AdminKubeconfigExpiry.IsZero() {
+		fmt.Fprintf(w, "  admin kubeconfig: %s (%s: render-static renew does not renew it; after it, use the node's %s, which renew renews)\n",
+			s.AdminKubeconfigExpiry.UTC().Format(time.RFC3339), filepath.Join(dir, AdminKubeconfigFile), node.LocalhostKubeconfig)
+	}
+	if s.UserCAs > 0 {
+		expired := ""
+		if s.UserCAsExpired > 0 {
+			expired = fmt.Sprintf(", %d expired (see the warnings)", s.UserCAsExpired)
+		}
+		fmt.Fprintf(w, "  user CAs:         %d from the install-config's additionalTrustBundle%s, the first to expire at %s: yours to replace, not renewed by render-static, not counted above\n",
+			s.UserCAs, expired, s.UserCAsFirstExpiry.UTC().Format(time.RFC3339))
+	}
 	fmt.Fprintf(w, "  elapsed:          %s\n", s.Elapsed.Round(time.Millisecond))
 	if s.PeakRSSMB > 0 {
 		fmt.Fprintf(w, "  peak RSS:         %.1f MB\n", s.PeakRSSMB)
@@ -125,9 +144,13 @@ func (s Summary) PrintWarnings(w io.Writer) {
 	}
 }
 
+// AdminKubeconfigFile is the admin kubeconfig in the output directory.
+const AdminKubeconfigFile = "auth/kubeconfig"
+
 // earliestExpiry is the certificate that expires first among the node's files (CA bundles and kubeconfigs
 // included), named as `render-static certs` names it (pkg/inventory): by what it is, not by its CN; and the one
-// that expires first among those the node keeps after its first boot (Summary.OffUntil). The Secrets and
+// that expires first among those the node keeps after its first boot (Summary.OffUntil); neither is a user CA
+// or the admin kubeconfig's certificate, which renew does not renew: those are said apart. The Secrets and
 // ConfigMaps among manifests (what the tree holds under the manifests directory) are read from their objects
 // rather than parsed back from their YAML.
 func earliestExpiry(t *export.Tree, workers []WorkerOutput, manifests []export.Manifest) expiring {
@@ -140,18 +163,31 @@ func earliestExpiry(t *export.Tree, workers []WorkerOutput, manifests []export.M
 		}
 		return false
 	}
-	c, kept, err := inventory.EarliestKeptWith(files, inventoryManifests(files, manifests), time.Now(), firstBootOnly)
+	now := time.Now()
+	x, err := inventory.ExpiriesWith(files, inventoryManifests(files, manifests), now, firstBootOnly)
 	if err != nil {
 		return expiring{name: "unknown: " + err.Error()}
 	}
 	var e expiring
-	if c == nil {
+	if c := x.Earliest; c == nil {
 		e.name = "none"
 	} else {
 		e.notAfter, e.name = c.NotAfter, c.Name
 	}
-	if kept != nil {
+	if kept := x.Kept; kept != nil {
 		e.offUntil, e.offUntilName = kept.NotAfter, kept.Name
+	}
+	if x.AdminKubeconfig != nil {
+		e.admin = x.AdminKubeconfig.NotAfter
+	}
+	e.userCAs = len(x.UserCAs)
+	if len(x.UserCAs) > 0 {
+		e.userCAsFirst = x.UserCAs[0].NotAfter
+	}
+	for _, c := range x.UserCAs {
+		if !c.NotAfter.After(now) {
+			e.userCAsExpired = append(e.userCAsExpired, inventory.ExpiredUserCA(c))
+		}
 	}
 	return e
 }

@@ -8,8 +8,25 @@ import (
 	"time"
 
 	"github.com/render-static/render-static/internal/kubeconfig"
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/inventory"
+	"github.com/render-static/render-static/pkg/node"
 )
+
+// TestInventoryKnowsWhatRenewDoesNotRenew: the places the inventory sets apart (it imports neither package) are
+// where the render puts the trust bundle and the admin kubeconfig, and what the node uses after it.
+func TestInventoryKnowsWhatRenewDoesNotRenew(t *testing.T) {
+	for _, c := range [][2]string{
+		{inventory.UserCABundleName, clusterconfig.UserCABundleName},
+		{inventory.UserCATrustAnchor, node.UserCATrustAnchorPath},
+		{inventory.AdminKubeconfig, node.AdminKubeconfigPath},
+		{inventory.LocalhostKubeconfig, node.LocalhostKubeconfig},
+	} {
+		if c[0] != c[1] {
+			t.Errorf("inventory has %q, the render %q", c[0], c[1])
+		}
+	}
+}
 
 // checkInventoryFromObjects: the inventory read with the Secrets and ConfigMaps taken from their objects is the
 // one parsing every manifest gives, and the summary's earliest expiry (inventory.EarliestWith, which names and

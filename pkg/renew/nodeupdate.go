@@ -122,6 +122,9 @@ type Report struct {
 	Update                *Update
 	EarliestExpiry        time.Time
 	EarliestExpirySubject string
+	// AdminKubeconfigExpiry is the admin kubeconfig's (DIR/auth/kubeconfig), which renew never renews; zero when
+	// the render has none.
+	AdminKubeconfigExpiry time.Time
 	Elapsed               time.Duration
 	// Workers are the workers' live.ign as the run wrote them (DIR/workers/<name>/live.ign), with their embed sizes.
 	Workers []pipeline.WorkerLive
@@ -177,6 +180,10 @@ func (r *Report) Print(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "  earliest expiry:  %s (%s)\n", r.EarliestExpiry.UTC().Format(time.RFC3339), r.EarliestExpirySubject)
+	if !r.AdminKubeconfigExpiry.IsZero() {
+		fmt.Fprintf(w, "  admin kubeconfig: %s (%s: not renewed, renew cannot renew it; after it, use the node's %s, which renew renews)\n",
+			r.AdminKubeconfigExpiry.UTC().Format(time.RFC3339), path.Join(r.Dir, pipeline.AdminKubeconfigFile), node.LocalhostKubeconfig)
+	}
 	if u := r.Update; u != nil {
 		n := map[string]int{}
 		for _, f := range u.Files {
@@ -198,7 +205,8 @@ func modeString(m fs.FileMode) string { return fmt.Sprintf("%04o", m.Perm()) }
 
 // compare builds the report and the update from the state renew started from, the old aio.ign and the new render.
 func compare(ctx context.Context, o Options, st *state.State, m *marker, eng *pipeline.Settled, out *pipeline.Output, oldIgn []byte) (*Report, *Update, error) {
-	rep := &Report{Dir: o.Dir, EarliestExpiry: out.Summary.EarliestExpiry, EarliestExpirySubject: out.Summary.EarliestExpirySubject}
+	rep := &Report{Dir: o.Dir, EarliestExpiry: out.Summary.EarliestExpiry, EarliestExpirySubject: out.Summary.EarliestExpirySubject,
+		AdminKubeconfigExpiry: out.Summary.AdminKubeconfigExpiry}
 	for _, l := range m.unconsumed {
 		rep.Unconsumed = append(rep.Unconsumed, l.String())
 	}

@@ -108,7 +108,11 @@ func CertsByName(t *testing.T, dir string) map[string]Cert {
 		t.Fatal(err)
 	}
 	out := map[string]Cert{}
-	for _, c := range inv.Certificates {
+	inUse := inv.Certificates
+	if inv.AdminKubeconfig != nil {
+		inUse = append(inUse, inv.AdminKubeconfig) // in use, though renew never renews it
+	}
+	for _, c := range inUse {
 		out[c.Name] = Cert{FP: c.Fingerprint, NotAfter: c.NotAfter, CA: c.IsCA}
 	}
 	return out
