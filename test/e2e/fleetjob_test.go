@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +18,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/render-static/render-static/pkg/fleet"
+	"github.com/render-static/render-static/pkg/pipeline"
 )
 
 // checkFleetJob runs the fleet's Indexed Job (PrepareFleetJob) on the node: its pods, one per shard, render the
@@ -129,8 +133,11 @@ func fleetPodLogs(ctx context.Context, cs *kubernetes.Clientset, ns, job string)
 	return logs, b.String()
 }
 
-// checkShardedOnce checks the fleet summaries of the shards' logs (a row per site: SITE SECONDS BYTES EXPIRY
-// STATUS): every site is reported ok exactly once, by shard k mod shards for the k-th site by name, and nothing
+// tableColumns separates the columns of a row of the fleet's table.
+var tableColumns = regexp.MustCompile(`\s{2,}`)
+
+// checkShardedOnce checks the fleet summaries of the shards' logs (a row per site: SITE SECONDS AIO.IGN BYTES
+// LIVE.IGN EMBED EARLIEST EXPIRY STATUS): every site is reported ok exactly once, by shard k mod shards for the k-th site by name, and nothing
 // else is.
 func checkShardedOnce(sites []string, shards int, logs map[int]string) error {
 	sorted := append([]string(nil), sites...)
@@ -148,11 +155,12 @@ func checkShardedOnce(sites []string, shards int, logs map[int]string) error {
 			continue
 		}
 		for _, l := range strings.Split(log, "\n") {
-			f := strings.Fields(l)
-			if len(f) != 5 || f[0] == "SITE" {
+			// The fleet's table (fleet.Report.WriteTable): columns two spaces apart or more, a column's words one.
+			f := tableColumns.Split(strings.TrimSpace(l), -1)
+			if len(f) != 6 || f[0] == "SITE" {
 				continue
 			}
-			site, status := f[0], f[4]
+			site, status := f[0], f[5]
 			w, known := want[site]
 			switch {
 			case !known:
@@ -227,15 +235,29 @@ func TestFleetJobForNode(t *testing.T) {
 		}
 	}
 
-	ok := map[int]string{0: "SITE SECONDS AIO.IGN BYTES\nlab-1 1.0 10 2027-01-01T00:00:00Z ok\nlab-5 1.0 10 2027-01-01T00:00:00Z ok\n",
-		1: "lab-2 1.0 10 x ok\n", 2: "lab-3 1.0 10 x ok\n", 3: "lab-4 1.0 10 x ok\n"}
-	if err := checkShardedOnce(names, 4, ok); err != nil {
-		t.Errorf("a correct sharding fails: %v", err)
+	// Logs as the shards' pods print them: the fleet's own table.
+	table := func(failed bool, sites ...string) string {
+		r := &fleet.Report{Jobs: 1}
+		for _, site := range sites {
+			res := fleet.Result{Site: site, Elapsed: time.Second, Summary: &pipeline.Summary{IgnitionBytes: 10, EarliestExpiry: time.Now(),
+				LiveInstall: pipeline.LiveInstall{LiveBytes: 20, LiveEmbed: pipeline.LiveEmbed{Bytes: 1000}}}}
+			if failed {
+				res = fleet.Result{Site: site, Elapsed: time.Second, Err: fmt.Errorf("broken")}
+			}
+			r.Results = append(r.Results, res)
+		}
+		var b strings.Builder
+		r.WriteTable(&b)
+		return b.String()
+	}
+	ok := map[int]string{0: table(false, "lab-1", "lab-5"), 1: table(false, "lab-2"), 2: table(false, "lab-3"), 3: table(false, "lab-4")}
+	if !strings.Contains(ok[0], "1000 fits") {
+		t.Fatalf("the fleet's table no longer looks as this test assumes:\n%s", ok[0])
 	}
 	for name, logs := range map[string]map[int]string{
 		"missing": {0: ok[0], 1: ok[1], 2: ok[2], 3: ""},
 		"doubled": {0: ok[0], 1: ok[1] + ok[2], 2: ok[2], 3: ok[3]},
-		"failed":  {0: ok[0], 1: ok[1], 2: "lab-3 1.0 0 - failed\n", 3: ok[3]},
+		"failed":  {0: ok[0], 1: ok[1], 2: table(true, "lab-3"), 3: ok[3]},
 		"no log":  {0: ok[0], 1: ok[1], 2: ok[2]},
 	} {
 		if err := checkShardedOnce(names, 4, logs); err == nil {
