@@ -54,10 +54,26 @@ func TestValidate(t *testing.T) {
 		{name: "dual stack with one node IP", mutate: dualNet, nodeIPs: v4node},
 		{name: "other network types", mutate: func(ic *InstallConfig) {
 			ic.Networking.NetworkType = "Cilium"
-			ic.Networking.ClusterNetwork = append(ic.Networking.ClusterNetwork, ClusterNetworkEntry{CIDR: "fd01::/48", HostPrefix: 56})
+			ic.Networking.ClusterNetwork = append(ic.Networking.ClusterNetwork, ClusterNetworkEntry{CIDR: "fd01::/48", HostPrefix: 64})
 			ic.Networking.ServiceNetwork = append(ic.Networking.ServiceNetwork, "fd02::/112")
 			ic.Networking.MachineNetwork = append(ic.Networking.MachineNetwork, MachineNetworkEntry{CIDR: "fd00::/64"})
 		}},
+		// The installer requires hostPrefix for OVNKubernetes only (pluginsUsingHostPrefix), and allows it up to
+		// the address length with another plugin, which allocates by its own rules.
+		{name: "another plugin: hostPrefix optional, and up to /32", mutate: func(ic *InstallConfig) {
+			ic.Networking.NetworkType = "Calico"
+			ic.Compute[0].Replicas = ptr(int64(5))
+			ic.Networking.ClusterNetwork = []ClusterNetworkEntry{{CIDR: "10.128.0.0/14"}, {CIDR: "10.0.0.0/16", HostPrefix: 32}, {CIDR: "fd01::/48"}}
+			ic.Networking.ServiceNetwork = append(ic.Networking.ServiceNetwork, "fd02::/112")
+			ic.Networking.MachineNetwork = append(ic.Networking.MachineNetwork, MachineNetworkEntry{CIDR: "fd00::/64"})
+		}},
+		// The installer: an IPv6 hostPrefix, when given, is 64 whatever the plugin (validateClusterNetwork).
+		{name: "another plugin: IPv6 hostPrefix not 64", mutate: func(ic *InstallConfig) {
+			ic.Networking.NetworkType = "Cilium"
+			ic.Networking.ClusterNetwork = append(ic.Networking.ClusterNetwork, ClusterNetworkEntry{CIDR: "fd01::/48", HostPrefix: 56})
+			ic.Networking.ServiceNetwork = append(ic.Networking.ServiceNetwork, "fd02::/112")
+			ic.Networking.MachineNetwork = append(ic.Networking.MachineNetwork, MachineNetworkEntry{CIDR: "fd00::/64"})
+		}, want: []string{"networking.clusterNetwork[1].hostPrefix: must be 64 for an IPv6 cluster network, got 56 (the installer's rule for every network plugin)"}},
 		{name: "everything optional, valid", mutate: func(ic *InstallConfig) {
 			ic.Kind = "InstallConfig"
 			ic.SSHKey = realKey + "\n\n# comment\r\n" + realKey + "\n"
@@ -143,6 +159,13 @@ func TestValidate(t *testing.T) {
 		}, want: []string{
 			"networking.clusterNetwork[0].hostPrefix: required",
 			"networking.clusterNetwork[1].hostPrefix: -1 does not fit in 10.0.0.0/16 (must be between 16 and 32)",
+			"networking.clusterNetwork[2].hostPrefix: 32 leaves no pod address: each node's subnet is its pods' host-local range, which needs at least a /30 (the gateway, the broadcast address and one pod)",
+		}},
+		// host-local allocates from a /30 at the smallest (containernetworking/plugins range.go Canonicalize).
+		{name: "host prefix: /30 is the smallest node subnet", mutate: func(ic *InstallConfig) {
+			ic.Networking.ClusterNetwork = []ClusterNetworkEntry{{CIDR: "10.128.0.0/14", HostPrefix: 30}, {CIDR: "10.0.0.0/16", HostPrefix: 31}}
+		}, want: []string{
+			"networking.clusterNetwork[1].hostPrefix: 31 leaves no pod address: each node's subnet is its pods' host-local range, which needs at least a /30 (the gateway, the broadcast address and one pod)",
 		}},
 		{name: "service network sizes", mutate: func(ic *InstallConfig) {
 			ic.Networking.ServiceNetwork = []string{"172.30.0.0/29", "fd02::/125"}
@@ -478,5 +501,20 @@ func TestCheckNodeIPs(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestBuiltinPodNetwork: OVNKubernetes (the installer's default) and no networkType render the built-in network;
+// any other plugin is the user's own (design of issue 37, item 5).
+func TestBuiltinPodNetwork(t *testing.T) {
+	for typ, want := range map[string]bool{"": true, "OVNKubernetes": true, "Calico": false, "Cilium": false, "OpenShiftSDN": false, "ovnkubernetes": false} {
+		ic := baseConfig()
+		ic.Networking.NetworkType = typ
+		if got := ic.BuiltinPodNetwork(); got != want {
+			t.Errorf("networkType %q: BuiltinPodNetwork() = %v, want %v", typ, got, want)
+		}
+	}
+	if !(&InstallConfig{}).BuiltinPodNetwork() {
+		t.Error("no networking: BuiltinPodNetwork() = false, want the default's true")
 	}
 }
