@@ -167,6 +167,33 @@ func TestValidate(t *testing.T) {
 		}, want: []string{
 			"networking.clusterNetwork[1].hostPrefix: 31 leaves no pod address: each node's subnet is its pods' host-local range, which needs at least a /30 (the gateway, the broadcast address and one pod)",
 		}},
+		{name: "node room: a single node fits a host prefix equal to the cidr's", mutate: func(ic *InstallConfig) {
+			ic.Networking.ClusterNetwork = []ClusterNetworkEntry{{CIDR: "10.128.0.0/23", HostPrefix: 23}}
+		}},
+		{name: "node room: the day-1 workers, both families, the first network of each", mutate: func(ic *InstallConfig) {
+			dualNet(ic)
+			ic.Compute[0].Replicas = ptr(int64(2))
+			ic.Networking.ClusterNetwork = []ClusterNetworkEntry{
+				{CIDR: "10.128.0.0/23", HostPrefix: 24}, {CIDR: "fd01::/63", HostPrefix: 64}, {CIDR: "10.132.0.0/14", HostPrefix: 24}, {CIDR: "fd03::/48", HostPrefix: 64}}
+		}, want: []string{
+			"networking.clusterNetwork[0].hostPrefix: 10.128.0.0/23 with hostPrefix 24 has room for 2 node subnets, but the render names 3 (the control-plane node and 2 workers): each node takes one subnet of this prefix length from the first cluster network of its family; use a shorter hostPrefix or a larger cidr",
+			"networking.clusterNetwork[1].hostPrefix: fd01::/63 with hostPrefix 64 has room for 2 node subnets, but the render names 3 (the control-plane node and 2 workers): each node takes one subnet of this prefix length from the first cluster network of its family; use a shorter hostPrefix or a larger cidr",
+		}},
+		{name: "node room: the installer's default pool of 3 workers", mutate: func(ic *InstallConfig) {
+			ic.Compute = nil
+			ic.Networking.ClusterNetwork = []ClusterNetworkEntry{{CIDR: "10.128.0.0/22", HostPrefix: 24}}
+		}},
+		{name: "node room: one more than the default pool", mutate: func(ic *InstallConfig) {
+			ic.Compute = []MachinePool{{Name: "worker", Replicas: ptr(int64(4))}}
+			ic.Networking.ClusterNetwork = []ClusterNetworkEntry{{CIDR: "10.128.0.0/22", HostPrefix: 24}}
+		}, want: []string{
+			"networking.clusterNetwork[0].hostPrefix: 10.128.0.0/22 with hostPrefix 24 has room for 4 node subnets, but the render names 5 (the control-plane node and 4 workers): each node takes one subnet of this prefix length from the first cluster network of its family; use a shorter hostPrefix or a larger cidr",
+		}},
+		{name: "node room: not the render's to check with another plugin", mutate: func(ic *InstallConfig) {
+			ic.Networking.NetworkType = "Calico"
+			ic.Compute[0].Replicas = ptr(int64(2))
+			ic.Networking.ClusterNetwork = []ClusterNetworkEntry{{CIDR: "10.128.0.0/24", HostPrefix: 24}}
+		}},
 		{name: "service network sizes", mutate: func(ic *InstallConfig) {
 			ic.Networking.ServiceNetwork = []string{"172.30.0.0/29", "fd02::/125"}
 			ic.Networking.ClusterNetwork = append(ic.Networking.ClusterNetwork, ClusterNetworkEntry{CIDR: "fd01::/48", HostPrefix: 64})
