@@ -216,6 +216,9 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 		errs = append(errs, verrs...)
 	}
 	errs = append(append(errs, d.Problems...), story.problems...)
+	if len(errs) == 0 {
+		errs = CheckSaved(SaveInputs(o, in))
+	}
 	if len(errs) > 0 {
 		return nil, errs
 	}

@@ -74,6 +74,13 @@ func Continue(ctx context.Context, o Options, command string, add *state.Worker)
 	if err != nil {
 		return nil, err
 	}
+	// What this run saves must be readable by the next (an added worker's keyfiles could make it too large).
+	if errs := pipeline.CheckSaved(pipeline.SaveInputs(so, in)); len(errs) > 0 {
+		if add != nil && errs[0].Field == pipeline.InAddedWorkers {
+			errs[0].Field = pipeline.InNetworkKeyfiles
+		}
+		return nil, errs
+	}
 	oldIgn, err := os.ReadFile(o.Dir + "/aio.ign")
 	if err != nil {
 		return nil, installconfig.ErrorList{{Field: pipeline.InDir, Detail: fmt.Sprintf("%v: renew compares the new render with the node's aio.ign", err)}}

@@ -226,6 +226,12 @@ func (s *State) Files() ([]File, error) {
 		out = append(out, File{Path: "operators/" + name + ".json", Contents: append(append([]byte{}, b...), '\n')})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	// Load reads every file as an input (inputfile.Read, bounded): a state it could not read is never written.
+	for _, f := range out {
+		if len(f.Contents) > inputfile.MaxSize {
+			return nil, fmt.Errorf("state: %s would take %d bytes, over the %d MiB a later run reads: the cluster could never be continued", f.Path, len(f.Contents), inputfile.MaxSize>>20)
+		}
+	}
 	return append(out, File{Path: SumsFile, Contents: sums(out)}), nil
 }
 
