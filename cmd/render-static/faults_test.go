@@ -51,3 +51,50 @@ func TestRefusesStateThatCannotBeRead(t *testing.T) {
 		t.Errorf("%s was written", dir)
 	}
 }
+
+// TestCorruptUpdateRefused: an update/update.json that cannot be read is not archived as updates/unknown (where a
+// second one would be merged over the first): renew and the worker command refuse, naming it and what to do, and
+// leave the directory as it was.
+func TestCorruptUpdateRefused(t *testing.T) {
+	testtools.Long(t, "renders and renews")
+	dir := filepath.Join(t.TempDir(), "aio")
+	renderExample(t, dir)
+	runOK(t, "renew", "--dir", dir, "--force")
+	if err := os.WriteFile(filepath.Join(dir, "update", "update.json"), []byte("{not json\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := tree(t, dir)
+	for _, args := range [][]string{
+		{"renew", "--dir", dir, "--force"},
+		{"worker", "--dir", dir, "--node-name", "worker-0", "--node-ip", "192.168.126.11"},
+	} {
+		code, stdout, stderr := runCLI(args...)
+		if code != 1 {
+			t.Errorf("%v: exit %d, want 1\nstdout: %s\nstderr: %s", args, code, stdout, stderr)
+		}
+		for _, want := range []string{"--dir: ", filepath.Join(dir, "update", "update.json"), "cannot be read", "restore"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("%v: stderr has no %q:\n%s", args, want, stderr)
+			}
+		}
+		if _, err := os.Lstat(filepath.Join(dir, "updates", "unknown")); err == nil {
+			t.Fatalf("%v: the corrupt update was archived as updates/unknown", args)
+		}
+		assertSameTree(t, before, tree(t, dir))
+	}
+}
+
+// assertSameTree fails the test unless two trees (tree) are the same.
+func assertSameTree(t *testing.T, before, after map[string]string) {
+	t.Helper()
+	for p, v := range after {
+		if before[p] != v {
+			t.Errorf("%s: %q, was %q", p, v, before[p])
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			t.Errorf("%s: gone", p)
+		}
+	}
+}

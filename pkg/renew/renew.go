@@ -70,6 +70,9 @@ func Continue(ctx context.Context, o Options, command string, add *state.Worker)
 	if st == nil {
 		return nil, installconfig.ErrorList{NoState(o.Dir, command)}
 	}
+	if errs := checkPending(o.Dir); len(errs) > 0 {
+		return nil, errs
+	}
 	so, in, err := savedInputs(st, o.Dir, add)
 	if err != nil {
 		return nil, err
