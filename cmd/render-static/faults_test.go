@@ -98,3 +98,42 @@ func assertSameTree(t *testing.T, before, after map[string]string) {
 		}
 	}
 }
+
+// TestFewerWorkersRefused: a re-render whose workers file leaves out a worker of the saved cluster is refused,
+// naming the worker and why (render-static has no way to remove a worker: the node's CSR approver would go on
+// approving its certificates), and DIR is left as it was.
+func TestFewerWorkersRefused(t *testing.T) {
+	testtools.Long(t, "renders")
+	inputs := t.TempDir()
+	ic, err := os.ReadFile(repo("examples/sno/install-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, contents string) string {
+		p := filepath.Join(inputs, name)
+		if err := os.WriteFile(p, []byte(contents), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	two := write("two.yaml", strings.Replace(string(ic), "replicas: 0", "replicas: 2", 1))
+	one := write("one.yaml", strings.Replace(string(ic), "replicas: 0", "replicas: 1", 1))
+	both := write("both.yaml", "- nodeName: worker-0\n  nodeIP: 192.168.126.11\n- nodeName: worker-1\n  nodeIP: 192.168.126.12\n")
+	first := write("first.yaml", "- nodeName: worker-0\n  nodeIP: 192.168.126.11\n")
+	dir := filepath.Join(t.TempDir(), "aio")
+	runOK(t, "--install-config", two, "--node-ip", exampleIP, "--dir", dir, "--workers", both)
+	before := tree(t, dir)
+	code, stdout, stderr := runCLI("--install-config", one, "--dir", dir, "--workers", first)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	for _, want := range []string{"--workers: ", "worker-1", "cannot remove a worker"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr has no %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "worker-0") {
+		t.Errorf("stderr names worker-0, which is kept:\n%s", stderr)
+	}
+	assertSameTree(t, before, tree(t, dir))
+}
