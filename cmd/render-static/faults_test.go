@@ -137,3 +137,40 @@ func TestFewerWorkersRefused(t *testing.T) {
 	}
 	assertSameTree(t, before, tree(t, dir))
 }
+
+// TestMissingSignerRefused: a state edited consistently (a signer's file deleted, SHA256SUMS written again to match)
+// is refused by a re-render and renew, naming the signer, instead of a new signer made silently in its place.
+func TestMissingSignerRefused(t *testing.T) {
+	testtools.Long(t, "renders")
+	dir := filepath.Join(t.TempDir(), "aio")
+	renderExample(t, dir)
+	root := filepath.Join(dir, "state")
+	signer := "objects/core_secret_openshift-kube-apiserver-operator_aggregator-client-signer.yaml"
+	if err := os.Remove(filepath.Join(root, signer)); err != nil {
+		t.Fatal(err)
+	}
+	sums, err := os.ReadFile(filepath.Join(root, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, line := range strings.SplitAfter(string(sums), "\n") {
+		if !strings.HasSuffix(line, "  "+signer+"\n") {
+			kept = append(kept, line)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "SHA256SUMS"), []byte(strings.Join(kept, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := tree(t, dir)
+	for _, args := range [][]string{{"--dir", dir}, {"renew", "--dir", dir}} {
+		code, stdout, stderr := runCLI(args...)
+		if code != 1 {
+			t.Errorf("%v: exit %d, want 1\nstdout: %s\nstderr: %s", args, code, stdout, stderr)
+		}
+		if !strings.Contains(stderr, signer+": missing") || !strings.Contains(stderr, "the signer of secret") {
+			t.Errorf("%v: stderr does not name the missing signer:\n%s", args, stderr)
+		}
+		assertSameTree(t, before, tree(t, dir))
+	}
+}
