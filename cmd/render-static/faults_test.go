@@ -174,3 +174,47 @@ func TestMissingSignerRefused(t *testing.T) {
 		assertSameTree(t, before, tree(t, dir))
 	}
 }
+
+// TestLongNodeNameRefused: a node name that is a valid DNS subdomain (253 characters) but too long for the files
+// that take it (a file name is at most 255 bytes) is refused by validation, naming the field, for the control-plane
+// node, a workers file's worker and the worker command, and nothing is written.
+func TestLongNodeNameRefused(t *testing.T) {
+	testtools.Long(t, "renders")
+	long := strings.Repeat(strings.Repeat("a", 63)+".", 3) + strings.Repeat("b", 61) // 253 characters
+	inputs := t.TempDir()
+	ic, err := os.ReadFile(repo("examples/sno/install-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oneWorker := filepath.Join(inputs, "install-config.yaml")
+	workers := filepath.Join(inputs, "workers.yaml")
+	if err := os.WriteFile(oneWorker, []byte(strings.Replace(string(ic), "replicas: 0", "replicas: 1", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(workers, []byte("- nodeName: "+long+"\n  nodeIP: 192.168.126.11\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "aio")
+	for _, tc := range []struct {
+		args  []string
+		field string
+	}{
+		{[]string{"--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir, "--node-name", long}, "--node-name: "},
+		{[]string{"--install-config", oneWorker, "--node-ip", exampleIP, "--dir", dir, "--workers", workers}, "workers[0].nodeName: "},
+	} {
+		code, stdout, stderr := runCLI(tc.args...)
+		if code != 1 || !strings.Contains(stderr, tc.field) || !strings.Contains(stderr, "255 bytes") {
+			t.Errorf("%s: exit %d, want 1 and a problem of %s saying the 255 bytes a file name takes\nstdout: %s\nstderr: %s", tc.field, code, tc.field, stdout, stderr)
+		}
+		if _, err := os.Lstat(dir); err == nil {
+			t.Fatalf("%s: %s was written", tc.field, dir)
+		}
+	}
+	renderExample(t, dir)
+	before := tree(t, dir)
+	code, stdout, stderr := runCLI("worker", "--dir", dir, "--node-name", long, "--node-ip", "192.168.126.11")
+	if code != 1 || !strings.Contains(stderr, "--node-name: ") || !strings.Contains(stderr, "255 bytes") {
+		t.Errorf("worker: exit %d, want 1 and a problem of --node-name\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	assertSameTree(t, before, tree(t, dir))
+}

@@ -102,6 +102,8 @@ func validate(o Options, errs installconfig.ErrorList) (*clusterconfig.Inputs, e
 	}
 	if msgs := validation.IsDNS1123Subdomain(o.NodeName); len(msgs) > 0 {
 		add(InNodeName, "%q is not a valid node name: %s", o.NodeName, strings.Join(msgs, "; "))
+	} else if msg := checkNodeNameFits(o.NodeName); msg != "" {
+		add(InNodeName, "%s", msg)
 	}
 	if o.InfraID != "" {
 		if msgs := validation.IsDNS1123Label(o.InfraID); len(msgs) > 0 || len(o.InfraID) > 27 {

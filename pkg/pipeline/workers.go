@@ -135,6 +135,8 @@ func (c *workerCheck) worker(base string, w state.Worker, prior installconfig.Er
 		add(nameField, "required")
 	case len(msgs) > 0:
 		add(nameField, "%q is not a valid node name: %s", w.NodeName, strings.Join(msgs, "; "))
+	case checkNodeNameFits(w.NodeName) != "":
+		add(nameField, "%s", checkNodeNameFits(w.NodeName))
 	case c.names[w.NodeName] != "":
 		add(nameField, "%s is already the name of %s: every node needs a name of its own", w.NodeName, c.names[w.NodeName])
 	default:
