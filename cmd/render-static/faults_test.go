@@ -218,3 +218,26 @@ func TestLongNodeNameRefused(t *testing.T) {
 	}
 	assertSameTree(t, before, tree(t, dir))
 }
+
+// TestKeyfileNameWithNewlineRefused: a keyfile whose name holds a newline (or any control character) is refused,
+// named with the newline escaped, instead of accepted and splitting the summary's lines.
+func TestKeyfileNameWithNewlineRefused(t *testing.T) {
+	testtools.Long(t, "renders")
+	inputs := t.TempDir()
+	good := testtools.Keyfile(t, inputs, "eno1.nmconnection", "192.168.126.10/24")
+	bad := filepath.Join(inputs, "eno1\nsplit.nmconnection")
+	if err := os.Rename(good, bad); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "aio")
+	code, stdout, stderr := runCLI("--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir, "--network-keyfile", bad)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "--network-keyfile: ") || !strings.Contains(stderr, `eno1\nsplit.nmconnection`) || strings.Contains(stderr, "eno1\nsplit") {
+		t.Errorf("stderr does not name the keyfile with its newline escaped:\n%s", stderr)
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		t.Errorf("%s was written", dir)
+	}
+}
