@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/render-static/render-static/internal/testkit/testtools"
@@ -240,4 +241,67 @@ func TestKeyfileNameWithNewlineRefused(t *testing.T) {
 	if _, err := os.Lstat(dir); err == nil {
 		t.Errorf("%s was written", dir)
 	}
+}
+
+// TestKeyfileSymlinkRefused: a keyfile that is a symbolic link (to /etc/shadow, say) or not a regular file is
+// refused as such, for the control-plane node, a workers file's worker and the worker command, before anything
+// reads it, and nothing of what it points to is said.
+func TestKeyfileSymlinkRefused(t *testing.T) {
+	testtools.Long(t, "renders")
+	testtools.Tool(t, "nmcli")
+	inputs := t.TempDir()
+	const secret = "s3cr3tShadowHash"
+	shadow := filepath.Join(inputs, "shadow")
+	if err := os.WriteFile(shadow, []byte("root:$6$"+secret+":19000:0:99999:7:::\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(inputs, "eno1.nmconnection")
+	if err := os.Symlink(shadow, link); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(inputs, "fifo.nmconnection")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ic, err := os.ReadFile(repo("examples/sno/install-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oneWorker := filepath.Join(inputs, "install-config.yaml")
+	workers := filepath.Join(inputs, "workers.yaml")
+	if err := os.WriteFile(oneWorker, []byte(strings.Replace(string(ic), "replicas: 0", "replicas: 1", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(workers, []byte("- nodeName: worker-0\n  nodeIP: 192.168.126.11\n  networkKeyfiles: [eno1.nmconnection]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "aio")
+	check := func(what string, args []string, want ...string) {
+		t.Helper()
+		code, stdout, stderr := runCLI(args...)
+		if code != 1 {
+			t.Errorf("%s: exit %d, want 1\nstdout: %s\nstderr: %s", what, code, stdout, stderr)
+		}
+		for _, w := range want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%s: stderr has no %q:\n%s", what, w, stderr)
+			}
+		}
+		if strings.Contains(stderr, secret) {
+			t.Errorf("%s: stderr says what the link points to:\n%s", what, stderr)
+		}
+	}
+	render := []string{"--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir}
+	check("render, a symlink", append(render, "--network-keyfile", link), "--network-keyfile: "+link+" is a symbolic link, not a regular file")
+	check("render, a FIFO", append(render, "--network-keyfile", fifo), "--network-keyfile: "+fifo+" is a named pipe (FIFO), not a regular file")
+	check("workers file", []string{"--install-config", oneWorker, "--node-ip", exampleIP, "--dir", dir, "--workers", workers},
+		"workers[0].networkKeyfiles: "+link+" is a symbolic link, not a regular file")
+	if _, err := os.Lstat(dir); err == nil {
+		t.Fatalf("%s was written", dir)
+	}
+	renderExample(t, dir)
+	before := tree(t, dir)
+	check("worker", []string{"worker", "--dir", dir, "--node-name", "worker-0", "--node-ip", "192.168.126.11", "--network-keyfile", link},
+		"--network-keyfile: "+link+" is a symbolic link, not a regular file")
+	assertSameTree(t, before, tree(t, dir))
 }

@@ -62,7 +62,7 @@ func (o Options) readFiles() (Options, installconfig.ErrorList) {
 	if o.NetworkKeyfileData == nil && len(o.NetworkKeyfiles) > 0 {
 		o.NetworkKeyfileData = []clusterconfig.Keyfile{}
 		for _, p := range o.NetworkKeyfiles {
-			b, err := inputfile.Read(p)
+			b, err := inputfile.ReadNoFollow(p)
 			if err != nil {
 				errs = append(errs, installconfig.FieldError{Field: InNetworkKeyfiles, Detail: err.Error()})
 				continue
