@@ -305,3 +305,26 @@ func TestKeyfileSymlinkRefused(t *testing.T) {
 		"--network-keyfile: "+link+" is a symbolic link, not a regular file")
 	assertSameTree(t, before, tree(t, dir))
 }
+
+// TestSymlinkedDirOneWording: for a DIR that is a symbolic link to a render, the render, renew and the worker
+// command all say what it is (one wording, from one function), not that it holds no render state.
+func TestSymlinkedDirOneWording(t *testing.T) {
+	testtools.Long(t, "renders")
+	real := filepath.Join(t.TempDir(), "aio")
+	renderExample(t, real)
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	want := "--dir: " + link + " exists and is not a directory (a symbolic link); refusing to replace it"
+	for _, args := range [][]string{
+		{"--dir", link, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP},
+		{"renew", "--dir", link},
+		{"worker", "--dir", link, "--node-name", "worker-0", "--node-ip", "192.168.126.11"},
+	} {
+		code, stdout, stderr := runCLI(args...)
+		if code != 1 || !strings.Contains(stderr, want) || strings.Contains(stderr, "holds no render state") {
+			t.Errorf("%v: exit %d, want 1 and %q\nstdout: %s\nstderr: %s", args, code, want, stdout, stderr)
+		}
+	}
+}

@@ -66,6 +66,9 @@ func Continue(ctx context.Context, o Options, command string, add *state.Worker)
 		return nil, err
 	}
 	defer d.Release()
+	if len(d.Problems) > 0 { // a path that cannot be a render directory: said as the render says it
+		return nil, d.Problems
+	}
 	st := d.State
 	if st == nil {
 		return nil, installconfig.ErrorList{NoState(o.Dir, command)}
