@@ -2,11 +2,13 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/render-static/render-static/internal/faultpoint"
 	"github.com/render-static/render-static/internal/testkit/testtools"
 )
 
@@ -326,5 +328,36 @@ func TestSymlinkedDirOneWording(t *testing.T) {
 		if code != 1 || !strings.Contains(stderr, want) || strings.Contains(stderr, "holds no render state") {
 			t.Errorf("%v: exit %d, want 1 and %q\nstdout: %s\nstderr: %s", args, code, want, stdout, stderr)
 		}
+	}
+}
+
+// TestShippedBinaryIgnoresFaultHook: the command as `make build` builds it ignores RENDER_STATIC_FAULT (the fault
+// tests' hook, internal/faultpoint, is only in test binaries): with kill:locked and no-exchange set it renders
+// and exits 0, as without them.
+func TestShippedBinaryIgnoresFaultHook(t *testing.T) {
+	testtools.Long(t, "builds the command and renders")
+	mk := testtools.Tool(t, "make")
+	bin := filepath.Join(t.TempDir(), "render-static")
+	root, err := filepath.Abs(repo(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command(mk, "-s", "-C", root, "build", "BIN="+bin)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("make build: %v\n%s", err, out)
+	}
+	dir := filepath.Join(t.TempDir(), "aio")
+	cmd := exec.Command(bin, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir)
+	cmd.Env = append(os.Environ(), faultpoint.Env+"=kill:locked,no-exchange")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the shipped command with %s set: %v\n%s", faultpoint.Env, err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "exchange") {
+		t.Errorf("the shipped command took the no-exchange fallback:\n%s", stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "aio.ign")); err != nil {
+		t.Error(err)
 	}
 }
