@@ -16,6 +16,7 @@ import (
 	ignitionconfig "github.com/coreos/ignition/v2/config/v3_2"
 	ignitiontypes "github.com/coreos/ignition/v2/config/v3_2/types"
 
+	"github.com/render-static/render-static/internal/faultpoint"
 	"github.com/render-static/render-static/internal/testkit/testtools"
 	"github.com/render-static/render-static/pkg/inventory"
 	"github.com/render-static/render-static/pkg/node"
@@ -27,6 +28,9 @@ const runMainEnv = "RENDER_STATIC_TEST_RUN_MAIN"
 
 func TestMain(m *testing.M) {
 	gcCyclesAtMain = gcCycles()
+	// The fault tests' hook: this test binary, run as the command, honours RENDER_STATIC_FAULT; the shipped
+	// command does not (internal/faultpoint).
+	faultpoint.Enable()
 	if os.Getenv(runMainEnv) == "1" {
 		main()
 		return

@@ -1,7 +1,9 @@
 // Package faultpoint lets a test stop render-static at a named point of a run that writes a render directory, to
-// check what a crash or a signal there leaves behind (cmd/render-static's fault tests). It is off unless the
-// environment variable RENDER_STATIC_FAULT names points when the process starts, so a normal run pays one string
-// comparison per point.
+// check what a crash or a signal there leaves behind (cmd/render-static's fault tests). It is off unless a test
+// binary calls Enable (cmd/render-static's TestMain, which runs the test binary as the command) and the environment
+// variable RENDER_STATIC_FAULT names points, so a normal run pays one map length check per point. The shipped
+// command never calls Enable: it ignores the variable (TestShippedBinaryIgnoresFaultHook builds it as `make build`
+// does and checks).
 //
 //	RENDER_STATIC_FAULT=kill:exchanged         SIGKILL this process when it reaches the point "exchanged"
 //	RENDER_STATIC_FAULT=kill:file=200          SIGKILL it when it has written its 200th file of an output
@@ -32,7 +34,9 @@ var (
 	counters = map[string]*atomic.Int64{}
 )
 
-func init() { parse(os.Getenv(Env)) }
+// Enable reads RENDER_STATIC_FAULT's points. Only test binaries call it, before anything runs a point: nothing of
+// the command does, so the shipped command has no hook a variable of its environment can set.
+func Enable() { parse(os.Getenv(Env)) }
 
 func parse(spec string) {
 	for _, p := range strings.Split(spec, ",") {

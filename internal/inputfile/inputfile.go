@@ -27,9 +27,21 @@ func (e *NotRegularError) Error() string {
 
 // Read reads the regular file at path (symlinks followed), at most MaxSize bytes. It opens without blocking, so a
 // named pipe, a socket or a device is refused at once with a NotRegularError naming what it is.
-func Read(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+func Read(path string) ([]byte, error) { return read(path, 0) }
+
+// ReadNoFollow is Read of a file that must not be a symbolic link either: a symlink is refused with a
+// NotRegularError ("a symbolic link") without reading what it points to. For inputs whose contents go to the node
+// and whose refusals may quote them (NetworkManager keyfiles): a link to /etc/shadow given by mistake is never read.
+func ReadNoFollow(path string) ([]byte, error) { return read(path, syscall.O_NOFOLLOW) }
+
+func read(path string, flags int) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|flags, 0)
 	if err != nil {
+		if flags&syscall.O_NOFOLLOW != 0 && errors.Is(err, syscall.ELOOP) {
+			if st, serr := os.Lstat(path); serr == nil && st.Mode()&fs.ModeSymlink != 0 {
+				return nil, &NotRegularError{Path: path, Kind: Kind(st.Mode())}
+			}
+		}
 		if errors.Is(err, syscall.ENXIO) { // a socket, or a FIFO opened for writing only
 			if st, serr := os.Stat(path); serr == nil {
 				return nil, &NotRegularError{Path: path, Kind: Kind(st.Mode())}

@@ -21,8 +21,10 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Connection is a keyfile as NetworkManager read it.
@@ -73,9 +75,57 @@ func Read(ctx context.Context, data []byte) (*Connection, error) {
 		if ctx.Err() != nil {
 			msg = "nmcli did not answer within 30s"
 		}
-		return nil, fmt.Errorf("NetworkManager refuses it: %s", strings.Join(strings.Fields(msg), " "))
+		return nil, fmt.Errorf("NetworkManager refuses it: %s", Redact(strings.Join(strings.Fields(msg), " "), data))
 	}
 	return parseWritten(out.Bytes())
+}
+
+// quoted is a span nmcli's messages quote: GLib's “...” and NetworkManager's '...' and "...".
+var quoted = regexp.MustCompile(`“[^”]*”|'[^']*'|"[^"]*"`)
+
+// Redact is nmcli's message about the keyfile data with none of the keyfile's values: nmcli quotes the line or the
+// value it refuses (GLib's “<line>” for a line that is not a key-value pair, NetworkManager's '<value>', lowercased
+// for some properties), which may be a wifi psk, or a line of another file read by mistake. Every quoted span is
+// replaced by "…" unless it is the name of one of the keyfile's groups or keys, and so is every word of the
+// message that is one of the keyfile's values or lines (ignoring case): what is left names the setting and what is
+// wrong with it.
+func Redact(msg string, data []byte) string {
+	names := map[string]bool{}
+	var values []string
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || strings.HasPrefix(line, "#"):
+		case strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]"):
+			names[strings.ToLower(line[1:len(line)-1])] = true
+		default:
+			key, value, ok := strings.Cut(line, "=")
+			if ok {
+				names[strings.ToLower(strings.TrimSpace(key))] = true
+				values = append(values, strings.TrimSpace(value))
+			} else {
+				values = append(values, line)
+			}
+		}
+	}
+	msg = quoted.ReplaceAllStringFunc(msg, func(q string) string {
+		open, _ := utf8.DecodeRuneInString(q)
+		closing, _ := utf8.DecodeLastRuneInString(q)
+		inner := q[utf8.RuneLen(open) : len(q)-utf8.RuneLen(closing)]
+		if inner != "" && names[strings.ToLower(inner)] {
+			return q
+		}
+		return string(open) + "…" + string(closing)
+	})
+	for _, v := range values {
+		if v == "" {
+			continue
+		}
+		// v as a word of its own (not inside a longer word such as a setting's name), ignoring case
+		re := regexp.MustCompile(`(?i)(^|[^\pL\pN._-])` + regexp.QuoteMeta(v) + `($|[^\pL\pN._-])`)
+		msg = re.ReplaceAllString(msg, "${1}…${2}")
+	}
+	return msg
 }
 
 // parseWritten reads what libnm's keyfile writer wrote (see the package comment).
@@ -116,7 +166,7 @@ func parseWritten(written []byte) (*Connection, error) {
 			case key == "gateway":
 				gw, err := netip.ParseAddr(value)
 				if err != nil {
-					return nil, fmt.Errorf("reading what NetworkManager wrote back: [%s] %s=%s: %v", group, key, value, err)
+					return nil, fmt.Errorf("reading what NetworkManager wrote back: [%s] %s: not an IP address", group, key)
 				}
 				ip.Gateway = gw
 				continue
@@ -127,13 +177,13 @@ func parseWritten(written []byte) (*Connection, error) {
 			addr, gateway, hasGateway := strings.Cut(value, ",")
 			p, err := netip.ParsePrefix(addr)
 			if err != nil {
-				return nil, fmt.Errorf("reading what NetworkManager wrote back: [%s] %s=%s: %v", group, key, value, err)
+				return nil, fmt.Errorf("reading what NetworkManager wrote back: [%s] %s: not an address/prefix", group, key)
 			}
 			ip.Addresses = append(ip.Addresses, p)
 			if hasGateway {
 				gw, err := netip.ParseAddr(gateway)
 				if err != nil {
-					return nil, fmt.Errorf("reading what NetworkManager wrote back: [%s] %s=%s: %v", group, key, value, err)
+					return nil, fmt.Errorf("reading what NetworkManager wrote back: [%s] %s: its gateway is not an IP address", group, key)
 				}
 				ip.Gateway = gw
 			}
@@ -142,8 +192,8 @@ func parseWritten(written []byte) (*Connection, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("reading what NetworkManager wrote back: %v", err)
 	}
-	if c.Type == "" {
-		return nil, fmt.Errorf("NetworkManager wrote back no connection type:\n%s", written)
+	if c.Type == "" { // what it wrote back is not said: it holds the keyfile's values
+		return nil, errors.New("NetworkManager wrote back no connection type")
 	}
 	return c, nil
 }

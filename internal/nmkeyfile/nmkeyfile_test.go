@@ -72,14 +72,15 @@ func TestRead(t *testing.T) {
 	}
 }
 
-// A keyfile NetworkManager refuses is refused with NetworkManager's own message.
+// A keyfile NetworkManager refuses is refused with NetworkManager's own message, without the keyfile's values
+// (TestReadNeverEchoesValues).
 func TestReadRefuses(t *testing.T) {
 	testtools.Tool(t, "nmcli")
 	for _, tc := range []struct{ name, data, want string }{
-		{"not a keyfile", "garbage\n", "NetworkManager refuses it: Key file contains line “garbage” which is not a key-value pair, group, or comment"},
-		{"manual without an address", "[connection]\nid=x\ntype=ethernet\n[ipv4]\nmethod=manual\n", "ipv4.addresses: this property cannot be empty for 'method=manual'"},
+		{"not a keyfile", "garbage\n", "NetworkManager refuses it: Key file contains line “…” which is not a key-value pair, group, or comment"},
+		{"manual without an address", "[connection]\nid=x\ntype=ethernet\n[ipv4]\nmethod=manual\n", "ipv4.addresses: this property cannot be empty for '…'"},
 		{"no type", "[connection]\nid=x\n", "NetworkManager refuses it"},
-		{"an unknown type", "[connection]\nid=x\ntype=bogus\n", "connection type 'bogus' is not valid"},
+		{"an unknown type", "[connection]\nid=x\ntype=bogus\n", "connection.type: connection type '…' is not valid"},
 		{"empty", "", "connection.id: property is missing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,5 +97,33 @@ func TestReadWithoutNmcli(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	if _, err := Read(context.Background(), []byte("[connection]\n")); err != ErrNoNmcli {
 		t.Errorf("Read without nmcli: %v, want ErrNoNmcli", err)
+	}
+}
+
+// A keyfile NetworkManager refuses is refused without a word of its values: nmcli quotes the line or value it
+// refuses (a wifi psk, a line of another file), and the message keeps only what names the setting.
+func TestReadNeverEchoesValues(t *testing.T) {
+	testtools.Tool(t, "nmcli")
+	const secret = "MyWifiPass99"
+	for _, tc := range []struct{ name, data, want string }{
+		{"a line that is not a key-value pair", "[connection]\nid=w\ntype=wifi\n[wifi]\nssid=net\n[wifi-security]\nkey-mgmt=wpa-psk\npsk: " + secret + "\n",
+			"which is not a key-value pair, group, or comment"},
+		{"a line of /etc/shadow", "root:$6$" + secret + "$xyz:19000:0:99999:7:::\n", "which is not a key-value pair, group, or comment"},
+		{"a value NetworkManager says back, lowercased", "[connection]\nid=w\ntype=wifi\n[wifi]\nssid=net\n[wifi-security]\nkey-mgmt=" + secret + "\n",
+			"802-11-wireless-security.key-mgmt: "},
+		{"a connection type", "[connection]\nid=x\ntype=" + secret + "\n", "connection.type: connection type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Read(context.Background(), []byte(tc.data))
+			if err == nil {
+				t.Fatal("Read accepts it")
+			}
+			if strings.Contains(strings.ToLower(err.Error()), strings.ToLower(secret)) {
+				t.Errorf("the message echoes the keyfile's value: %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("the message %q does not say %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -3,7 +3,7 @@ package node
 import (
 	"bufio"
 	"fmt"
-	"github.com/render-static/render-static/internal/testkit/testtools"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -13,14 +13,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/render-static/render-static/internal/testkit/testtools"
 	"github.com/render-static/render-static/pkg/export"
 )
 
 // unitKeys are the sections and keys the node's units may use, by unit type; the strict parser rejects any other.
 var unitKeys = map[string]map[string][]string{
 	".service": {
-		"Unit":    {"Description", "Wants", "Requires", "After", "Before", "StartLimitIntervalSec", "StartLimitBurst"},
-		"Service": {"Type", "ExecStartPre", "ExecStart", "Restart", "RestartSec", "TimeoutStartSec", "Environment"},
+		"Unit": {"Description", "Wants", "Requires", "After", "Before", "StartLimitIntervalSec", "StartLimitBurst"},
+		"Service": append([]string{"Type", "ExecStartPre", "ExecStart", "Restart", "RestartSec", "TimeoutStartSec", "Environment"},
+			slices.Sorted(maps.Keys(approverSandbox))...),
 		"Install": {"WantedBy"},
 	},
 	".timer": {
@@ -88,7 +90,7 @@ func parseUnit(name, contents string, haveCommand func(string) bool) (map[string
 		if !slices.Contains(allowed[section], k) {
 			return nil, fmt.Errorf("%s:%d: unknown key %s in [%s]", name, lineNo, k, section)
 		}
-		if v == "" {
+		if v == "" && !emptyMeansNone[k] {
 			return nil, fmt.Errorf("%s:%d: %s is empty", name, lineNo, k)
 		}
 		if err := checkValue(k, v, haveCommand); err != nil {
@@ -101,6 +103,9 @@ func parseUnit(name, contents string, haveCommand func(string) bool) (map[string
 	}
 	return out, sc.Err()
 }
+
+// emptyMeansNone are the keys whose empty value is a setting of its own: no capability at all.
+var emptyMeansNone = map[string]bool{"CapabilityBoundingSet": true, "AmbientCapabilities": true}
 
 func checkValue(k, v string, haveCommand func(string) bool) error {
 	oneOf := func(allowed ...string) error {
@@ -126,6 +131,30 @@ func checkValue(k, v string, haveCommand func(string) bool) error {
 		for _, u := range strings.Fields(v) {
 			if !unitName.MatchString(u) {
 				return fmt.Errorf("%q is not a unit name", u)
+			}
+		}
+	case "NoNewPrivileges", "ProtectHome", "PrivateTmp", "PrivateDevices", "ProtectKernelTunables", "ProtectKernelModules",
+		"ProtectKernelLogs", "ProtectControlGroups", "ProtectClock", "ProtectHostname", "RestrictNamespaces", "RestrictRealtime",
+		"RestrictSUIDSGID", "LockPersonality", "MemoryDenyWriteExecute":
+		return oneOf("yes", "no")
+	case "ProtectSystem":
+		return oneOf("no", "yes", "full", "strict")
+	case "SystemCallArchitectures":
+		return oneOf("native")
+	case "UMask":
+		if !regexp.MustCompile(`^0[0-7]{3}$`).MatchString(v) {
+			return fmt.Errorf("%q is not an octal umask", v)
+		}
+	case "RestrictAddressFamilies":
+		for _, f := range strings.Fields(v) {
+			if !regexp.MustCompile(`^AF_[A-Z0-9]+$`).MatchString(f) {
+				return fmt.Errorf("%q is not an address family", f)
+			}
+		}
+	case "CapabilityBoundingSet", "AmbientCapabilities":
+		for _, c := range strings.Fields(v) {
+			if !regexp.MustCompile(`^CAP_[A-Z_]+$`).MatchString(c) {
+				return fmt.Errorf("%q is not a capability", c)
 			}
 		}
 	case "Environment":
@@ -207,6 +236,9 @@ func TestUnitParserIsStrict(t *testing.T) {
 		"unquoted env":     "[Service]\nEnvironment=A=b c\n",
 		"dangling":         "[Service]\nExecStart=/bin/true \\\n",
 		"bad unit name":    "[Unit]\nAfter=network online\n",
+		"bad protection":   "[Service]\nProtectSystem=everything\n",
+		"empty umask":      "[Service]\nUMask=\n",
+		"bad family":       "[Service]\nRestrictAddressFamilies=inet\n",
 	} {
 		if _, err := parseUnit("x.service", bad, have); err == nil {
 			t.Errorf("%s: accepted:\n%s", name, bad)
@@ -287,5 +319,73 @@ func TestScriptsShellcheck(t *testing.T) {
 	args = append(args, repo("testdata/node/bin/oc"), repo("testdata/node/bin/systemctl"))
 	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
 		t.Errorf("shellcheck: %v\n%s", err, out)
+	}
+}
+
+// approverSandbox is the systemd sandboxing aio-csr-approver.service must have: it parses DER from any node's
+// request every minute, and needs only to read its kubeconfig and its nodes file, and the network to the API
+// server; it writes nothing. Its kubeconfig holds a key and is root's, 0600, so it stays root (no DynamicUser), with
+// no capability at all (root reads its own 0600 files without one).
+var approverSandbox = map[string]string{
+	"NoNewPrivileges":         "yes",
+	"CapabilityBoundingSet":   "",
+	"AmbientCapabilities":     "",
+	"ProtectSystem":           "strict",
+	"ProtectHome":             "yes",
+	"PrivateTmp":              "yes",
+	"PrivateDevices":          "yes",
+	"ProtectKernelTunables":   "yes",
+	"ProtectKernelModules":    "yes",
+	"ProtectKernelLogs":       "yes",
+	"ProtectControlGroups":    "yes",
+	"ProtectClock":            "yes",
+	"ProtectHostname":         "yes",
+	"RestrictAddressFamilies": "AF_INET AF_INET6 AF_UNIX",
+	"RestrictNamespaces":      "yes",
+	"RestrictRealtime":        "yes",
+	"RestrictSUIDSGID":        "yes",
+	"LockPersonality":         "yes",
+	"MemoryDenyWriteExecute":  "yes",
+	"SystemCallArchitectures": "native",
+	"UMask":                   "0077",
+}
+
+// TestApproverUnitSandboxed: the rendered aio-csr-approver.service has the sandboxing of approverSandbox, each key
+// once, its ExecStart still the script alone, no User (its kubeconfig is root's and 0600) and no ReadWritePaths (it
+// writes nothing); systemd-analyze verify checks the unit with every other (TestUnitsSystemdAnalyzeVerify).
+func TestApproverUnitSandboxed(t *testing.T) {
+	f := newFixture(t, "examples/sno/install-config.yaml", "192.168.126.10", true)
+	f.converge(t)
+	tr := f.tree(t)
+	var unit *export.Unit
+	for _, u := range tr.Units() {
+		if u.Name == ApproverService {
+			unit = &u
+		}
+	}
+	if unit == nil {
+		t.Fatalf("no %s", ApproverService)
+	}
+	kv, err := parseUnit(unit.Name, unit.Contents, nodeCommands(tr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range approverSandbox {
+		if got := kv["Service."+k]; len(got) != 1 || got[0] != want {
+			t.Errorf("%s: %s=%q, want %q once", ApproverService, k, got, want)
+		}
+	}
+	if got := kv["Service.ExecStart"]; len(got) != 1 || got[0] != ApproverScript {
+		t.Errorf("%s: ExecStart=%q, want %s", ApproverService, got, ApproverScript)
+	}
+	for _, k := range []string{"User", "DynamicUser", "ReadWritePaths"} {
+		if v, ok := kv["Service."+k]; ok {
+			t.Errorf("%s: %s=%q", ApproverService, k, v)
+		}
+	}
+	for _, file := range tr.Files() {
+		if file.Path == ApproverKubeconfig && file.Mode != 0o600 {
+			t.Errorf("%s: mode %o: the unit runs as root because it is root's 0600", file.Path, file.Mode)
+		}
 	}
 }

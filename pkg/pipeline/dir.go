@@ -184,6 +184,7 @@ func (d *Dir) continuity(o Options) installconfig.ErrorList {
 			other(in.Name, now, was, in.Identity)
 		}
 	}
+	errs = append(errs, d.droppedWorkers(o)...)
 	var saved Options
 	row, _ := InputNamed(InInstallConfig)
 	if ok, err := row.load(&saved, d.State, InInstallConfig, ""); o.InstallConfigData == nil || !ok || err != nil {
@@ -200,6 +201,36 @@ func (d *Dir) continuity(o Options) installconfig.ErrorList {
 		}
 	}
 	return errs
+}
+
+// droppedWorkers is the problem of inputs that leave out workers of the saved cluster (its workers file's and the
+// added ones): render-static has no way to remove a worker. The running control-plane node is never told of a
+// re-render's workers but through an update, and its CSR approver would go on approving the dropped worker's
+// certificates, its Node would stay: a re-render must give every worker again.
+func (d *Dir) droppedWorkers(o Options) installconfig.ErrorList {
+	now := map[string]bool{}
+	for _, w := range slices.Concat(o.WorkerList, o.AddedWorkers) {
+		now[w.NodeName] = true
+	}
+	var dropped []string
+	for _, name := range []string{InWorkers, InAddedWorkers} {
+		var saved []state.Worker
+		if ok, err := d.State.Inputs.Get(name, &saved); !ok || err != nil {
+			continue // a saved input that cannot be read is the story's problem
+		}
+		for _, w := range saved {
+			if !now[w.NodeName] {
+				dropped = append(dropped, w.NodeName)
+			}
+		}
+	}
+	if len(dropped) == 0 {
+		return nil
+	}
+	return installconfig.ErrorList{{Field: InWorkers, Detail: fmt.Sprintf(
+		"%s, %s of the cluster saved in %s, %s not among the workers given: render-static cannot remove a worker (the control-plane node's CSR approver would go on approving %s certificates, and %s Node would stay); give every worker again (with compute[0].replicas counting them), or start a new cluster with %s",
+		strings.Join(dropped, ", "), plural(len(dropped), "a worker", "workers"), d.Path, plural(len(dropped), "is", "are"),
+		plural(len(dropped), "its", "their"), plural(len(dropped), "its", "their"), installconfig.Ref(InFresh))}}
 }
 
 // orNone is s, or "none" when empty.
@@ -236,4 +267,12 @@ func pendingUpdate(dir string) string {
 	}
 	return fmt.Sprintf("%s (id %s, made %s: %s); apply it on the node unless done (aio-update status there lists what it applied)",
 		filepath.Join(dir, UpdateDir), u.ID, u.Created.UTC().Format(time.RFC3339), strings.Join(rolled, ", "))
+}
+
+// plural is one when n is 1, many otherwise.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

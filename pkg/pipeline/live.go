@@ -9,7 +9,9 @@ import (
 	"net/netip"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/render-static/render-static/internal/isoembed"
 	"github.com/render-static/render-static/internal/nmkeyfile"
@@ -109,7 +111,11 @@ func readKeyfiles(field, ipInput string, keyfiles []clusterconfig.Keyfile, nodeI
 		if src == "" {
 			src = k.Name
 		}
+		src = printable(src)
 		switch {
+		case strings.IndexFunc(k.Name, unicode.IsControl) >= 0:
+			add("%s: %q cannot be a keyfile's name: it holds a control character (a newline, a tab, ...), which would split or garble the lines that name it", src, k.Name)
+			continue
 		case k.Name == "" || strings.ContainsAny(k.Name, "/\x00") || strings.HasPrefix(k.Name, "."):
 			add("%s: %q cannot be a keyfile's name under %s", src, k.Name, export.KeyfileDir)
 			continue
@@ -164,6 +170,15 @@ func readKeyfiles(field, ipInput string, keyfiles []clusterconfig.Keyfile, nodeI
 		}
 	}
 	return keyfiles, nil, warnings
+}
+
+// printable is s, quoted (Go's escapes) when it holds a control character, so that a path with a newline stays on
+// its line of a message.
+func printable(s string) string {
+	if strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 // keyfileWarnings are what a keyfile NetworkManager accepted says that looks like a mistake, each with what to do.

@@ -62,7 +62,7 @@ func (o Options) readFiles() (Options, installconfig.ErrorList) {
 	if o.NetworkKeyfileData == nil && len(o.NetworkKeyfiles) > 0 {
 		o.NetworkKeyfileData = []clusterconfig.Keyfile{}
 		for _, p := range o.NetworkKeyfiles {
-			b, err := inputfile.Read(p)
+			b, err := inputfile.ReadNoFollow(p)
 			if err != nil {
 				errs = append(errs, installconfig.FieldError{Field: InNetworkKeyfiles, Detail: err.Error()})
 				continue
@@ -102,6 +102,8 @@ func validate(o Options, errs installconfig.ErrorList) (*clusterconfig.Inputs, e
 	}
 	if msgs := validation.IsDNS1123Subdomain(o.NodeName); len(msgs) > 0 {
 		add(InNodeName, "%q is not a valid node name: %s", o.NodeName, strings.Join(msgs, "; "))
+	} else if msg := checkNodeNameFits(o.NodeName); msg != "" {
+		add(InNodeName, "%s", msg)
 	}
 	if o.InfraID != "" {
 		if msgs := validation.IsDNS1123Label(o.InfraID); len(msgs) > 0 || len(o.InfraID) > 27 {
@@ -216,6 +218,9 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 		errs = append(errs, verrs...)
 	}
 	errs = append(append(errs, d.Problems...), story.problems...)
+	if len(errs) == 0 {
+		errs = CheckSaved(SaveInputs(o, in))
+	}
 	if len(errs) > 0 {
 		return nil, errs
 	}

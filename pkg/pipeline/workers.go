@@ -51,7 +51,7 @@ type workerEntry struct {
 
 // readWorkersFile reads a workers file when one was given (data not nil; file names it, and its folder is where
 // relative keyfile paths are): a YAML list of workers (workerEntry), unknown fields refused, each worker's keyfiles
-// read (inputfile.Read). A file that does not parse is a problem of InWorkers; a keyfile that cannot be read one of
+// read (inputfile.ReadNoFollow: a symlink is refused). A file that does not parse is a problem of InWorkers; a keyfile that cannot be read one of
 // its worker's (workers[i].networkKeyfiles), and the worker is returned without it.
 func readWorkersFile(file string, data []byte) ([]state.Worker, installconfig.ErrorList) {
 	if data == nil {
@@ -69,7 +69,7 @@ func readWorkersFile(file string, data []byte) ([]state.Worker, installconfig.Er
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(filepath.Dir(file), p)
 			}
-			b, err := inputfile.Read(p)
+			b, err := inputfile.ReadNoFollow(p)
 			if err != nil {
 				errs = append(errs, installconfig.FieldError{Field: fmt.Sprintf("%s[%d].%s", InWorkers, i, InNetworkKeyfiles), Detail: err.Error()})
 				continue
@@ -135,6 +135,8 @@ func (c *workerCheck) worker(base string, w state.Worker, prior installconfig.Er
 		add(nameField, "required")
 	case len(msgs) > 0:
 		add(nameField, "%q is not a valid node name: %s", w.NodeName, strings.Join(msgs, "; "))
+	case checkNodeNameFits(w.NodeName) != "":
+		add(nameField, "%s", checkNodeNameFits(w.NodeName))
 	case c.names[w.NodeName] != "":
 		add(nameField, "%s is already the name of %s: every node needs a name of its own", w.NodeName, c.names[w.NodeName])
 	default:

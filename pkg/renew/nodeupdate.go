@@ -364,7 +364,7 @@ func compare(ctx context.Context, o Options, st *state.State, m *marker, eng *pi
 	if !changed {
 		return rep, nil, nil
 	}
-	if prev, err := readUpdate(o.Dir + "/" + UpdateDir); err == nil {
+	if prev, err := readUpdate(o.Dir + "/" + UpdateDir); err == nil { // checkPending read it already
 		upd.Previous = prev.ID
 		if prev.ID == upd.ID {
 			upd.ID += "-2"

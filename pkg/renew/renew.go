@@ -66,13 +66,26 @@ func Continue(ctx context.Context, o Options, command string, add *state.Worker)
 		return nil, err
 	}
 	defer d.Release()
+	if len(d.Problems) > 0 { // a path that cannot be a render directory: said as the render says it
+		return nil, d.Problems
+	}
 	st := d.State
 	if st == nil {
 		return nil, installconfig.ErrorList{NoState(o.Dir, command)}
 	}
+	if errs := checkPending(o.Dir); len(errs) > 0 {
+		return nil, errs
+	}
 	so, in, err := savedInputs(st, o.Dir, add)
 	if err != nil {
 		return nil, err
+	}
+	// What this run saves must be readable by the next (an added worker's keyfiles could make it too large).
+	if errs := pipeline.CheckSaved(pipeline.SaveInputs(so, in)); len(errs) > 0 {
+		if add != nil && errs[0].Field == pipeline.InAddedWorkers {
+			errs[0].Field = pipeline.InNetworkKeyfiles
+		}
+		return nil, errs
 	}
 	oldIgn, err := os.ReadFile(o.Dir + "/aio.ign")
 	if err != nil {

@@ -402,7 +402,7 @@ func checkUpdate(t *testing.T, dir string, u *Update, neu map[string][]byte) {
 	}
 }
 
-// TestRenewBadInput: no state, a negative --within, --force with --within: errors naming the field, nothing
+// TestRenewBadInput: a directory render-static did not write, no state, a negative --within, --force with --within: errors naming the field, nothing
 // written.
 func TestRenewBadInput(t *testing.T) {
 	dir := t.TempDir()
@@ -414,7 +414,10 @@ func TestRenewBadInput(t *testing.T) {
 		field string
 		text  string
 	}{
-		{Options{Dir: dir}, "dir", "holds no render state"},
+		// A directory render-static did not write is said as the render says it (pipeline.OpenDir); an empty one
+		// holds no state.
+		{Options{Dir: dir}, "dir", "without the .render-static marker, so render-static did not write it"},
+		{Options{Dir: t.TempDir()}, "dir", "holds no render state"},
 		{Options{Dir: ""}, "dir", "required"},
 		{Options{Dir: dir, Within: -time.Hour}, "within", "negative"},
 		{Options{Dir: dir, Within: time.Hour, Force: true}, "within", "one of {force} and {within}"},

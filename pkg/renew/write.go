@@ -3,14 +3,17 @@ package renew
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/pipeline"
 	"github.com/render-static/render-static/pkg/state"
 )
@@ -54,12 +57,12 @@ func write(ctx context.Context, d *pipeline.Dir, out *pipeline.Output, upd *Upda
 		if upd == nil {
 			return copyIfExists(prev, filepath.Join(tmp, UpdateDir))
 		}
-		if _, err := os.Stat(prev); err == nil {
-			id := upd.Previous
-			if id == "" {
-				id = "unknown"
+		if _, err := os.Lstat(prev); err == nil {
+			// checkPending made sure it has an id that no kept update has.
+			if upd.Previous == "" {
+				return fmt.Errorf("%s has no id to keep it under in %s", prev, UpdatesDir)
 			}
-			if err := copyIfExists(prev, filepath.Join(tmp, UpdatesDir, id)); err != nil {
+			if err := copyIfExists(prev, filepath.Join(tmp, UpdatesDir, upd.Previous)); err != nil {
 				return err
 			}
 		}
@@ -104,6 +107,51 @@ func writeUpdate(dir string, u *Update, readme string) error {
 		}
 		return os.Chmod(p, 0o700)
 	})
+}
+
+// checkPending checks the update DIR holds for the node (DIR/update), if any, before a run that may make the next
+// one: that update is then kept as updates/<its id>, and the new one names it as the one before, so its
+// update.json must be readable, its id a folder's name, and no update kept under that name already. Anything else
+// is refused (a problem of dir): archived under a made-up name, the update would lose its place in the chain, and a
+// second one would be merged into the first.
+func checkPending(dir string) installconfig.ErrorList {
+	pending := filepath.Join(dir, UpdateDir)
+	if _, err := os.Lstat(pending); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	refuse := func(what string) installconfig.ErrorList {
+		return installconfig.ErrorList{{Field: pipeline.InDir, Detail: fmt.Sprintf(
+			"%s: %s; it is the update for the running node, which the next update follows and which is then kept as %s/<its id>: restore %s from a backup of the directory and run again (or, if the node has applied it, as aio-update status there says, move %s out of %s first)",
+			filepath.Join(pending, "update.json"), what, filepath.Join(dir, UpdatesDir), pending, pending, dir)}}
+	}
+	u, err := readUpdate(pending)
+	switch {
+	case err != nil:
+		return refuse(fmt.Sprintf("cannot be read (%v)", unwrapPath(err)))
+	case u.ID == "" || u.ID == "." || u.ID == ".." || strings.ContainsAny(u.ID, "/\x00") || strings.IndexFunc(u.ID, unicode.IsControl) >= 0:
+		return refuse(fmt.Sprintf("cannot be read (its id %q is not an update's)", u.ID))
+	}
+	if _, err := os.Lstat(filepath.Join(dir, UpdatesDir, u.ID)); err == nil {
+		return refuse(fmt.Sprintf("its id %s is already the name of the kept update %s", u.ID, filepath.Join(dir, UpdatesDir, u.ID)))
+	}
+	return nil
+}
+
+// unwrapPath is err without the path an *fs.PathError or readUpdate repeats (checkPending names the file).
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var je *json.SyntaxError
+	if errors.As(err, &je) {
+		return je
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return te
+	}
+	return err
 }
 
 // readUpdate reads an update directory's update.json.

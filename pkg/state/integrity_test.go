@@ -115,3 +115,27 @@ func TestLoadReadsAFormatOneState(t *testing.T) {
 		t.Errorf("legacy %v, version %d, %d objects", s.Legacy, s.Version, len(s.Objects))
 	}
 }
+
+// A state edited consistently (a signer's file deleted and SHA256SUMS written again to match) is refused: its
+// certificates name a signer it does not hold, and a run would silently make a new one in its place.
+func TestLoadRefusesAMissingSigner(t *testing.T) {
+	leaf := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-etcd", Name: "etcd-client",
+		Annotations: map[string]string{"auth.openshift.io/certificate-issuer": "openshift-etcd_etcd-signer@1795874429"}},
+		Data: map[string][]byte{"tls.key": []byte("key")}}
+	leaf.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	dir := t.TempDir()
+	s := &State{Version: Version, InfraID: "sno-abcde", Objects: []runtime.Object{leaf}, Operators: map[string][]byte{}}
+	if err := s.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(dir)
+	var ie *IntegrityError
+	if !errors.As(err, &ie) {
+		t.Fatalf("Load: %v, want an IntegrityError", err)
+	}
+	for _, want := range []string{"objects/core_secret_openshift-etcd_etcd-signer.yaml: missing", "the signer of secret openshift-etcd/etcd-client", "{fresh}"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Load: %v\nwant it to say %q", err, want)
+		}
+	}
+}

@@ -29,6 +29,7 @@ import (
 
 	configscheme "github.com/openshift/client-go/config/clientset/versioned/scheme"
 	operatorscheme "github.com/openshift/client-go/operator/clientset/versioned/scheme"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -226,6 +227,12 @@ func (s *State) Files() ([]File, error) {
 		out = append(out, File{Path: "operators/" + name + ".json", Contents: append(append([]byte{}, b...), '\n')})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	// Load reads every file as an input (inputfile.Read, bounded): a state it could not read is never written.
+	for _, f := range out {
+		if len(f.Contents) > inputfile.MaxSize {
+			return nil, fmt.Errorf("state: %s would take %d bytes, over the %d MiB a later run reads: the cluster could never be continued", f.Path, len(f.Contents), inputfile.MaxSize>>20)
+		}
+	}
 	return append(out, File{Path: SumsFile, Contents: sums(out)}), nil
 }
 
@@ -490,6 +497,9 @@ func Load(dir string) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
+	if problems := missingSigners(s.Objects); len(problems) > 0 {
+		return nil, &IntegrityError{Dir: root, Problems: problems}
+	}
 	s.loaded = make(map[string]loadedObject, len(paths))
 	for i, p := range paths {
 		s.loaded[p] = loadedObject{object: s.Objects[i], contents: files[p], index: i}
@@ -500,6 +510,45 @@ func Load(dir string) (*State, error) {
 		}
 	}
 	return s, nil
+}
+
+// IssuerAnnotation is where library-go's cert-rotation controllers name a certificate's signer, as
+// "<namespace>_<name>@<unix time>" of the signer's Secret (certrotation's signer.go, the CA's common name).
+const IssuerAnnotation = "auth.openshift.io/certificate-issuer"
+
+// missingSigners are the signers the objects' certificates name (IssuerAnnotation) whose Secret is not among them,
+// one problem each. A state whose SHA256SUMS matches can still have lost a signer (its file deleted and the sums
+// written again): a run would then make a new signer silently, as if the old one had expired, and every
+// certificate it signed would change. A continued cluster never does that.
+func missingSigners(objs []runtime.Object) []string {
+	secrets := map[string]bool{}
+	for _, o := range objs {
+		if sec, ok := o.(*corev1.Secret); ok {
+			secrets[sec.Namespace+"/"+sec.Name] = true
+		}
+	}
+	issued := map[string][]string{} // signer -> the secrets it signed
+	for _, o := range objs {
+		sec, ok := o.(*corev1.Secret)
+		if !ok {
+			continue
+		}
+		issuer, _, _ := strings.Cut(sec.Annotations[IssuerAnnotation], "@")
+		ns, name, ok := strings.Cut(issuer, "_")
+		if !ok || ns == "" || name == "" || secrets[ns+"/"+name] {
+			continue
+		}
+		issued[ns+"/"+name] = append(issued[ns+"/"+name], sec.Namespace+"/"+sec.Name)
+	}
+	var problems []string
+	for signer, by := range issued {
+		ns, name, _ := strings.Cut(signer, "/")
+		sort.Strings(by)
+		problems = append(problems, fmt.Sprintf("objects/core_secret_%s_%s.yaml: missing: the signer of secret %s (%s), which a continued cluster keeps",
+			ns, name, strings.Join(by, ", secret "), IssuerAnnotation))
+	}
+	sort.Strings(problems)
+	return problems
 }
 
 // decode turns a saved object into the typed object a scheme knows, or keeps it unstructured (the dynamic

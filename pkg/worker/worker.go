@@ -67,7 +67,7 @@ func AddWorker(ctx context.Context, o WorkerOptions) (*WorkerReport, error) {
 	}
 	add := &state.Worker{NodeName: o.NodeName, NodeIP: o.NodeIP, InstallDevice: o.InstallDevice}
 	for _, p := range o.NetworkKeyfiles {
-		b, err := inputfile.Read(p)
+		b, err := inputfile.ReadNoFollow(p)
 		if err != nil {
 			errs = append(errs, installconfig.FieldError{Field: pipeline.InNetworkKeyfiles, Detail: err.Error()})
 			continue
