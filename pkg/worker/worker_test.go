@@ -116,7 +116,7 @@ func TestAddWorker(t *testing.T) {
 		t.Fatalf("aio-update apply: %v\n%s", err, out)
 	}
 	changed := updatetest.DiffFiles(before, updatetest.NodeFiles(t, root))
-	if !slices.Equal(changed, []string{node.ApproverNodesPath, podnetwork.RoutesPath}) {
+	if slices.Sort(changed); !slices.Equal(changed, []string{node.ApproverNodesPath, podnetwork.RoutesPath}) {
 		t.Errorf("the update changed %v on the node, want only %s and %s", changed, node.ApproverNodesPath, podnetwork.RoutesPath)
 	}
 	// The node learns the worker's pod CIDR (node 1: the second /23 of 10.128.0.0/14) via the worker, and installs it
