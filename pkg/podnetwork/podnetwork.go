@@ -91,7 +91,7 @@ func NodeNamed(in *clusterconfig.Inputs, name string) (Node, error) {
 
 // Enabled says whether the render brings the pod network and its add-ons: the install-config's networkType is
 // OVNKubernetes or not given (installconfig BuiltinPodNetwork).
-func Enabled(in *clusterconfig.Inputs) bool { return builtinPodNetwork(in.InstallConfig) }
+func Enabled(in *clusterconfig.Inputs) bool { return in.InstallConfig.BuiltinPodNetwork() }
 
 // ipOf is the node's IP of a family.
 func (n Node) ipOf(is6 bool) (netip.Addr, bool) {
@@ -109,7 +109,7 @@ func (n Node) ipOf(is6 bool) (netip.Addr, bool) {
 // family; then portmap for hostPort. cniVersion 0.4.0: what Debian's containernetworking-plugins 1.1.1 and RHCOS's
 // speak (the CNI spec's SPEC.md; the plugins' bridge/README.md, host-local/README.md, portmap/README.md).
 func Conflist(in *clusterconfig.Inputs, n Node) ([]byte, error) {
-	cidrs, err := podCIDRs(in.InstallConfig, n.Index)
+	cidrs, err := in.InstallConfig.PodCIDRs(n.Index)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", n.Name, err)
 	}
@@ -163,7 +163,7 @@ func Routes(in *clusterconfig.Inputs, n Node) ([]byte, error) {
 	nodes := Nodes(in)
 	if n.Index == 0 {
 		for _, w := range nodes[1:] {
-			cidrs, err := podCIDRs(in.InstallConfig, w.Index)
+			cidrs, err := in.InstallConfig.PodCIDRs(w.Index)
 			if err != nil {
 				return nil, fmt.Errorf("worker %s: %w", w.Name, err)
 			}
