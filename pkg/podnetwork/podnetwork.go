@@ -186,3 +186,32 @@ func Routes(in *clusterconfig.Inputs, n Node) ([]byte, error) {
 	}
 	return []byte(b.String()), nil
 }
+
+// Describe says in one line what network the cluster runs, for the render's summary: the built-in one (the
+// control-plane node's pod CIDRs, the Service proxy, the cluster DNS), or, for a networkType of the user's, that
+// none is rendered and the nodes stay NotReady until that network's plugin runs.
+func Describe(in *clusterconfig.Inputs) string {
+	ic := in.InstallConfig
+	if !Enabled(in) {
+		return fmt.Sprintf("%s, yours: no pod network, Service proxy or cluster DNS rendered; the nodes stay NotReady until its plugin runs (docs/network.md)",
+			ic.Networking.NetworkType)
+	}
+	var cidrs []string
+	if c, err := ic.PodCIDRs(0); err == nil {
+		for _, p := range c {
+			cidrs = append(cidrs, p.String())
+		}
+	}
+	var dns []string
+	if ips, err := ClusterDNSIPs(ic); err == nil {
+		for _, ip := range ips {
+			dns = append(dns, ip.String())
+		}
+	}
+	workers := ""
+	if len(in.Workers) > 0 {
+		workers = ", each worker the next, routed through it"
+	}
+	return fmt.Sprintf("built-in: pods of %s on bridge %s (%s%s); kube-proxy (iptables) on every node; CoreDNS at %s (docs/network.md)",
+		in.NodeName, BridgeName, strings.Join(cidrs, ", "), workers, strings.Join(dns, ", "))
+}

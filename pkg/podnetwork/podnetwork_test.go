@@ -418,3 +418,16 @@ func TestTemplatesRendered(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestDescribe: the summary's line names the built-in network's pieces, or says a network of the user's leaves the
+// nodes NotReady until its plugin runs.
+func TestDescribe(t *testing.T) {
+	in := inputs(t, families[2], clusterconfig.FlavorUpstream)
+	if got, want := Describe(in), "built-in: pods of master-0 on bridge cni0 (10.128.0.0/23, fd01::/64, each worker the next, routed through it); kube-proxy (iptables) on every node; CoreDNS at 172.30.0.10, fd02::a (docs/network.md)"; got != want {
+		t.Errorf("dual stack:\n%s\nwant\n%s", got, want)
+	}
+	in.InstallConfig.Networking.NetworkType = "Cilium"
+	if got, want := Describe(in), "Cilium, yours: no pod network, Service proxy or cluster DNS rendered; the nodes stay NotReady until its plugin runs (docs/network.md)"; got != want {
+		t.Errorf("Cilium:\n%s\nwant\n%s", got, want)
+	}
+}
