@@ -232,6 +232,13 @@ func validateWorkers(o Options, ic *installconfig.InstallConfig, nodeIPs []netip
 			out = append(out, wk)
 		}
 	}
+	if n := len(o.AddedWorkers); n > 0 {
+		// The render allocates every node's pod CIDR (installconfig.PodCIDRs): a worker added beyond the first
+		// cluster network's room is refused here, before anything is written, as the install-config's own room
+		// rule refuses day-1 workers.
+		whose := fmt.Sprintf("the control-plane node, %d day-1 and %d added", len(listed), n)
+		errs = append(errs, ic.CheckNodeRoom(int64(1+len(listed)+n), whose+" workers")...)
+	}
 	return out, append(errs, c.errs...), c.warns
 }
 

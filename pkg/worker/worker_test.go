@@ -285,3 +285,45 @@ func prefixed(m map[string][]byte) map[string][]byte {
 }
 
 func repo(p string) string { return filepath.Join("..", "..", p) }
+
+// TestAddWorkerBeyondPodRoom: the render allocates every node's pod CIDR, so a worker the first cluster network has
+// no subnet left for is refused, naming the hostPrefix, with the directory untouched; one that fits is added.
+func TestAddWorkerBeyondPodRoom(t *testing.T) {
+	if testing.Short() {
+		t.Skip("renders")
+	}
+	ctx := context.Background()
+	raw, err := os.ReadFile(repo("examples/sno/install-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Room for two nodes: 10.128.0.0/22 holds two /23s.
+	small := strings.Replace(string(raw), "cidr: 10.128.0.0/14", "cidr: 10.128.0.0/22", 1)
+	if small == string(raw) {
+		t.Fatal("the example's cluster network changed: adjust the test")
+	}
+	ic := filepath.Join(t.TempDir(), "install-config.yaml")
+	if err := os.WriteFile(ic, []byte(small), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "aio")
+	if _, err := pipeline.Render(ctx, pipeline.Options{InstallConfig: ic, NodeIP: "192.168.126.10", NodeName: pipeline.DefaultNodeName, Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AddWorker(ctx, WorkerOptions{Dir: dir, NodeName: "worker-0", NodeIP: "192.168.126.11"}); err != nil {
+		t.Fatalf("a worker that fits: %v", err)
+	}
+	before := treetest.Contents(t, dir)
+	_, err = AddWorker(ctx, WorkerOptions{Dir: dir, NodeName: "worker-1", NodeIP: "192.168.126.12"})
+	var list installconfig.ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("a worker beyond the room: error %v, want the problems", err)
+	}
+	want := "networking.clusterNetwork[0].hostPrefix: 10.128.0.0/22 with hostPrefix 23 has room for 2 node subnets, but the render names 3"
+	if got := list.Error(); !strings.Contains(got, want) {
+		t.Errorf("error:\n%s\nwant it to contain:\n%s", got, want)
+	}
+	if d := updatetest.DiffFiles(prefixed(before), prefixed(treetest.Contents(t, dir))); len(d) > 0 {
+		t.Errorf("a refused worker changed the directory: %v", d)
+	}
+}
