@@ -108,6 +108,10 @@ func apiLabels(labels []string, flavor clusterconfig.Flavor) []string {
 	return out
 }
 
+// MaxPods is the kubelet's maxPods on every node (the machine-config operator's kubelet.conf); a declared worker
+// Node states it as its pod capacity (WorkerNodes).
+const MaxPods = 250
+
 // KubeletConfiguration is /etc/kubernetes/kubelet.conf for RHCOS: CRI-O, the systemd cgroup driver, static pods
 // from StaticPodPath, client-certificate authentication against kube-apiserver's kubelet client CA and webhook
 // authorization, serving certificates requested by CSR (serverTLSBootstrap) and client certificate rotation.
@@ -131,7 +135,7 @@ func kubeletConfiguration(in *clusterconfig.Inputs, nodeIPs []netip.Addr) (*kube
 		}
 	}
 	f, t := false, true
-	maxPods, pids := int32(250), int64(4096)
+	maxPods, pids := int32(MaxPods), int64(4096)
 	return &kubeletv1beta1.KubeletConfiguration{
 		TypeMeta:                 metav1.TypeMeta{APIVersion: kubeletv1beta1.SchemeGroupVersion.String(), Kind: "KubeletConfiguration"},
 		StaticPodPath:            StaticPodPath,

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -71,9 +72,16 @@ func WorkerNodes(in *clusterconfig.Inputs) ([]export.Manifest, error) {
 			k, v, _ := cutLabel(l)
 			labels[k] = v
 		}
-		// Name and labels only: the kubelet writes the status, and nothing else is the control plane's to say.
+		// Name, labels and the pod capacity: the kubelet writes the rest of the status. The capacity is the
+		// kubelet's own maxPods, what it will report: without it, a kubelet that admits its static pods against
+		// this Node before writing its status once finds room for no pod and refuses them for good (its admission,
+		// pkg/kubelet/lifecycle/predicate.go, counts pods against status.allocatable). A Node takes its status on
+		// create (pkg/registry/core/node/strategy.go: "Nodes allow *all* fields, including status, to be set on
+		// create"); later applies leave the kubelet's status alone.
+		pods := strconv.Itoa(MaxPods)
 		m, err := export.ToManifest(&unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": w.Name, "labels": labels}}})
+			"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": w.Name, "labels": labels},
+			"status": map[string]any{"capacity": map[string]any{"pods": pods}, "allocatable": map[string]any{"pods": pods}}}})
 		if err != nil {
 			return nil, fmt.Errorf("worker %s: Node: %w", w.Name, err)
 		}

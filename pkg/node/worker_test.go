@@ -178,6 +178,11 @@ metadata:
     node-role.kubernetes.io/worker: ""
     node.openshift.io/os_id: rhcos
   name: worker-1
+status:
+  allocatable:
+    pods: "250"
+  capacity:
+    pods: "250"
 `
 	if string(ms[1].YAML) != want || ms[1].GVK.Kind != "Node" || !strings.HasSuffix(ms[1].File, "_node_worker-1.yaml") {
 		t.Errorf("%s:\n%s\nwant:\n%s", ms[1].File, ms[1].YAML, want)
