@@ -85,6 +85,16 @@ func bootNode(t *testing.T, spec *innerSpec, tm *timings) *Node {
 		}
 		t.Log(tm.String())
 	})
+	// Ordered Before=kubelet.service crio.service (units.go).
+	tm.step("pod-network", func() {
+		ran, err := n.RunUnit(ctx, PodNetworkUnit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ran {
+			t.Logf("%s.service is not rendered: the node has no pod network set up by its own unit", PodNetworkUnit)
+		}
+	})
 	tm.step("containerd", func() {
 		if err := n.StartContainerd(ctx); err != nil {
 			t.Fatal(err)
