@@ -27,6 +27,7 @@ require (
 	k8s.io/client-go v0.34.3
 	k8s.io/cri-api v0.34.3
 	k8s.io/klog/v2 v2.130.1
+	k8s.io/kube-proxy v0.34.3
 	k8s.io/kubelet v0.34.3
 	k8s.io/utils v0.0.0-20250604170112-4c0f3b243397
 	sigs.k8s.io/yaml v1.6.0

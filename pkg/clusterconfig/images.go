@@ -103,3 +103,25 @@ func (i Images) Names() []string {
 	sort.Strings(out)
 	return out
 }
+
+// The images of the cluster add-ons the render brings with its built-in pod network (pkg/podnetwork): the Service
+// proxy and the cluster DNS. Unlike the control plane's, each has one --images key for both flavors, whose default
+// follows the flavor (AddOnImages).
+const (
+	KubeProxyImage = "kube-proxy"
+	CoreDNSImage   = "coredns"
+)
+
+// CoreDNSUpstreamImage is the upstream flavor's CoreDNS: the version kubeadm v1.34.3 deploys
+// (cmd/kubeadm/app/constants/constants.go CoreDNSImageName, CoreDNSVersion).
+const CoreDNSUpstreamImage = "registry.k8s.io/coredns/coredns:v1.12.1"
+
+// AddOnImages are the default pull specs of the add-ons' images for a flavor: upstream, Kubernetes v1.34.3's
+// kube-proxy and kubeadm's CoreDNS; openshift, the OKD payload's origin-kube-proxy and origin-coredns (the payload
+// names them kube-proxy and coredns: the cluster-network-operator's and the DNS operator's images).
+func AddOnImages(f Flavor) Images {
+	if f == FlavorUpstream {
+		return Images{KubeProxyImage: KubernetesImage(KubeProxyImage), CoreDNSImage: CoreDNSUpstreamImage}
+	}
+	return OKDImages(KubeProxyImage, CoreDNSImage)
+}

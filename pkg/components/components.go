@@ -58,8 +58,9 @@ func Namespaces() []string {
 	return out
 }
 
-// DefaultImages are the default pull specs of every image a render's pods run: each component's and the node
-// side's (node.Images). Two declarations of one image must agree.
+// DefaultImages are the default pull specs of every image a render's pods run: each component's, the node
+// side's (node.Images) and the add-ons' of the openshift flavor (clusterconfig.AddOnImages: DefaultImagesFor gives
+// a flavor's). Two declarations of one image must agree.
 func DefaultImages() clusterconfig.Images {
 	out := clusterconfig.Images{}
 	decl := map[string]string{}
@@ -75,6 +76,16 @@ func DefaultImages() clusterconfig.Images {
 		add(r.Name, r.Images)
 	}
 	add("node", node.Images)
+	add("add-ons", clusterconfig.AddOnImages(clusterconfig.FlavorOpenShift))
+	return out
+}
+
+// DefaultImagesFor are DefaultImages with the add-ons' defaults of the flavor (their one key serves both flavors).
+func DefaultImagesFor(f clusterconfig.Flavor) clusterconfig.Images {
+	out := DefaultImages()
+	for k, v := range clusterconfig.AddOnImages(f) {
+		out[k] = v
+	}
 	return out
 }
 

@@ -194,3 +194,11 @@ func (ic *InstallConfig) Architecture() string {
 	}
 	return "amd64"
 }
+
+// BuiltinPodNetwork reports whether the render brings the cluster's pod network itself: networking.networkType is
+// OVNKubernetes, the installer's default, or not given. The built-in network stands in for OVN-Kubernetes, which
+// needs the network operator; any other network type (Calico, Cilium, ...) is the user's own, installed on top, and
+// the render brings none (OpenShiftSDN is refused at validation, as the installer refuses it).
+func (ic *InstallConfig) BuiltinPodNetwork() bool {
+	return ic.Networking == nil || ic.Networking.NetworkType == "" || ic.Networking.NetworkType == NetworkTypeOVNKubernetes
+}

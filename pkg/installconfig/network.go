@@ -31,6 +31,8 @@ func (e cidrEntry) is6() bool { return e.prefix.Addr().Is6() }
 // netInfo holds the valid entries of the network lists, in list order.
 type netInfo struct {
 	cluster, service, machine []cidrEntry
+	// hostPrefix is, for each entry of cluster, its valid hostPrefix, or -1 (missing or refused).
+	hostPrefix []int
 	// machineField is "networking.machineNetwork" or "networking.machineCIDR".
 	machineField string
 }
@@ -99,7 +101,7 @@ func (v *validator) networking() *netInfo {
 		v.addf("networking.machineNetwork", "required (at least one entry)")
 		return ni
 	}
-	ovn := n.NetworkType == "" || n.NetworkType == NetworkTypeOVNKubernetes
+	builtin := v.ic.BuiltinPodNetwork()
 	// Any plugin name is accepted, but a known name in the wrong case or
 	// with spaces is a typo that would silently select an unknown plugin.
 	if t, known := n.NetworkType, NetworkTypeOVNKubernetes; t != known && strings.EqualFold(strings.TrimSpace(t), known) {
@@ -123,16 +125,17 @@ func (v *validator) networking() *netInfo {
 		base := fmt.Sprintf("networking.clusterNetwork[%d]", i)
 		p, ok := v.cidr(base+".cidr", e.CIDR)
 		if !ok {
-			if e.HostPrefix == 0 && !v.present(base+".hostPrefix") {
+			if builtin && e.HostPrefix == 0 && !v.present(base+".hostPrefix") {
 				v.addf(base+".hostPrefix", "required")
 			}
 			continue
 		}
 		ni.cluster = append(ni.cluster, cidrEntry{base, i, p})
-		v.hostPrefix(base, p, e.HostPrefix, ovn)
+		hp := v.hostPrefix(base, p, e.HostPrefix, builtin)
+		ni.hostPrefix = append(ni.hostPrefix, hp)
 		// One node subnet size for every IPv4 cluster network (IPv6 ones are /64 anyway): the installer's
 		// validateClusterNetwork.
-		if p.Addr().Is4() && int(e.HostPrefix) >= p.Bits() && e.HostPrefix <= 32 {
+		if p.Addr().Is4() && hp >= 0 {
 			if ipv4HostPrefix == 0 {
 				ipv4HostPrefix = e.HostPrefix
 			} else if e.HostPrefix != ipv4HostPrefix {
@@ -193,7 +196,7 @@ func (v *validator) networking() *netInfo {
 	}
 
 	v.overlaps(ni)
-	if ovn {
+	if builtin {
 		v.ovnInternalSubnets(ni)
 	}
 	v.families(ni)
@@ -240,33 +243,62 @@ func (v *validator) ovnInternalSubnets(ni *netInfo) {
 	}
 }
 
-// hostPrefix checks the per-node subnet size of a cluster network.
-func (v *validator) hostPrefix(base string, p netip.Prefix, hp int32, ovn bool) {
+// hostPrefix checks the per-node subnet size of a cluster network and returns it, or -1 when it is missing or
+// refused. The installer's rules (openshift/installer pkg/types/validation/installconfig.go validateClusterNetwork,
+// pluginsUsingHostPrefix): hostPrefix is required for OVNKubernetes only (another plugin may leave it unset); when
+// given, it is at least the network's own prefix length (a host prefix equal to it is one node subnet, the whole
+// network), and 64 for an IPv6 network whatever the plugin.
+func (v *validator) hostPrefix(base string, p netip.Prefix, hp int32, builtin bool) int {
 	field := base + ".hostPrefix"
 	missing := hp == 0 && !v.present(field)
+	if missing && !builtin {
+		return -1
+	}
 	if missing {
 		v.addf(field, "required")
 	}
-	// A host prefix may equal the network's own prefix (one node subnet, the whole network: enough for a single
-	// node); only a shorter one is refused, as the installer does (validateClusterNetwork: hostPrefix < ones).
-	if ovn && p.Addr().Is6() {
-		if p.Bits() > 64 {
+	ok := !missing
+	if p.Addr().Is6() {
+		if builtin && p.Bits() > 64 {
 			v.addf(base+".cidr", "%s is too small for OVNKubernetes, which gives each node a /64; use a prefix length of at most 64", p)
+			ok = false
 		}
-		if !missing && hp != 64 {
+		switch {
+		case missing || hp == 64:
+		case builtin:
 			v.addf(field, "must be 64 for IPv6 with OVNKubernetes, got %d", hp)
+			ok = false
+		default:
+			v.addf(field, "must be 64 for an IPv6 cluster network, got %d (the installer's rule for every network plugin)", hp)
+			ok = false
 		}
-		return
+	} else {
+		switch {
+		case p.Bits() >= 32:
+			v.addf(base+".cidr", "%s leaves no room for per-node subnets", p)
+			ok = false
+		case missing:
+		case int(hp) < p.Bits() || hp > 32:
+			v.addf(field, "%d does not fit in %s (must be between %d and %d)", hp, p, p.Bits(), 32)
+			ok = false
+		case builtin && hp > maxBuiltinHostPrefix4:
+			// The built-in network hands each node's subnet to the CNI host-local IPAM plugin, which refuses a
+			// range with fewer than two host bits (containernetworking/plugins
+			// plugins/ipam/host-local/backend/allocator/range.go Canonicalize: "too small to allocate from") and
+			// keeps the first address for the bridge's gateway and, in IPv4, the last as the broadcast address: a
+			// /30 leaves one pod address.
+			v.addf(field, "%d leaves no pod address: each node's subnet is its pods' host-local range, which needs at least a /%d (the gateway, the broadcast address and one pod)", hp, maxBuiltinHostPrefix4)
+			ok = false
+		}
 	}
-	maxBits := p.Addr().BitLen()
-	if p.Bits() >= maxBits {
-		v.addf(base+".cidr", "%s leaves no room for per-node subnets", p)
-		return
+	if !ok {
+		return -1
 	}
-	if !missing && (int(hp) < p.Bits() || int(hp) > maxBits) {
-		v.addf(field, "%d does not fit in %s (must be between %d and %d)", hp, p, p.Bits(), maxBits)
-	}
+	return int(hp)
 }
+
+// maxBuiltinHostPrefix4 is the longest IPv4 host prefix the built-in network's host-local IPAM allocates from.
+const maxBuiltinHostPrefix4 = 30
 
 // overlaps reports each overlapping pair of networks once, on the later one
 // (in document order when the config was parsed; otherwise cluster, service,

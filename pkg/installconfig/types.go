@@ -198,9 +198,9 @@ type ObjectMeta struct {
 
 // Networking is the cluster's network configuration.
 type Networking struct {
-	// NetworkType is the cluster network plugin. Any non-empty value is
-	// accepted (OVNKubernetes, OpenShiftSDN, Calico, Cilium, ...); SetDefaults
-	// turns an empty value into OVNKubernetes (DefaultNetworkType).
+	// NetworkType is the cluster network plugin. OVNKubernetes (and an empty value, which SetDefaults turns into
+	// OVNKubernetes, DefaultNetworkType) renders the built-in pod network (BuiltinPodNetwork); OpenShiftSDN and
+	// Kuryr are refused; any other value (Calico, Cilium, ...) names a network the user brings.
 	NetworkType string `json:"networkType,omitempty"`
 
 	MachineNetwork []MachineNetworkEntry `json:"machineNetwork,omitempty"`

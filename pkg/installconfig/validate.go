@@ -47,6 +47,8 @@ func (ic *InstallConfig) validate(nodeIPs []netip.Addr) ErrorList {
 	v := &validator{ic: ic}
 	v.header()
 	nets := v.networking()
+	nodes, whose := ic.dayOneNodes()
+	v.nodeRoom(nets, nodes, whose)
 	v.machinePools()
 	v.platform()
 	v.bootstrapInPlace()

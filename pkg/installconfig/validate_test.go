@@ -54,10 +54,26 @@ func TestValidate(t *testing.T) {
 		{name: "dual stack with one node IP", mutate: dualNet, nodeIPs: v4node},
 		{name: "other network types", mutate: func(ic *InstallConfig) {
 			ic.Networking.NetworkType = "Cilium"
-			ic.Networking.ClusterNetwork = append(ic.Networking.ClusterNetwork, ClusterNetworkEntry{CIDR: "fd01::/48", HostPrefix: 56})
+			ic.Networking.ClusterNetwork = append(ic.Networking.ClusterNetwork, ClusterNetworkEntry{CIDR: "fd01::/48", HostPrefix: 64})
 			ic.Networking.ServiceNetwork = append(ic.Networking.ServiceNetwork, "fd02::/112")
 			ic.Networking.MachineNetwork = append(ic.Networking.MachineNetwork, MachineNetworkEntry{CIDR: "fd00::/64"})
 		}},
+		// The installer requires hostPrefix for OVNKubernetes only (pluginsUsingHostPrefix), and allows it up to
+		// the address length with another plugin, which allocates by its own rules.
+		{name: "another plugin: hostPrefix optional, and up to /32", mutate: func(ic *InstallConfig) {
+			ic.Networking.NetworkType = "Calico"
+			ic.Compute[0].Replicas = ptr(int64(5))
+			ic.Networking.ClusterNetwork = []ClusterNetworkEntry{{CIDR: "10.128.0.0/14"}, {CIDR: "10.0.0.0/16", HostPrefix: 32}, {CIDR: "fd01::/48"}}
+			ic.Networking.ServiceNetwork = append(ic.Networking.ServiceNetwork, "fd02::/112")
+			ic.Networking.MachineNetwork = append(ic.Networking.MachineNetwork, MachineNetworkEntry{CIDR: "fd00::/64"})
+		}},
+		// The installer: an IPv6 hostPrefix, when given, is 64 whatever the plugin (validateClusterNetwork).
+		{name: "another plugin: IPv6 hostPrefix not 64", mutate: func(ic *InstallConfig) {
+			ic.Networking.NetworkType = "Cilium"
+			ic.Networking.ClusterNetwork = append(ic.Networking.ClusterNetwork, ClusterNetworkEntry{CIDR: "fd01::/48", HostPrefix: 56})
+			ic.Networking.ServiceNetwork = append(ic.Networking.ServiceNetwork, "fd02::/112")
+			ic.Networking.MachineNetwork = append(ic.Networking.MachineNetwork, MachineNetworkEntry{CIDR: "fd00::/64"})
+		}, want: []string{"networking.clusterNetwork[1].hostPrefix: must be 64 for an IPv6 cluster network, got 56 (the installer's rule for every network plugin)"}},
 		{name: "everything optional, valid", mutate: func(ic *InstallConfig) {
 			ic.Kind = "InstallConfig"
 			ic.SSHKey = realKey + "\n\n# comment\r\n" + realKey + "\n"
@@ -143,6 +159,40 @@ func TestValidate(t *testing.T) {
 		}, want: []string{
 			"networking.clusterNetwork[0].hostPrefix: required",
 			"networking.clusterNetwork[1].hostPrefix: -1 does not fit in 10.0.0.0/16 (must be between 16 and 32)",
+			"networking.clusterNetwork[2].hostPrefix: 32 leaves no pod address: each node's subnet is its pods' host-local range, which needs at least a /30 (the gateway, the broadcast address and one pod)",
+		}},
+		// host-local allocates from a /30 at the smallest (containernetworking/plugins range.go Canonicalize).
+		{name: "host prefix: /30 is the smallest node subnet", mutate: func(ic *InstallConfig) {
+			ic.Networking.ClusterNetwork = []ClusterNetworkEntry{{CIDR: "10.128.0.0/14", HostPrefix: 30}, {CIDR: "10.0.0.0/16", HostPrefix: 31}}
+		}, want: []string{
+			"networking.clusterNetwork[1].hostPrefix: 31 leaves no pod address: each node's subnet is its pods' host-local range, which needs at least a /30 (the gateway, the broadcast address and one pod)",
+		}},
+		{name: "node room: a single node fits a host prefix equal to the cidr's", mutate: func(ic *InstallConfig) {
+			ic.Networking.ClusterNetwork = []ClusterNetworkEntry{{CIDR: "10.128.0.0/23", HostPrefix: 23}}
+		}},
+		{name: "node room: the day-1 workers, both families, the first network of each", mutate: func(ic *InstallConfig) {
+			dualNet(ic)
+			ic.Compute[0].Replicas = ptr(int64(2))
+			ic.Networking.ClusterNetwork = []ClusterNetworkEntry{
+				{CIDR: "10.128.0.0/23", HostPrefix: 24}, {CIDR: "fd01::/63", HostPrefix: 64}, {CIDR: "10.132.0.0/14", HostPrefix: 24}, {CIDR: "fd03::/48", HostPrefix: 64}}
+		}, want: []string{
+			"networking.clusterNetwork[0].hostPrefix: 10.128.0.0/23 with hostPrefix 24 has room for 2 node subnets, but the render names 3 (the control-plane node and 2 workers): each node takes one subnet of this prefix length from the first cluster network of its family; use a shorter hostPrefix or a larger cidr",
+			"networking.clusterNetwork[1].hostPrefix: fd01::/63 with hostPrefix 64 has room for 2 node subnets, but the render names 3 (the control-plane node and 2 workers): each node takes one subnet of this prefix length from the first cluster network of its family; use a shorter hostPrefix or a larger cidr",
+		}},
+		{name: "node room: the installer's default pool of 3 workers", mutate: func(ic *InstallConfig) {
+			ic.Compute = nil
+			ic.Networking.ClusterNetwork = []ClusterNetworkEntry{{CIDR: "10.128.0.0/22", HostPrefix: 24}}
+		}},
+		{name: "node room: one more than the default pool", mutate: func(ic *InstallConfig) {
+			ic.Compute = []MachinePool{{Name: "worker", Replicas: ptr(int64(4))}}
+			ic.Networking.ClusterNetwork = []ClusterNetworkEntry{{CIDR: "10.128.0.0/22", HostPrefix: 24}}
+		}, want: []string{
+			"networking.clusterNetwork[0].hostPrefix: 10.128.0.0/22 with hostPrefix 24 has room for 4 node subnets, but the render names 5 (the control-plane node and 4 workers): each node takes one subnet of this prefix length from the first cluster network of its family; use a shorter hostPrefix or a larger cidr",
+		}},
+		{name: "node room: not the render's to check with another plugin", mutate: func(ic *InstallConfig) {
+			ic.Networking.NetworkType = "Calico"
+			ic.Compute[0].Replicas = ptr(int64(2))
+			ic.Networking.ClusterNetwork = []ClusterNetworkEntry{{CIDR: "10.128.0.0/24", HostPrefix: 24}}
 		}},
 		{name: "service network sizes", mutate: func(ic *InstallConfig) {
 			ic.Networking.ServiceNetwork = []string{"172.30.0.0/29", "fd02::/125"}
@@ -478,5 +528,20 @@ func TestCheckNodeIPs(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestBuiltinPodNetwork: OVNKubernetes (the installer's default) and no networkType render the built-in network;
+// any other plugin is the user's own (design of issue 37, item 5).
+func TestBuiltinPodNetwork(t *testing.T) {
+	for typ, want := range map[string]bool{"": true, "OVNKubernetes": true, "Calico": false, "Cilium": false, "OpenShiftSDN": false, "ovnkubernetes": false} {
+		ic := baseConfig()
+		ic.Networking.NetworkType = typ
+		if got := ic.BuiltinPodNetwork(); got != want {
+			t.Errorf("networkType %q: BuiltinPodNetwork() = %v, want %v", typ, got, want)
+		}
+	}
+	if !(&InstallConfig{}).BuiltinPodNetwork() {
+		t.Error("no networking: BuiltinPodNetwork() = false, want the default's true")
 	}
 }

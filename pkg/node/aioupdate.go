@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/podnetwork"
 )
 
 // The node side of `render-static renew` (pkg/renew): aio.ign installs aio-update (manifests/node/scripts/aio-update.sh)
@@ -25,7 +26,7 @@ const (
 
 // updaterEnv is aio-update's configuration, written to AIOUpdateConfig.
 func (n *Node) updaterEnv() map[string]string {
-	return map[string]string{
+	env := map[string]string{
 		"AIO_UPDATE_NODE_NAME":               n.in.NodeName,
 		"AIO_UPDATE_KUBECONFIG":              LocalhostKubeconfig,
 		"AIO_UPDATE_STATE_DIR":               AIOUpdateStateDir,
@@ -37,6 +38,12 @@ func (n *Node) updaterEnv() map[string]string {
 		"AIO_UPDATE_ATTEMPTS":                strconv.Itoa(UpdateAttempts),
 		"AIO_UPDATE_REQUEST_TIMEOUT_SECONDS": strconv.Itoa(RequestTimeoutSeconds),
 	}
+	if podnetwork.Enabled(n.in) {
+		// A new routes file (a worker added) is installed by running aio-pod-network again.
+		env["AIO_UPDATE_POD_NETWORK_ROUTES"] = podnetwork.RoutesPath
+		env["AIO_UPDATE_POD_NETWORK_UNIT"] = PodNetworkUnit
+	}
+	return env
 }
 
 // shellAssignments renders variables as shell assignments, sorted, each value single-quoted.

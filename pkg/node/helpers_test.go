@@ -86,7 +86,11 @@ func testInputs(t testing.TB, config, nodeIPs string) *clusterconfig.Inputs {
 	if err != nil {
 		t.Fatal(err)
 	}
-	images, err := clusterconfig.LoadImages("", Images)
+	defaults := clusterconfig.AddOnImages(clusterconfig.FlavorOpenShift) // the pod network's add-ons (pkg/podnetwork)
+	for k, v := range Images {
+		defaults[k] = v
+	}
+	images, err := clusterconfig.LoadImages("", defaults)
 	if err != nil {
 		t.Fatal(err)
 	}

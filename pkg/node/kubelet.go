@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/pkg/clusterconfig"
+	"github.com/render-static/render-static/pkg/podnetwork"
 )
 
 // CRI-O's socket on RHCOS.
@@ -148,7 +149,7 @@ func kubeletConfiguration(in *clusterconfig.Inputs, nodeIPs []netip.Addr) (*kube
 		RotateCertificates:        true,
 		ServerTLSBootstrap:        true,
 		TLSMinVersion:             "VersionTLS12",
-		ClusterDomain:             "cluster.local",
+		ClusterDomain:             podnetwork.ClusterDomain,
 		ClusterDNS:                []string{dns.String()},
 		MaxPods:                   maxPods,
 		PodPidsLimit:              &pids,
@@ -161,20 +162,14 @@ func kubeletConfiguration(in *clusterconfig.Inputs, nodeIPs []netip.Addr) (*kube
 }
 
 // clusterDNSIP is the cluster DNS service IP OpenShift's DNS operator uses: the tenth address of the first
-// service network (172.30.0.10, fd02::a).
+// service network (172.30.0.10, fd02::a): the first of the cluster DNS Service's IPs (podnetwork.ClusterDNSIPs, the
+// one rule for both).
 func clusterDNSIP(in *clusterconfig.Inputs) (netip.Addr, error) {
-	cidrs := in.InstallConfig.ServiceCIDRs()
-	if len(cidrs) == 0 {
-		return netip.Addr{}, fmt.Errorf("kubelet: no service network")
+	ips, err := podnetwork.ClusterDNSIPs(in.InstallConfig)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("kubelet: %w", err)
 	}
-	ip := cidrs[0].Masked().Addr()
-	for i := 0; i < 10; i++ {
-		ip = ip.Next()
-	}
-	if !cidrs[0].Contains(ip) {
-		return netip.Addr{}, fmt.Errorf("kubelet: service network %s is too small for the cluster DNS address", cidrs[0])
-	}
-	return ip, nil
+	return ips[0], nil
 }
 
 // MarshalKubeletConfiguration writes the configuration as YAML with only what is set: unset durations ("0s"),
@@ -246,6 +241,7 @@ func kubeletFlagsOf(name string, nodeIPs []netip.Addr, labels, taints []string) 
 	}
 	flags := []string{
 		"--config=" + KubeletConfigPath,
+		"--config-dir=" + KubeletConfigDir,
 		"--kubeconfig=" + KubeletKubeconfigPath,
 		"--runtime-cgroups=/system.slice/crio.service",
 		"--node-ip=" + strings.Join(ips, ","),
@@ -259,14 +255,21 @@ func kubeletFlagsOf(name string, nodeIPs []netip.Addr, labels, taints []string) 
 }
 
 // crioDropin makes CRI-O read the cluster's pull secret and use the payload's pause image (registry credentials
-// for it from the same file).
+// for it from the same file), and find the CNI configuration and plugins where the machine-config operator's CRI-O
+// configuration puts them (templates/common/_base/files/crio.yaml: network_dir /etc/kubernetes/cni/net.d/,
+// plugin_dirs /var/lib/cni/bin and /usr/libexec/cni, where RHCOS ships the reference plugins): the built-in pod
+// network's conflist (pkg/podnetwork), or the one a network of the user's writes there.
 func crioDropin(in *clusterconfig.Inputs) string {
 	return fmt.Sprintf(`# Written by render-static: CRI-O pulls with the cluster's pull secret and uses the payload's pause image.
 [crio.image]
 global_auth_file = %q
 pause_image = %q
 pause_image_auth_file = %q
-`, PullSecretPath, in.Images.Image("pod"), PullSecretPath)
+
+[crio.network]
+network_dir = %q
+plugin_dirs = [%q, %q]
+`, PullSecretPath, in.Images.Image("pod"), PullSecretPath, podnetwork.CNIConfDir+"/", "/var/lib/cni/bin", "/usr/libexec/cni")
 }
 
 // proxyEnv is the environment CRI-O pulls images with when the install-config sets a proxy: the proxies, and a

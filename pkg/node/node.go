@@ -40,8 +40,11 @@ const (
 	// AdminKubeconfigPath is the cluster-admin kubeconfig on the node.
 	AdminKubeconfigPath = "/opt/openshift/auth/kubeconfig"
 
-	KubeletUnit           = "kubelet.service"
-	KubeletConfigPath     = "/etc/kubernetes/kubelet.conf"
+	KubeletUnit       = "kubelet.service"
+	KubeletConfigPath = "/etc/kubernetes/kubelet.conf"
+	// KubeletConfigDir is the kubelet's --config-dir: KubeletConfiguration drop-ins merged over KubeletConfigPath
+	// (aio-pod-network writes its resolv.conf drop-in there). The render makes it: the kubelet refuses a missing one.
+	KubeletConfigDir      = "/etc/kubernetes/kubelet.conf.d"
 	KubeletClientCAPath   = "/etc/kubernetes/kubelet-ca.crt"
 	KubeletKubeconfigPath = "/var/lib/kubelet/kubeconfig"
 	// PullSecretPath is where CRI-O reads registry credentials (global_auth_file) on RHCOS.
@@ -68,6 +71,13 @@ const (
 	// LocalhostKubeconfig is kube-apiserver's node-kubeconfigs localhost.kubeconfig (system:admin) in its cert
 	// directory, as the installer lays it out: what aio-update uses after the first boot's admin kubeconfig is gone.
 	LocalhostKubeconfig = "/etc/kubernetes/static-pod-resources/kube-apiserver-certs/secrets/node-kubeconfigs/localhost.kubeconfig"
+
+	// PodNetworkUnit runs PodNetworkScript (manifests/node/scripts/aio-pod-network.sh) on every boot of a node of the
+	// built-in pod network (pkg/podnetwork); PodNetworkResolvDropin is the kubelet drop-in it writes when
+	// /etc/resolv.conf holds only loopback nameservers.
+	PodNetworkUnit         = "aio-pod-network.service"
+	PodNetworkScript       = "/usr/local/bin/aio-pod-network.sh"
+	PodNetworkResolvDropin = KubeletConfigDir + "/90-aio-pod-network-resolv.conf"
 
 	ApproverService    = "aio-csr-approver.service"
 	ApproverTimer      = "aio-csr-approver.timer"

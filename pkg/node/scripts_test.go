@@ -15,7 +15,8 @@ import (
 )
 
 // nodeScripts are the node's programs, by their installed path.
-var nodeScripts = map[string]string{"aiokube.sh": AIOKubeScript, "aio-update.sh": AIOUpdateScript, "aio-csr-approver.sh": ApproverScript}
+var nodeScripts = map[string]string{"aiokube.sh": AIOKubeScript, "aio-update.sh": AIOUpdateScript, "aio-csr-approver.sh": ApproverScript,
+	"aio-pod-network.sh": PodNetworkScript}
 
 // scriptSource reads manifests/node/scripts/<name> from the repository.
 func scriptSource(t *testing.T, name string) string {

@@ -10,8 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/installconfig"
+	"github.com/render-static/render-static/pkg/podnetwork"
 )
 
 // Options are what the node side needs from the rest of the render.
@@ -197,7 +199,13 @@ func (n *Node) addKubelet(ctx context.Context, t *export.Tree, k kubeletNode) (s
 	if err := t.AddUnit(export.Unit{Name: KubeletUnit, Contents: unit, Enabled: true}); err != nil {
 		return nil, err
 	}
+	if err := t.AddDir(KubeletConfigDir, 0755); err != nil {
+		return nil, err
+	}
 	if err := addUserInputs(t, in.InstallConfig, k.role); err != nil {
+		return nil, err
+	}
+	if err := addPodNetwork(t, in, k.name, serverCA); err != nil {
 		return nil, err
 	}
 	if env := proxyEnv(in, k.ips); env != nil {
@@ -259,4 +267,43 @@ func addUserInputs(t *export.Tree, ic *installconfig.InstallConfig, role string)
 		}
 	}
 	return nil
+}
+
+// addPodNetwork adds a node's side of the built-in pod network (pkg/podnetwork: the CNI conflist, the routes data,
+// kube-proxy's static pod and files) and aio-pod-network, which installs the routes on every boot; nothing when the
+// install-config names a network of the user's.
+func addPodNetwork(t *export.Tree, in *clusterconfig.Inputs, name string, serverCA []byte) error {
+	if !podnetwork.Enabled(in) {
+		return nil
+	}
+	n, err := podnetwork.NodeNamed(in, name)
+	if err != nil {
+		return err
+	}
+	files, err := podnetwork.NodeFiles(in, n, serverCA)
+	if err != nil {
+		return fmt.Errorf("pod network: %w", err)
+	}
+	for _, f := range files {
+		if err := t.AddFile(f.Path, f.Mode, f.Data); err != nil {
+			return err
+		}
+	}
+	script, err := readScript("aio-pod-network.sh")
+	if err != nil {
+		return err
+	}
+	unit, err := renderTemplate(PodNetworkUnit, map[string]any{"Script": PodNetworkScript, "Env": envLines(podNetworkEnv())})
+	if err != nil {
+		return err
+	}
+	if err := t.AddFile(PodNetworkScript, 0755, script); err != nil {
+		return err
+	}
+	return t.AddUnit(export.Unit{Name: PodNetworkUnit, Contents: unit, Enabled: true})
+}
+
+// podNetworkEnv is aio-pod-network's configuration (aio-pod-network.service).
+func podNetworkEnv() map[string]string {
+	return map[string]string{"AIO_POD_NETWORK_ROUTES": podnetwork.RoutesPath, "AIO_POD_NETWORK_KUBELET_DROPIN": PodNetworkResolvDropin}
 }

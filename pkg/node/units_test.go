@@ -20,7 +20,7 @@ import (
 var unitKeys = map[string]map[string][]string{
 	".service": {
 		"Unit":    {"Description", "Wants", "Requires", "After", "Before", "StartLimitIntervalSec", "StartLimitBurst"},
-		"Service": {"Type", "ExecStartPre", "ExecStart", "Restart", "RestartSec", "TimeoutStartSec", "Environment"},
+		"Service": {"Type", "ExecStartPre", "ExecStart", "Restart", "RestartSec", "TimeoutStartSec", "Environment", "RemainAfterExit"},
 		"Install": {"WantedBy"},
 	},
 	".timer": {
@@ -114,6 +114,8 @@ func checkValue(k, v string, haveCommand func(string) bool) error {
 		return oneOf("simple", "exec", "notify", "oneshot", "forking")
 	case "Restart":
 		return oneOf("no", "always", "on-failure", "on-abnormal", "on-success")
+	case "RemainAfterExit":
+		return oneOf("yes", "no", "true", "false")
 	case "RestartSec", "TimeoutStartSec", "StartLimitIntervalSec", "OnBootSec", "OnUnitInactiveSec", "AccuracySec":
 		if !timeSpan.MatchString(v) {
 			return fmt.Errorf("%q is not a time span", v)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/export"
+	"github.com/render-static/render-static/pkg/podnetwork"
 )
 
 // workerOf is a worker beside the test config's control-plane node: the next address of each of its IPs.
@@ -45,7 +46,10 @@ func TestWorkerTree(t *testing.T) {
 					t.Fatal(err)
 				}
 				want := map[string]int{KubeletConfigPath: 0644, KubeletClientCAPath: 0644, KubeletKubeconfigPath: 0600, PullSecretPath: 0600,
-					CRIODropinPath: 0644, HostsPath: 0644, "/etc/hostname": 0644}
+					CRIODropinPath: 0644, HostsPath: 0644, "/etc/hostname": 0644,
+					// The built-in pod network's (pkg/podnetwork), every node's.
+					podnetwork.ConflistPath: 0644, podnetwork.RoutesPath: 0644, podnetwork.KubeProxyPodPath: 0644,
+					podnetwork.KubeProxyConfigPath: 0644, podnetwork.KubeProxyKubeconfigPath: 0600, PodNetworkScript: 0755}
 				// The install-config's user inputs are every node's (the encapsulated MachineConfig: the worker pool's).
 				userInputs := []string{RegistriesConfPath, UserCATrustAnchorPath, WorkloadPinningPath, CRIOWorkloadPinningPath, EncapsulatedMachineConfigPath}
 				for _, fl := range cp.Files() {

@@ -20,6 +20,7 @@ import (
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/node"
 	"github.com/render-static/render-static/pkg/outdir"
+	"github.com/render-static/render-static/pkg/podnetwork"
 	"github.com/render-static/render-static/pkg/state"
 )
 
@@ -215,6 +216,13 @@ func exportManifests(e *Settled) ([]runtime.Object, []export.Manifest, map[runti
 		return nil, nil, nil, err
 	}
 	manifests = append(manifests, workerNodes...)
+	// The built-in pod network's add-ons: CoreDNS and the nodes' kube-proxy binding (pkg/podnetwork); none for a
+	// network of the user's.
+	addOns, err := podnetwork.Manifests(e.Inputs)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	manifests = append(manifests, addOns...)
 	// The CRDs of the exported custom kinds, so the first-boot apply can create them first; their variants follow
 	// the exported FeatureGate's feature set.
 	crds, err := export.CRDs(manifests, export.FeatureSet(manifests))

@@ -580,11 +580,12 @@ func hostProblem(whole, h string) string {
 	return ""
 }
 
-// bareIPFlag matches the flags and keys whose value is an IP without a port (any family, unbracketed).
-var bareIPFlag = regexp.MustCompile(`bind-address|advertise-address|node-ip|^address:`)
+// bareIPFlag matches the flags and keys whose value is an IP without a port (any family, unbracketed): kube-proxy's
+// bindAddress too (KubeProxyConfiguration v1alpha1: "the IP address for the proxy server to serve on").
+var bareIPFlag = regexp.MustCompile(`bind-address|advertise-address|node-ip|^address:|^bindAddress:`)
 
 // addrProblem: an address flag's value is host:port (IPv6 bracketed) or a list of them; for a bare-IP flag
-// (bind-address, advertise-address, node-ip, address:) an IP.
+// (bind-address, advertise-address, node-ip, address:, bindAddress:) an IP.
 func addrProblem(flag, v string) string {
 	for _, part := range strings.Split(v, ",") {
 		if part == "" {

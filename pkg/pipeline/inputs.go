@@ -199,7 +199,7 @@ var Inputs = []Input{
 		value: func(o *Options) string { return o.InfraID },
 	},
 	{Name: InImages, Flag: "images", Label: "images", Fleet: FleetWide,
-		Usage: "YAML map of component (" + strings.Join(components.ImageNames(), ", ") + ") to image pull spec; unnamed components keep their defaults (the upstream flavor's images: " + strings.Join(components.UpstreamImages(), ", ") + "; default: the saved map)",
+		Usage: "YAML map of component (" + strings.Join(components.ImageNames(), ", ") + ") to image pull spec; unnamed components keep their defaults (the upstream flavor's images: " + strings.Join(components.UpstreamImages(), ", ") + "; " + clusterconfig.KubeProxyImage + " and " + clusterconfig.CoreDNSImage + " default by flavor; default: the saved map)",
 		Bind:  func(o *Options) any { return &o.Images },
 		given: func(o *Options) bool { return o.Images != "" || o.ImagesData != nil },
 		load:  loadString(func(o *Options, s, where string) error { o.Images, o.ImagesData = where, []byte(s); return nil }),

@@ -72,7 +72,8 @@ func TestRenderUserInputs(t *testing.T) {
 	}
 	pods := 0
 	for p, b := range r.files {
-		// The four components' pods (the kube-apiserver startup monitor is a short-lived helper, not checked here).
+		// The four components' pods and kube-proxy's (the kube-apiserver startup monitor is a short-lived helper,
+		// not checked here).
 		if strings.HasPrefix(p, "/etc/kubernetes/manifests/") && !strings.Contains(p, "startup-monitor") {
 			pods++
 			if !strings.Contains(string(b), `target.workload.openshift.io/management`) {
@@ -80,8 +81,8 @@ func TestRenderUserInputs(t *testing.T) {
 			}
 		}
 	}
-	if pods != 4 {
-		t.Errorf("%d static pods, want 4", pods)
+	if pods != 5 {
+		t.Errorf("%d static pods, want 5", pods)
 	}
 }
 

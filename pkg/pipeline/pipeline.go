@@ -112,13 +112,14 @@ func validate(o Options, errs installconfig.ErrorList) (*clusterconfig.Inputs, e
 	if err != nil {
 		errs = append(errs, asFieldErrors(InCertValidity, err)...)
 	}
-	images, err := clusterconfig.ParseImages(o.ImagesData, o.Images, components.DefaultImages())
-	if err != nil {
-		errs = append(errs, asFieldErrors(InImages, err)...)
-	}
 	flavor, err := clusterconfig.ParseFlavor(o.Flavor)
 	if err != nil {
 		errs = append(errs, asFieldErrors(InFlavor, err)...)
+	}
+	// The add-ons' images default by flavor (clusterconfig.AddOnImages).
+	images, err := clusterconfig.ParseImages(o.ImagesData, o.Images, components.DefaultImagesFor(flavor))
+	if err != nil {
+		errs = append(errs, asFieldErrors(InImages, err)...)
 	}
 	var ic *installconfig.InstallConfig
 	if o.InstallConfigData != nil {

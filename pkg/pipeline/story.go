@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/render-static/render-static/pkg/installconfig"
+	"github.com/render-static/render-static/pkg/podnetwork"
 	"github.com/render-static/render-static/pkg/state"
 )
 
@@ -45,6 +46,7 @@ func (st *story) tell(s *Summary, saved *state.State, e *Settled) {
 		s.Site.Workers = append(s.Site.Workers, w.Name)
 	}
 	s.Flavor = string(in.Flavor)
+	s.Network = podnetwork.Describe(in)
 	s.Continued = st.dir.State != nil
 	s.FromState = st.fromState
 	if st.dir.State != nil {

@@ -57,9 +57,11 @@ type Summary struct {
 	// one saved in the directory, the node ("<name>, <IPs>"), the flavor, the inputs taken from the state because
 	// they were not given, those that changed from the saved ones, each component's revision (and, for one that
 	// rolled, what changed), the signers made anew and the update the directory holds for the node.
-	Cluster       string
-	Continued     bool
-	Node, Flavor  string
+	Cluster      string
+	Continued    bool
+	Node, Flavor string
+	// Network is what network the cluster runs (podnetwork.Describe).
+	Network       string
 	Workers       []string // "<name> <IPs>", each with its worker.ign in the directory
 	FromState     []string
 	Changed       []string
@@ -84,6 +86,9 @@ func (s Summary) Print(w io.Writer, dir string) {
 			fmt.Fprintf(w, "  workers:          %s (%s, %s)\n", strings.Join(s.Workers, "; "), filepath.Join(dir, WorkersDir, "<name>", WorkerIgnition), WorkerLiveIgnition)
 		}
 		fmt.Fprintf(w, "  flavor:           %s\n", s.Flavor)
+		if s.Network != "" {
+			fmt.Fprintf(w, "  network:          %s\n", s.Network)
+		}
 	}
 	if len(s.FromState) > 0 {
 		fmt.Fprintf(w, "  saved inputs:     %s (not given, so the state's)\n", strings.Join(s.FromState, ", "))

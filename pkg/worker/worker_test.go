@@ -22,6 +22,7 @@ import (
 	"github.com/render-static/render-static/pkg/inventory"
 	"github.com/render-static/render-static/pkg/node"
 	"github.com/render-static/render-static/pkg/pipeline"
+	"github.com/render-static/render-static/pkg/podnetwork"
 	"github.com/render-static/render-static/pkg/renew"
 	"github.com/render-static/render-static/pkg/state"
 )
@@ -74,7 +75,9 @@ func TestAddWorker(t *testing.T) {
 	for _, f := range rep.Update.Files {
 		got = append(got, f.Kind+" "+f.Path+f.Object)
 	}
-	want := []string{renew.KindFile + " " + node.ApproverNodesPath, renew.KindObject + " Node worker-0"}
+	// The approver's list, the control-plane node's pod network routes (the worker's pod CIDR via the worker) and
+	// the worker's declared Node.
+	want := []string{renew.KindFile + " " + node.ApproverNodesPath, renew.KindFile + " " + podnetwork.RoutesPath, renew.KindObject + " Node worker-0"}
 	if !slices.Equal(got, want) || len(rep.Renewed) != 0 {
 		t.Errorf("update %q (renewed %v), want %q and nothing renewed", got, rep.Renewed, want)
 	}
@@ -113,8 +116,16 @@ func TestAddWorker(t *testing.T) {
 		t.Fatalf("aio-update apply: %v\n%s", err, out)
 	}
 	changed := updatetest.DiffFiles(before, updatetest.NodeFiles(t, root))
-	if !slices.Equal(changed, []string{node.ApproverNodesPath}) {
-		t.Errorf("the update changed %v on the node, want only %s", changed, node.ApproverNodesPath)
+	if slices.Sort(changed); !slices.Equal(changed, []string{node.ApproverNodesPath, podnetwork.RoutesPath}) {
+		t.Errorf("the update changed %v on the node, want only %s and %s", changed, node.ApproverNodesPath, podnetwork.RoutesPath)
+	}
+	// The node learns the worker's pod CIDR (node 1: the second /23 of 10.128.0.0/14) via the worker, and installs it
+	// by running the pod network's unit again.
+	if b, _ := os.ReadFile(filepath.Join(root, podnetwork.RoutesPath)); !strings.HasSuffix(string(b), "\ncluster 10.128.0.0/14\nroute 10.128.2.0/23 192.168.126.11\n") {
+		t.Errorf("the pod network's routes on the node:\n%s", b)
+	}
+	if calls, _ := os.ReadFile(e.Log); !strings.Contains(string(calls), "systemctl restart "+node.PodNetworkUnit+"\n") {
+		t.Errorf("aio-update did not run %s again; calls:\n%s", node.PodNetworkUnit, calls)
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, node.ApproverNodesPath)); !strings.HasSuffix(string(b), "\nmaster-0 192.168.126.10\nworker-0 192.168.126.11\n") {
 		t.Errorf("the approver's nodes on the node:\n%s", b)

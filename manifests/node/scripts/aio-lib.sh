@@ -1,7 +1,8 @@
 # shellcheck shell=bash disable=SC2154 # prog, root, kubeconfig, request_timeout and client_image are the script's
-# aio-lib.sh: the helpers the node's own programs share (aiokube.sh, aio-update.sh, aio-csr-approver.sh). It is no
-# program of its own: the render puts it in each script in place of the line that sources it (pkg/node, readScript),
-# so every installed script stays one file; run from the repository, a script sources it from its own folder.
+# aio-lib.sh: the helpers the node's own programs share (aiokube.sh, aio-update.sh, aio-csr-approver.sh,
+# aio-pod-network.sh). It is no program of its own: the render puts it in each script in place of the line that
+# sources it (pkg/node, readScript), so every installed script stays one file; run from the repository, a script
+# sources it from its own folder.
 # TestScriptLibrary (pkg/node) keeps the scripts and the library in step.
 #
 # The script sets prog (the name every log line starts with) and root (the prefix of every node path), and, before
@@ -9,6 +10,12 @@
 
 # log MESSAGE...: one line for the journal, "<prog>: MESSAGE".
 log() { echo "$prog: $*"; }
+
+# die MESSAGE...: "<prog>: error: MESSAGE" on stderr, and the end of the run (exit 1).
+die() {
+	echo "$prog: error: $*" >&2
+	exit 1
+}
 
 # oneline TEXT: TEXT with its newlines turned into spaces, for one log line.
 oneline() { tr '\n' ' ' <<<"$1"; }

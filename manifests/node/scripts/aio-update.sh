@@ -11,8 +11,10 @@
 #     3. installs each new revision directory (<static-pod-resources>/<pod>-<N+1>) through a staging directory
 #        renamed into place; an existing revision is never overwritten. The legacy service-account tokens of the
 #        previous revision (the live ones aiokube put there) are carried into the new one;
-#     4. replaces the changed cert-directory files and other node files, then the static pod manifests, one
-#        component at a time, each through a temporary file renamed over it (kubelet skips hidden files);
+#     4. replaces the changed cert-directory files and other node files (when the pod network's routes file
+#        AIO_UPDATE_POD_NETWORK_ROUTES is one of them, e.g. a worker added, runs AIO_UPDATE_POD_NETWORK_UNIT again
+#        so the node installs the new routes), then the static pod manifests, one component at a time, each through
+#        a temporary file renamed over it (kubelet skips hidden files);
 #     5. waits, bounded by AIO_UPDATE_POD_WAIT_SECONDS, until the kubelet's mirror pod of each component reports
 #        the new revision and Ready, and the API answers /readyz;
 #     6. applies the changed API objects (server-side apply) and their status, each retried AIO_UPDATE_ATTEMPTS
@@ -57,11 +59,8 @@ retry=${AIO_UPDATE_RETRY_SECONDS:-5}
 attempts=${AIO_UPDATE_ATTEMPTS:-10}
 request_timeout=${AIO_UPDATE_REQUEST_TIMEOUT_SECONDS:-30}
 client_image=${AIO_UPDATE_CLIENT_IMAGE:-}
-
-die() {
-	echo "$prog: error: $*" >&2
-	exit 1
-}
+pod_network_routes=${AIO_UPDATE_POD_NETWORK_ROUTES:-}
+pod_network_unit=${AIO_UPDATE_POD_NETWORK_UNIT:-}
 
 # use_client: pick_client, or the end of the run. The client reads the kubeconfig and, for apply, the update:
 # podman mounts both at the same paths.
@@ -236,8 +235,21 @@ replace_files() {
 		esac
 		replace "$update/${sources[$i]}" "$root${dests[$i]}" "${modes[$i]}"
 		n=$((n + 1))
+		if [[ -n $pod_network_routes && ${dests[$i]} == "$pod_network_routes" ]]; then
+			routes_changed=1
+		fi
 	done
 	log "replaced $n cert-directory and node files"
+	if ((routes_changed)); then
+		rerun_pod_network
+	fi
+}
+
+# rerun_pod_network: runs the pod network's unit again (a oneshot that remains active: restart runs it), which
+# installs the routes file's routes; a failure ends the run ('aio-update rollback' puts the previous file back).
+rerun_pod_network() {
+	systemctl restart "$pod_network_unit" || die "$pod_network_unit failed with the new ${pod_network_routes}: see journalctl -u $pod_network_unit"
+	log "ran $pod_network_unit again: the routes of ${pod_network_routes} are installed"
 }
 
 # started_since OUT SINCE: OUT ("<revision> <Ready> <startedAt>...") names at least one container start and none
@@ -444,6 +456,9 @@ cmd_rollback() {
 		replace "$b/files$p" "$root$p" "0$mode"
 		log "restored $p"
 	done
+	if [[ -n $pod_network_routes ]] && grep -qxF -- "$pod_network_routes" "$b/saved"; then
+		rerun_pod_network
+	fi
 	# Each component the update moved runs its previous revision again.
 	while IFS=$'\t' read -r name ns pod manifest from to; do
 		if ((to > from)); then
@@ -466,6 +481,7 @@ cmd_status() {
 update=
 id=
 restarted=
+routes_changed=0
 case ${1:-} in
 apply)
 	shift
