@@ -454,6 +454,24 @@ func checkAcrossNodes(t *testing.T, spec *innerSpec, n *Node, cs *kubernetes.Cli
 	ctx := context.Background()
 	seen, _ := waitNodeReady(t, cs, w.Name, wStart, 3*time.Minute)
 	t.Logf("FIGURE worker %s: kubelet start -> Node %s Ready %.1fs", spec.Case, w.Name, seen.Sub(wStart).Seconds())
+	// kube-proxy's static pod on the worker (its mirror pod): the kubelet may reject a static pod it admits before it
+	// knows the Node's allocatable (a Node declared before its kubelet ran has none), and never retries it.
+	kp := "kube-proxy-" + w.Name
+	var kpState string
+	if err := poll(ctx, time.Minute, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods("kube-system").Get(ctx, kp, metav1.GetOptions{})
+		if err != nil {
+			kpState = err.Error()
+			return false, nil
+		}
+		kpState = fmt.Sprintf("%s %s: %s", p.Status.Phase, p.Status.Reason, p.Status.Message)
+		if p.Status.Phase == corev1.PodFailed {
+			return false, fmt.Errorf("the kubelet rejected it: %s", kpState)
+		}
+		return p.Status.Phase == corev1.PodRunning && startedSince(p, wStart), nil
+	}); err != nil {
+		t.Errorf("kube-proxy's static pod on %s is not running since the boot (last: %s): %v", w.Name, kpState, err)
+	}
 	labels := map[string]string{"app": acrossApp}
 	for _, p := range []*corev1.Pod{netexecPod(webOnCP, n.NodeName, labels), netexecPod(webOnWorker, w.Name, labels),
 		netexecPod(clientOnW, w.Name, map[string]string{"app": clientOnW})} {

@@ -23,10 +23,10 @@ import (
 // test does what an admin does: `render-static worker` on the render directory, the update it makes applied on
 // the control-plane node with aio-update, the worker's worker.ign laid by Ignition into a root of its own, and the
 // worker booted there in network, mount and PID namespaces of its own (started by the control-plane node's test
-// process, PID 1 of that node's namespaces), linked to the control-plane node by a veth pair and a bridge inside
-// the control-plane node's network namespace: nothing in the host's. Then: its Node carries the worker role and its
+// process, PID 1 of that node's namespaces), linked to the control-plane node by a veth pair on a switch, a network
+// namespace of the control-plane node's test (netns.go): nothing in the host's. Then: its Node carries the worker role and its
 // kubelet heartbeats into it; the rendered CSR approver approves its serving certificate; the scheduler places a
-// host-network pod on it (no network plugin runs, so the node is NotReady: the pod tolerates that); its log and an
+// host-network pod on it (it tolerates every taint: it checks the kubelet, not the pod network); its log and an
 // exec reach it through the API (kube-apiserver -> the worker's kubelet over that certificate); the worker
 // reboots (its namespaces ended, new ones on the same root) and all of it works again; `render-static renew
 // --force` and `aio-update apply` renew every leaf of the control plane, which rolls etcd and kube-apiserver, and
@@ -379,7 +379,7 @@ func roles(n *corev1.Node) []string {
 	return out
 }
 
-// runWorkerPod creates a host-network pod that tolerates every taint (the worker is NotReady: no network plugin)
+// runWorkerPod creates a host-network pod that tolerates every taint (it checks the kubelet, not the pod network)
 // and asks for the worker by its hostname label, as a user's workload would, not by spec.nodeName: the scheduler
 // must place it. It runs an etcd on the worker's loopback (the images built here are the only ones a node has).
 // It returns when the pod was seen Running.
