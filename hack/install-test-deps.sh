@@ -3,7 +3,8 @@
 # Idempotent: a tool that is already on PATH is skipped, and `apt-get update`
 # runs at most once per invocation, only when something must be installed.
 #
-# To add a tool, append a "binary:debian-package" entry to TOOLS.
+# To add a tool, append a "binary:debian-package" entry to TOOLS (an absolute path instead of a binary name for
+# a file that is not on PATH).
 set -euo pipefail
 
 TOOLS=(
@@ -17,7 +18,20 @@ TOOLS=(
 	"shellcheck:shellcheck"
 	"containerd:containerd"
 	"runc:runc"
+	# The e2e node's pod network (issue 37): the CNI reference plugins containerd runs (bridge, host-local,
+	# portmap, loopback), nft for the rendered aio-pod-network script, iptables-nft for kube-proxy's image.
+	"/usr/lib/cni/bridge:containernetworking-plugins"
+	"nft:nftables"
+	"xtables-nft-multi:iptables"
 )
+
+have() {
+	if [[ "$1" == /* ]]; then
+		[[ -x "$1" ]]
+	else
+		command -v "$1" >/dev/null 2>&1
+	fi
+}
 
 SUDO=()
 if [[ "$(id -u)" -ne 0 ]]; then
@@ -33,8 +47,8 @@ missing=()
 for entry in "${TOOLS[@]}"; do
 	bin="${entry%%:*}"
 	pkg="${entry#*:}"
-	if command -v "$bin" >/dev/null 2>&1; then
-		echo "install-test-deps: $bin already installed ($(command -v "$bin"))"
+	if have "$bin"; then
+		echo "install-test-deps: $bin already installed ($(command -v "$bin" || echo "$bin"))"
 	else
 		missing+=("$pkg")
 	fi
@@ -65,7 +79,7 @@ done
 
 for entry in "${TOOLS[@]}"; do
 	bin="${entry%%:*}"
-	if ! command -v "$bin" >/dev/null 2>&1; then
+	if ! have "$bin"; then
 		echo "install-test-deps: $bin still not on PATH after installing its package" >&2
 		exit 1
 	fi

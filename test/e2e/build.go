@@ -26,6 +26,8 @@ import (
 const (
 	KubeVersion = "v1.34.3"
 	EtcdVersion = "3.6.5"
+	// CoreDNSVersion is what tools/coredns/go.mod pins (the module proxy serves it; the image is named by the render).
+	CoreDNSVersion = "1.15.0"
 
 	// recipeVersion is part of the cache key: bump it when the build flags below change.
 	recipeVersion = "2"
@@ -56,9 +58,17 @@ func Tools() []ToolModule {
 		{Dir: "k8s", LDFlags: kubeLDFlags(), Packages: map[string]string{
 			"kube-apiserver":          "k8s.io/kubernetes/cmd/kube-apiserver",
 			"kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
+			"kube-proxy":              "k8s.io/kubernetes/cmd/kube-proxy",
 			"kube-scheduler":          "k8s.io/kubernetes/cmd/kube-scheduler",
 			"kubectl":                 "k8s.io/kubernetes/cmd/kubectl",
 			"kubelet":                 "k8s.io/kubernetes/cmd/kubelet",
+			// The test workload (issue 37): the HTTP server (netexec) and the client of the network checks, as
+			// the conformance suite runs it (test/utils/image/manifest.go: registry.k8s.io/e2e-test-images/agnhost:2.56).
+			"agnhost": "k8s.io/kubernetes/test/images/agnhost",
+		}},
+		// The cluster DNS image (issue 37): CoreDNS with its default plugin set.
+		{Dir: "coredns", Packages: map[string]string{
+			"coredns": "github.com/coredns/coredns",
 		}},
 		{Dir: "etcd", Packages: map[string]string{
 			"etcd":    "go.etcd.io/etcd/server/v3",
@@ -252,8 +262,10 @@ func EnsureBinaries(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 	for _, n := range BinaryNames() {
 		args := []string{"--version"}
 		switch n {
-		case "oci-image", "pause":
-			continue // ours: no version to check
+		case "oci-image", "pause", "agnhost":
+			continue // ours, or no version flag (agnhost: its version is the kubernetes module's)
+		case "coredns":
+			args = []string{"-version"}
 		case "kubectl":
 			args = []string{"version", "--client"}
 		case "etcdctl":
@@ -267,7 +279,8 @@ func EnsureBinaries(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		}
 		versions[n] = strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
 	}
-	if !strings.Contains(versions["kube-apiserver"], KubeVersion) || !strings.Contains(versions["etcd"], EtcdVersion) {
+	if !strings.Contains(versions["kube-apiserver"], KubeVersion) || !strings.Contains(versions["kube-proxy"], KubeVersion) ||
+		!strings.Contains(versions["etcd"], EtcdVersion) || !strings.Contains(versions["coredns"], CoreDNSVersion) {
 		return nil, fmt.Errorf("unexpected versions: %v", versions)
 	}
 	meta, _ := json.MarshalIndent(map[string]any{"go": goVersion, "key": key, "built": time.Now().UTC().Format(time.RFC3339),

@@ -8,9 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -160,12 +157,14 @@ func checkLeases(t *testing.T, cs *kubernetes.Clientset) {
 	}
 }
 
-// checkUnschedulable: with no nodes, the scheduler marks a new pod Unschedulable (so it runs and binds).
+// checkUnschedulable: the scheduler marks a pod no node fits Unschedulable (so it runs and evaluates the nodes).
 func checkUnschedulable(t *testing.T, cs *kubernetes.Clientset, ns string) {
 	t.Helper()
 	ctx := context.Background()
+	// A node selector no node matches: the node is Ready (issue 37's pod network), so nothing else keeps it off.
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unschedulable"}, Spec: corev1.PodSpec{
-		Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}}}}
+		NodeSelector: map[string]string{"e2e.render-static.io/no-such-node": "true"},
+		Containers:   []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}}}}
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Errorf("create pod: %v", err)
 		return
@@ -283,53 +282,6 @@ func kubeletClientCN(argv []string) (string, error) {
 		return "", err
 	}
 	return cert.Subject.CommonName, nil
-}
-
-// manifestObjects reads every object in the YAML/JSON files of dir (multi-document files and Lists included).
-func manifestObjects(dir string) ([]*unstructured.Unstructured, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []*unstructured.Unstructured
-	for _, e := range entries {
-		if e.IsDir() || !(strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml") || strings.HasSuffix(e.Name(), ".json")) {
-			continue
-		}
-		f, err := os.Open(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-		for {
-			var u unstructured.Unstructured
-			err := dec.Decode(&u.Object)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				f.Close()
-				return nil, fmt.Errorf("%s: %w", e.Name(), err)
-			}
-			if len(u.Object) == 0 {
-				continue
-			}
-			if u.IsList() {
-				l, err := u.ToList()
-				if err != nil {
-					f.Close()
-					return nil, fmt.Errorf("%s: %w", e.Name(), err)
-				}
-				for i := range l.Items {
-					out = append(out, &l.Items[i])
-				}
-				continue
-			}
-			out = append(out, &u)
-		}
-		f.Close()
-	}
-	return out, nil
 }
 
 // overrideEnv returns env (KEY=VALUE, in order) with the given settings replacing or added to it.

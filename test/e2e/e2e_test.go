@@ -21,7 +21,8 @@ import (
 func explicit() bool { return os.Getenv("RENDER_STATIC_E2E") == "1" }
 
 // preconditions skips (or fails: testtools.Missing, explicit) unless everything the node needs is here: not -short, root,
-// Ignition, ignition-validate, ip, containerd and runc (hack/install-test-deps.sh installs them).
+// Ignition, ignition-validate, ip, containerd and runc, the CNI plugins, nft and iptables (hack/install-test-deps.sh
+// installs them).
 func preconditions(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
@@ -41,10 +42,14 @@ func preconditions(t *testing.T) {
 	if _, err := FindIgnition(); err != nil {
 		missing = append(missing, err.Error())
 	}
-	for _, tool := range []string{"ignition-validate", "ip", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "nmcli", "xz"} {
+	for _, tool := range []string{"ignition-validate", "ip", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "nmcli", "xz",
+		"nft", "xtables-nft-multi", "nsenter"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			missing = append(missing, tool+" not on PATH")
 		}
+	}
+	if _, err := os.Stat(filepath.Join(DebianCNIDir, "bridge")); err != nil {
+		missing = append(missing, "the CNI reference plugins ("+DebianCNIDir+", containernetworking-plugins)")
 	}
 	if _, err := GoTool(); err != nil {
 		missing = append(missing, err.Error())

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/render-static/render-static/internal/testkit/testtools"
 )
 
 // TestRefusesHostNamespaces: in the host's namespaces (where `go test` normally runs) the node and the namespace
@@ -117,9 +120,13 @@ func TestReadKubeletUnit(t *testing.T) {
 
 // TestImageContent: which local binaries each image the render names is built from.
 func TestImageContent(t *testing.T) {
-	have := func(b string) bool { return b == "kube-apiserver" }
+	have := func(b string) bool {
+		return b == "kube-apiserver" || b == "coredns" || b == "agnhost" || b == "kube-proxy"
+	}
 	for img, want := range map[string]string{
-		"registry.k8s.io/pause:3.10":             "pause:/pause",
+		"registry.k8s.io/pause:3.10":              "pause:/pause",
+		"registry.k8s.io/coredns/coredns:v1.12.1": "coredns:/coredns",
+		AgnhostImage:                             "agnhost:/agnhost",
 		"registry.k8s.io/etcd:3.6.5-0":           "etcd:/usr/local/bin/etcd etcdctl:/usr/local/bin/etcdctl",
 		"registry.k8s.io/kube-apiserver:v1.34.3": "kube-apiserver:/usr/local/bin/kube-apiserver",
 	} {
@@ -137,6 +144,31 @@ func TestImageContent(t *testing.T) {
 	}
 	if _, err := imageContent("quay.io/openshift/origin-hyperkube:4.20", "p", have); err == nil {
 		t.Error("an image with no local binary was accepted")
+	}
+	// kube-proxy's: its binary first (the entrypoint), then the iptables-nft userspace of this machine.
+	if _, err := os.Stat("/usr/sbin/xtables-nft-multi"); err != nil {
+		testtools.Missing(t, "iptables (xtables-nft-multi) not installed: run hack/install-test-deps.sh")
+		return
+	}
+	files, err := imageContent("registry.k8s.io/kube-proxy:v1.34.3", "p", have)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string]string{}
+	for _, f := range files {
+		paths[f.Path] = f.Binary
+	}
+	if files[0].Binary != "kube-proxy" || files[0].Path != "/usr/local/bin/kube-proxy" {
+		t.Errorf("kube-proxy's image starts with %+v", files[0])
+	}
+	for _, want := range []string{"/usr/sbin/iptables-restore", "/usr/sbin/ip6tables-save", "/usr/lib/x86_64-linux-gnu/xtables/libxt_comment.so",
+		"/lib64/ld-linux-x86-64.so.2"} {
+		if paths[want] == "" {
+			t.Errorf("kube-proxy's image has no %s", want)
+		}
+	}
+	if paths["/usr/sbin/iptables-restore"] != "/usr/sbin/xtables-nft-multi" {
+		t.Errorf("iptables-restore comes from %q, want xtables-nft-multi", paths["/usr/sbin/iptables-restore"])
 	}
 }
 
@@ -163,5 +195,57 @@ func TestReadYAMLReadsJSON(t *testing.T) {
 		if !reflect.DeepEqual(c.in, c.out) {
 			t.Errorf("read back %+v, wrote %+v", c.out, c.in)
 		}
+	}
+}
+
+// TestReadUnit: a rendered oneshot unit's commands and environment, as the harness runs them (units.go).
+func TestReadUnit(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "etc", "systemd", "system")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "etc", "net.env"), []byte("# comment\nA=1\n"), 0o644)
+	unit := "[Unit]\nBefore=kubelet.service crio.service\n[Service]\nType=oneshot\nRemainAfterExit=yes\n" +
+		"Environment=\"B=two words\"\nEnvironmentFile=/etc/net.env\nEnvironmentFile=-/etc/none.env\n" +
+		"ExecStartPre=-/bin/mkdir -p /run/x\nExecStart=/usr/local/bin/aio-pod-network.sh \\\n  --flag 'a b'\n"
+	if err := os.WriteFile(filepath.Join(dir, PodNetworkUnit+".service"), []byte(unit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u, err := ReadUnit(root, PodNetworkUnit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(u.Env, "|"); got != "B=two words|A=1" {
+		t.Errorf("Env = %q", got)
+	}
+	if len(u.Pre) != 1 || strings.Join(u.Pre[0], " ") != "/bin/mkdir -p /run/x" {
+		t.Errorf("Pre = %q", u.Pre)
+	}
+	if len(u.Start) != 1 || !reflect.DeepEqual(u.Start[0], []string{"/usr/local/bin/aio-pod-network.sh", "--flag", "a b"}) {
+		t.Errorf("Start = %q", u.Start)
+	}
+	if _, err := ReadUnit(root, "nothing"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a unit not rendered: %v, want ErrNotExist", err)
+	}
+}
+
+// TestCRIOSettings: the rendered CRI-O drop-in's network settings, as containerd's configuration takes them.
+func TestCRIOSettings(t *testing.T) {
+	root := t.TempDir()
+	d := filepath.Join(root, "etc", "crio", "crio.conf.d")
+	os.MkdirAll(d, 0o755)
+	os.WriteFile(filepath.Join(d, "00-aio.conf"), []byte("[crio.image]\npause_image = \"registry.k8s.io/pause:3.10\"\n"+
+		"[crio.network]\nnetwork_dir = \"/etc/kubernetes/cni/net.d/\"\nplugin_dirs = [\"/var/lib/cni/bin\", \"/usr/libexec/cni\"]\n"), 0o644)
+	if p, err := crioPauseImage(root); err != nil || p != "registry.k8s.io/pause:3.10" {
+		t.Errorf("pause image %q, %v", p, err)
+	}
+	v, err := crioSetting(root, "plugin_dirs")
+	if got := crioStrings(v); err != nil || !reflect.DeepEqual(got, []string{"/var/lib/cni/bin", "/usr/libexec/cni"}) {
+		t.Errorf("plugin_dirs %q, %v", got, err)
+	}
+	v, _ = crioSetting(root, "network_dir")
+	if got := crioStrings(v); !reflect.DeepEqual(got, []string{"/etc/kubernetes/cni/net.d/"}) {
+		t.Errorf("network_dir %q", got)
 	}
 }

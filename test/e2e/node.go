@@ -39,9 +39,13 @@ type Node struct {
 	// CgroupRoot, for a worker, is its kubelet's cgroupRoot (overrides.go): two kubelets on one machine share the
 	// cgroup hierarchies, so each owns a subtree of its own.
 	CgroupRoot string
+	// Nameserver is the node's /etc/resolv.conf nameserver (overrides.go): its primary IP.
+	Nameserver string
 
 	CRISocket    string // where the rendered kubelet.conf points its runtime endpoint (containerd listens there)
 	PauseImage   string // the sandbox image the rendered CRI-O drop-in names
+	CNIConfDir   string // containerd's CNI conf_dir: the rendered CRI-O network_dir
+	CNIBinDir    string // containerd's CNI bin_dir, where the harness puts Debian's plugins (overrides.go)
 	KubeletArgv  []string
 	KubeletStart time.Time // the kubelet's first start in this boot
 	// KubeletRestarts are the later starts (the node's own scripts restart it through systemctl: standins.go).
@@ -54,7 +58,8 @@ type Node struct {
 
 	mu          sync.Mutex
 	kubelet     *exec.Cmd
-	kubeletDown bool // stopped on request (systemctl stop): not a failure
+	kubeletDown bool            // stopped on request (systemctl stop): not a failure
+	unitsRan    map[string]bool // the oneshot units that ran to their end in this boot (units.go)
 }
 
 // LogDir holds containerd.log and kubelet.log of this boot.
@@ -136,8 +141,8 @@ func (n *Node) Mount() error {
 	return applyFileOverrides(n)
 }
 
-// overlaid are the directories Mount overlays: nodeTops and /usr/bin.
-func overlaid() []string { return append(append([]string{}, nodeTops...), "usr/bin") }
+// overlaid are the directories Mount overlays: nodeTops, /usr/bin and /usr/libexec (the CNI plugins, overrides.go).
+func overlaid() []string { return append(append([]string{}, nodeTops...), "usr/bin", "usr/libexec") }
 
 // overlay mounts an overlay over dir: the host's dir read-only below (from Lower when set), this boot's changes in
 // Work above.
@@ -534,6 +539,16 @@ func readYAML(path string, v any) error {
 
 // crioPauseImage is pause_image of the rendered CRI-O drop-ins (/etc/crio/crio.conf.d/*).
 func crioPauseImage(root string) (string, error) {
+	v, err := crioSetting(root, "pause_image")
+	if err == nil && v == "" {
+		err = fmt.Errorf("no pause_image in %s/etc/crio/crio.conf.d", root)
+	}
+	return strings.Trim(v, `"`), err
+}
+
+// crioSetting is the value of key in the rendered CRI-O drop-ins (/etc/crio/crio.conf.d/*), as written (a string
+// keeps its quotes, an array its brackets); "" when no drop-in sets it.
+func crioSetting(root, key string) (string, error) {
 	files, _ := filepath.Glob(filepath.Join(root, "etc", "crio", "crio.conf.d", "*"))
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -542,12 +557,23 @@ func crioPauseImage(root string) (string, error) {
 		}
 		for _, line := range strings.Split(string(data), "\n") {
 			k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
-			if ok && strings.TrimSpace(k) == "pause_image" {
-				return strings.Trim(strings.TrimSpace(v), `"`), nil
+			if ok && strings.TrimSpace(k) == key {
+				return strings.TrimSpace(v), nil
 			}
 		}
 	}
-	return "", fmt.Errorf("no pause_image in %s/etc/crio/crio.conf.d", root)
+	return "", nil
+}
+
+// crioStrings reads a TOML string or array of strings as CRI-O's drop-in writes them ("a" or ["a", "b"]).
+func crioStrings(v string) []string {
+	var out []string
+	for _, f := range strings.Split(strings.Trim(strings.TrimSpace(v), "[]"), ",") {
+		if f = strings.Trim(strings.TrimSpace(f), `"`); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // poll calls f every interval until it reports done, fails, or timeout passes; the last error is reported.

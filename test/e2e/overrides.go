@@ -20,18 +20,24 @@ var Overrides = []struct{ What, Why string }{
 		"RHCOS runs CRI-O; Debian has no CRI-O package, containerd speaks the same CRI"},
 	{"containerd: restrict_oom_score_adj = true",
 		"this machine drops CAP_SYS_RESOURCE: runc cannot lower oom_score_adj below 0, which fails every container of a critical pod"},
-	{"containerd: sandbox_image = the rendered CRI-O drop-in's pause_image, built here; no CNI configuration",
-		"nothing can be pulled here; without a network plugin the node stays NotReady and host-network pods run (the four static pods are host-network)"},
+	{"containerd: sandbox_image = the rendered CRI-O drop-in's pause_image, built here",
+		"nothing can be pulled here"},
+	{"containerd: CNI conf_dir = the rendered CRI-O drop-in's network_dir (/etc/kubernetes/cni/net.d), bin_dir = /usr/libexec/cni (the one of its plugin_dirs RHCOS ships the reference plugins in; containerd 1.6 takes one directory)",
+		"the node's pod network is the rendered CNI configuration (issue 37), read by containerd where CRI-O reads it"},
+	{"/usr/libexec/cni is Debian's containernetworking-plugins 1.1.1 (/usr/lib/cni bind-mounted there, over an overlay on /usr/libexec)",
+		"RHCOS ships the CNI reference plugins (bridge, host-local, portmap, loopback) under /usr/libexec/cni; Debian ships the same plugins under /usr/lib/cni"},
+	{"aio-pod-network.service's ExecStart runs before containerd and the kubelet on every boot, and again on `systemctl start|restart aio-pod-network` (the stand-in, standins.go)",
+		"no systemd runs here: the unit is ordered Before=kubelet.service crio.service, and the update of a day-2 worker restarts it"},
 	{"kubelet.conf: cgroupDriver systemd -> cgroupfs, systemCgroups removed",
 		"no systemd runs in the node's PID namespace, so there are no systemd slices to delegate to"},
 	{"kubelet flags: --runtime-cgroups removed",
 		"it names a systemd slice (/system.slice/crio.service) that does not exist here"},
 	{"/usr/bin/kubelet and /usr/bin/kubectl are the upstream v1.34.3 builds (overlay on /usr/bin)",
 		"RHCOS ships both; here they are built from the Go module proxy"},
-	{"/usr/bin/systemctl and /usr/bin/crictl are stand-ins that hand their arguments to the harness (overlay on /usr/bin; standins.go): stop/start/restart of kubelet.service stop and start the harness's kubelet by PID with the unit's own commands, other units only succeed; crictl pods/stopp/rmp go through the harness's CRI client",
+	{"/usr/bin/systemctl and /usr/bin/crictl are stand-ins that hand their arguments to the harness (overlay on /usr/bin; standins.go): stop/start/restart of kubelet.service stop and start the harness's kubelet by PID with the unit's own commands, start/restart of aio-pod-network.service run its ExecStart (units.go), other units only succeed; crictl pods/stopp/rmp go through the harness's CRI client",
 		"aiokube disables its own unit when done and aio-update recover restarts the kubelet and the static pods; no systemd runs here and Debian ships no crictl (RHCOS has both)"},
-	{"/etc/resolv.conf: nameserver 127.0.0.1",
-		"the private network namespace has no DNS server; a lookup must fail at once, not time out"},
+	{"/etc/resolv.conf: nameserver <the node's primary IP> (nothing listens on port 53 there)",
+		"the private network namespace has no DNS server; a lookup must fail at once (port unreachable), not time out; and not a loopback address: the kubelet hands the node's resolv.conf to CoreDNS, whose forward to a loopback nameserver is itself (the loop coredns#2087 describes; its loop plugin exits)"},
 	{"the CSR approver's unit runs every 5 s instead of its timer's 1 min; aiokube's waits are shortened (AIOKUBE_*_SECONDS, AIOKUBE_ATTEMPTS)",
 		"bounded test time; the commands and the rest of their environment are the units' own"},
 	{"kernel.panic, kernel.panic_on_oops and vm.overcommit_memory are restored after each boot",
@@ -51,13 +57,20 @@ func PrintOverrides(logf func(string, ...any)) {
 
 // applyFileOverrides makes the file changes of Overrides in the node's view (overlays and bind mounts only).
 func applyFileOverrides(n *Node) error {
-	if err := writeFile("/etc/resolv.conf", []byte("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"), 0o644); err != nil {
+	ns := n.Nameserver
+	if ns == "" {
+		ns = "127.0.0.1"
+	}
+	if err := writeFile("/etc/resolv.conf", []byte("nameserver "+ns+"\noptions timeout:1 attempts:1\n"), 0o644); err != nil {
 		return err
 	}
 	for _, b := range []string{"kubelet", "kubectl"} {
 		if err := bind(filepath.Join(n.BinDir, b), "/usr/bin/"+b); err != nil {
 			return err
 		}
+	}
+	if err := n.cniDirs(); err != nil {
+		return err
 	}
 	for _, tool := range []string{"systemctl", "crictl"} {
 		if err := writeFile("/usr/bin/"+tool, []byte(standInScript(tool)), 0o755); err != nil {
@@ -114,12 +127,6 @@ func containerdConfig(n *Node) (string, error) {
 	if n.CRISocket == "" || n.PauseImage == "" {
 		return "", fmt.Errorf("containerd: no CRI socket or pause image (Mount first)")
 	}
-	cni := filepath.Join(n.Work, "cni")
-	for _, d := range []string{"bin", "net.d"} {
-		if err := os.MkdirAll(filepath.Join(cni, d), 0o755); err != nil {
-			return "", err
-		}
-	}
 	return fmt.Sprintf(`version = 2
 root = "/var/lib/containerd"
 state = "/run/containerd"
@@ -140,5 +147,32 @@ state = "/run/containerd"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %q
     conf_dir = %q
-`, n.CRISocket, n.PauseImage, filepath.Join(cni, "bin"), filepath.Join(cni, "net.d")), nil
+`, n.CRISocket, n.PauseImage, n.CNIBinDir, n.CNIConfDir), nil
+}
+
+// The CNI directories of the rendered CRI-O drop-in ([crio.network]), and where Debian's plugins are.
+const (
+	crioNetworkDir = "/etc/kubernetes/cni/net.d" // the machine-config operator's network_dir, when no drop-in sets one
+	rhcosCNIBinDir = "/usr/libexec/cni"          // where RHCOS ships the reference plugins
+	DebianCNIDir   = "/usr/lib/cni"              // Debian's containernetworking-plugins
+)
+
+// cniDirs sets containerd's CNI directories from the rendered CRI-O drop-in (Overrides) and puts Debian's plugins
+// where RHCOS has its own.
+func (n *Node) cniDirs() error {
+	n.CNIConfDir, n.CNIBinDir = crioNetworkDir, rhcosCNIBinDir
+	if v, err := crioSetting("/", "network_dir"); err != nil {
+		return err
+	} else if d := crioStrings(v); len(d) > 0 {
+		n.CNIConfDir = strings.TrimSuffix(d[0], "/")
+	}
+	if v, err := crioSetting("/", "plugin_dirs"); err != nil {
+		return err
+	} else if d := crioStrings(v); len(d) > 0 && !slices.Contains(d, rhcosCNIBinDir) {
+		return fmt.Errorf("the rendered CRI-O plugin_dirs %q do not name %s, where the harness puts the CNI plugins", d, rhcosCNIBinDir)
+	}
+	if _, err := os.Stat(filepath.Join(DebianCNIDir, "bridge")); err != nil {
+		return fmt.Errorf("the CNI reference plugins are not installed (%v): run hack/install-test-deps.sh (containernetworking-plugins)", err)
+	}
+	return bind(DebianCNIDir, n.CNIBinDir)
 }

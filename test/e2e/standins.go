@@ -101,8 +101,9 @@ func (n *Node) standIn(ctx context.Context, tool string, args []string) (string,
 	return "unknown stand-in " + tool + "\n", 2
 }
 
-// systemctl: stop, start and restart of the kubelet's unit act on the harness's kubelet; everything else (aiokube
-// disabling its own unit) only succeeds, as nothing else runs as a unit here.
+// systemctl: stop, start and restart of the kubelet's unit act on the harness's kubelet; start and restart of a
+// oneshot unit the harness models (units.go: aio-pod-network) run it; everything else (aiokube disabling its own
+// unit) only succeeds, as nothing else runs as a unit here.
 func (n *Node) systemctl(ctx context.Context, args []string) (string, int) {
 	var units []string
 	verb := ""
@@ -115,6 +116,17 @@ func (n *Node) systemctl(ctx context.Context, args []string) (string, int) {
 		} else {
 			units = append(units, strings.TrimSuffix(a, ".service"))
 		}
+	}
+	if len(units) == 1 && oneshotUnits[units[0]] && (verb == "start" || verb == "restart") {
+		// A oneshot unit with RemainAfterExit (units.go), as systemd treats it: start runs it unless it already
+		// ran in this boot (it stays active), restart runs it again.
+		if verb == "start" && n.unitRan(units[0]) {
+			return "", 0
+		}
+		if _, err := n.RunUnit(ctx, units[0]); err != nil {
+			return err.Error() + "\n", 1
+		}
+		return "", 0
 	}
 	if len(units) != 1 || units[0] != "kubelet" {
 		return "", 0

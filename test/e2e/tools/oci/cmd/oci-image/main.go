@@ -100,7 +100,8 @@ func build(spec string) (name.Reference, v1.Image, error) {
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", "amd64"
 	cf.Config.Entrypoint = []string{layerFiles[0].path}
-	cf.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	// Docker's default PATH: kube-proxy finds iptables in /usr/sbin (as in its upstream image).
+	cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	img, err = mutate.ConfigFile(img, cf)
 	return ref, img, err
 }
