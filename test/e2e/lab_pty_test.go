@@ -565,8 +565,35 @@ func TestLabRefusesWithoutTerminal(t *testing.T) {
 	t.Logf("refused in %s (%v):\n%s", took.Round(time.Millisecond), err, out)
 }
 
+// readmeWorkload is the README's "Run a workload" commands, as a user pastes them into the lab: the first sh block
+// of that section.
+func readmeWorkload(t *testing.T, root string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "\n## Run a workload\n")
+	if !ok {
+		t.Fatal("README.md has no \"## Run a workload\" section")
+	}
+	_, block, ok := strings.Cut(section, "```sh\n")
+	if !ok {
+		t.Fatal("README.md's \"Run a workload\" has no sh block")
+	}
+	block, _, ok = strings.Cut(block, "```")
+	if !ok || !strings.Contains(block, "kubectl expose") {
+		t.Fatalf("README.md's \"Run a workload\" block is not what the test runs:\n%s", block)
+	}
+	return block
+}
+
+// readmeWorkloadAnswer is what the README's workload block prints when the client reached the Service by name.
+const readmeWorkloadAnswer = "web.default.svc.cluster.local answers"
+
 // TestLabCommandWithoutTerminal: `make lab LAB_CMD=...` with no terminal boots the node, runs the command, prints
-// its output and exit code, stops the node, and make's exit status says the command failed.
+// its output and exit code, stops the node, and make's exit status says the command failed. The command is the
+// README's: a Deployment exposed and reached by name from a pod, as a user does first in the lab.
 func TestLabCommandWithoutTerminal(t *testing.T) {
 	preconditions(t)
 	testtools.Tool(t, "make")
@@ -574,7 +601,11 @@ func TestLabCommandWithoutTerminal(t *testing.T) {
 	before := hostBaseline(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "make", "lab", "LAB_CMD=kubectl get nodes; kubectl get pods -A; exit 3")
+	workload := readmeWorkload(t, root)
+	if !strings.Contains(workload, readmeWorkloadAnswer) {
+		t.Fatalf("README.md's workload block does not print %q", readmeWorkloadAnswer)
+	}
+	cmd := exec.CommandContext(ctx, "make", "lab", "LAB_CMD=kubectl get nodes; kubectl get pods -A; "+workload+"\nkubectl get pods -A -o wide; exit 3")
 	cmd.Dir, cmd.Env = root, userEnv()
 	var out bytes.Buffer
 	var mu sync.Mutex
@@ -623,6 +654,12 @@ func TestLabCommandWithoutTerminal(t *testing.T) {
 	}
 	if n := len(mirrorPod.FindAllString(text, -1)); n < 4 {
 		t.Errorf("LAB_CMD's kubectl get pods -A shows %d mirror pods Running:\n%s", n, lastLines(text, 40))
+	}
+	if !regexp.MustCompile(`(?m)^` + upstreamNodeName + `\s+Ready\s`).MatchString(text) {
+		t.Errorf("the lab's node is not Ready:\n%s", lastLines(text, 60))
+	}
+	if !strings.Contains(text, "\n"+readmeWorkloadAnswer) {
+		t.Errorf("the README's workload did not reach its Service by name:\n%s", lastLines(text, 60))
 	}
 	checkNodeGone(t, before, node)
 	checkWorkGone(t, text)
