@@ -83,7 +83,7 @@ func TestWorkerCLI(t *testing.T) {
 		t.Fatalf("the worker's live.ign: %v %v, want a 0600 file", live, err)
 	}
 	for _, want := range []string{"worker worker-0 added to " + dir, filepath.Join(dir, "workers", "worker-0", "worker.ign"),
-		"apply " + dir + "/update on the control-plane node", "1 other files",
+		"apply " + dir + "/update on the control-plane node", "2 other files", // the approver's list, the pod network's routes
 		"  its live ISO config: " + filepath.Join(dir, "workers", "worker-0", "live.ign"),
 		fmt.Sprintf("\n  worker-0 live.ign: %d bytes; embeds in ", live.Size()),
 		"\n  worker-0 install:  to /dev/sda, then reboot; network: w0.nmconnection (live system and installed node)\n"} {

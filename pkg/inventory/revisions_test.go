@@ -109,3 +109,23 @@ func TestRetiredRevisionCopies(t *testing.T) {
 		})
 	}
 }
+
+// TestNonRevisionedStaticPod: a static pod of no operator (kube-proxy's, pkg/podnetwork: YAML, no revision label,
+// host paths outside the revision directories) beside the revisioned ones changes nothing of what they run.
+func TestNonRevisionedStaticPod(t *testing.T) {
+	files := map[string][]byte{
+		export.PodManifestDir + "/etcd-pod.yaml":         staticPod("openshift-etcd", "etcd", "etcd-pod", 2, true),
+		export.ResourceDir + "/etcd-pod-2/etcd-pod.yaml": staticPod("openshift-etcd", "etcd", "etcd-pod", 2, true),
+		export.ResourceDir + "/etcd-pod-1/etcd-pod.yaml": staticPod("openshift-etcd", "etcd", "etcd-pod", 1, true),
+	}
+	without := RunningRevisions(files)
+	files[export.PodManifestDir+"/kube-proxy.yaml"] = []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: kube-proxy\n  namespace: kube-system\n" +
+		"  labels:\n    k8s-app: kube-proxy\nspec:\n  hostNetwork: true\n  volumes:\n  - name: config\n    hostPath:\n      path: /etc/kubernetes/kube-proxy\n")
+	with := RunningRevisions(files)
+	if fmt.Sprint(with.Dirs, with.Namespaces) != fmt.Sprint(without.Dirs, without.Namespaces) || with.Current("etcd-pod") != 2 || !with.UnusedDir("etcd-pod-1") {
+		t.Errorf("with kube-proxy's pod: %v %v, without: %v %v", with.Dirs, with.Namespaces, without.Dirs, without.Namespaces)
+	}
+	if _, ok := with.Namespaces["kube-system"]; ok {
+		t.Errorf("kube-proxy's pod counted as revisioned: %v", with.Namespaces)
+	}
+}

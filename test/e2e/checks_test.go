@@ -157,12 +157,14 @@ func checkLeases(t *testing.T, cs *kubernetes.Clientset) {
 	}
 }
 
-// checkUnschedulable: with no nodes, the scheduler marks a new pod Unschedulable (so it runs and binds).
+// checkUnschedulable: the scheduler marks a pod no node fits Unschedulable (so it runs and evaluates the nodes).
 func checkUnschedulable(t *testing.T, cs *kubernetes.Clientset, ns string) {
 	t.Helper()
 	ctx := context.Background()
+	// A node selector no node matches: the node is Ready (issue 37's pod network), so nothing else keeps it off.
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "unschedulable"}, Spec: corev1.PodSpec{
-		Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}}}}
+		NodeSelector: map[string]string{"e2e.render-static.io/no-such-node": "true"},
+		Containers:   []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}}}}
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Errorf("create pod: %v", err)
 		return

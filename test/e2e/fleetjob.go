@@ -18,7 +18,7 @@ import (
 )
 
 // The fleet's Indexed Job (issue 13) on the e2e node: examples/fleet/job.yaml, changed only where a one-node lab
-// without a registry, a volume provisioner or a network plugin needs it (FleetJobOverrides), renders a small site
+// without a registry or a volume provisioner needs it (FleetJobOverrides; its pods run on the built-in pod network), renders a small site
 // list with the render-static the test built, run from an image built here like the control plane's.
 
 // FleetImage is the name the node's containerd knows the render-static image by (nothing can be pulled).
@@ -29,8 +29,6 @@ const FleetImage = "localhost/render-static:e2e"
 var FleetJobOverrides = []struct{ What, Why string }{
 	{"image " + FleetImage + ", imagePullPolicy Never", "nothing can be pulled here: the image is built from the test's render-static and imported into containerd"},
 	{"volumes sites and out: hostPath", "the node has no volume provisioner for the example's PersistentVolumeClaims"},
-	{"hostNetwork: true", "the node has no network plugin: only host-network pods get a sandbox (render-static needs no network)"},
-	{"tolerations: node.kubernetes.io/not-ready (Exists)", "without a network plugin the node stays NotReady and carries that taint"},
 	{"runAsUser 65532", "the Containerfile's USER; the image built here has no user, and runAsNonRoot needs one"},
 	{"requests cpu 100m, memory 256Mi", "the example asks 2 CPUs per pod for a hub's nodes; this 2-core node runs the control plane too"},
 }
@@ -49,8 +47,6 @@ func FleetJobForNode(example []byte, sitesDir, outDir string) (*batchv1.Job, err
 	c := &spec.Containers[0]
 	c.Image, c.ImagePullPolicy = FleetImage, corev1.PullNever
 	c.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("256Mi")}
-	spec.HostNetwork = true
-	spec.Tolerations = append(spec.Tolerations, corev1.Toleration{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists})
 	if spec.SecurityContext == nil {
 		spec.SecurityContext = &corev1.PodSecurityContext{}
 	}

@@ -120,7 +120,12 @@ func iptablesFiles() (ImageFiles, error) {
 			libs[lib] = true
 		}
 	}
-	for _, lib := range sortedKeys(libs) {
+	sorted := make([]string, 0, len(libs))
+	for lib := range libs {
+		sorted = append(sorted, lib)
+	}
+	sort.Strings(sorted)
+	for _, lib := range sorted {
 		files = append(files, struct{ Binary, Path string }{lib, lib})
 	}
 	return files, nil

@@ -239,19 +239,77 @@ func runIP(ctx context.Context, cmds ...[]string) error {
 	return nil
 }
 
-// The link between a control-plane node and a worker (worker.go): a bridge inside the control-plane node's
-// network namespace holds eth0p, the other end of the control-plane node's eth0, and one end of a veth pair per
-// worker, whose other end is eth0 in the worker's network namespace. Nothing of it is in the host's namespace:
-// the pair is made in the control-plane node's namespace with its peer created straight in the worker's.
+// The link between a control-plane node and a worker (worker.go), or the outside machine (outside.go): a switch,
+// a network namespace of its own holding a bridge, takes eth0p, the other end of the control-plane node's eth0, and
+// one end of a veth pair per worker, whose other end is eth0 in the worker's network namespace. Nothing of it is in
+// the host's namespace: the control-plane node's test makes the switch (a process holding a new network namespace,
+// in the node's PID namespace) and moves eth0p there, and each pair is made in the switch with its peer created
+// straight in the worker's namespace. The bridge is not in the node's own network namespace: the pod network
+// turns bridge netfilter on there (aio-pod-network), and a bridge there would hand the frames between the nodes to
+// the node's iptables (kube-proxy's NodePort DNAT on a bridged frame), as no real node's switch does.
 const (
 	nodeBridge = "aio-br0"
 	workerLink = "aio-wk"
 )
 
-// LinkWorker connects the network namespace of process pid (a worker's, started by this control-plane node) to
-// this one: the bridge (made once, with eth0p in it) and a veth pair, link here and eth0 there. It runs in a node
-// whose /proc is its own PID namespace's (Node.Mount), so /proc/1 is the node itself: it refuses unless this
-// network namespace differs from every one its creator passed down (EnvHostNetns: the host's) and is a node's.
+// nodeSwitch is this node's switch (made by the first LinkWorker), or nil.
+var nodeSwitch *exec.Cmd
+
+// switchNetns is the switch's network namespace.
+func switchNetns() string { return fmt.Sprintf("/proc/%d/ns/net", nodeSwitch.Process.Pid) }
+
+// inSwitch runs ip commands in the switch's network namespace, each bounded.
+func inSwitch(ctx context.Context, cmds ...[]string) error {
+	for _, c := range cmds {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		out, err := exec.CommandContext(cctx, "nsenter", append([]string{"--net=" + switchNetns()}, c...)...).CombinedOutput()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("in the switch: %s: %w: %s", strings.Join(c, " "), err, out)
+		}
+	}
+	return nil
+}
+
+// startSwitch makes the switch: a process holding a new network namespace (no Pdeathsig: it ends by its PID in
+// StopSwitch, or with the node's PID namespace), eth0p moved there onto a bridge, bridge netfilter off there.
+func startSwitch(ctx context.Context) error {
+	holder := exec.Command("sleep", "infinity")
+	holder.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Setpgid: true}
+	if err := holder.Start(); err != nil {
+		return fmt.Errorf("the switch's namespace: %w", err)
+	}
+	nodeSwitch = holder
+	if err := runIP(ctx, []string{"link", "set", "eth0p", "netns", strconv.Itoa(holder.Process.Pid)}); err != nil {
+		StopSwitch()
+		return err
+	}
+	// No multicast snooping: IPv6 neighbour solicitations must reach every port, with no querier here.
+	err := inSwitch(ctx, []string{"ip", "link", "set", "lo", "up"},
+		[]string{"ip", "link", "add", nodeBridge, "type", "bridge", "mcast_snooping", "0"},
+		[]string{"ip", "link", "set", "eth0p", "master", nodeBridge}, []string{"ip", "link", "set", "eth0p", "up"},
+		[]string{"ip", "link", "set", nodeBridge, "up"},
+		[]string{"sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=0", "net.bridge.bridge-nf-call-ip6tables=0", "net.bridge.bridge-nf-call-arptables=0"})
+	if err != nil {
+		StopSwitch()
+	}
+	return err
+}
+
+// StopSwitch ends the switch's holder by its PID (its namespace, bridge and links go with it).
+func StopSwitch() {
+	if nodeSwitch != nil {
+		nodeSwitch.Process.Kill()
+		nodeSwitch.Wait()
+		nodeSwitch = nil
+	}
+}
+
+// LinkWorker connects the network namespace of process pid (a worker's, started by this control-plane node, or the
+// outside machine's) to this node's network through the switch (made once): a veth pair, link in the switch and
+// eth0 there. It runs in a node whose /proc is its own PID namespace's (Node.Mount), so /proc/1 is the node itself:
+// it refuses unless this network namespace differs from every one its creator passed down (EnvHostNetns: the
+// host's) and is a node's.
 func LinkWorker(ctx context.Context, pid int, link string) error {
 	self, err := nsLink("self", "net")
 	if err != nil {
@@ -264,18 +322,16 @@ func LinkWorker(ctx context.Context, pid int, link string) error {
 	if slices.Contains(above, self) {
 		return fmt.Errorf("refusing to link a worker from the host's net namespace (%s)", self)
 	}
-	if _, err := net.InterfaceByName("eth0p"); err != nil {
-		return fmt.Errorf("refusing: this network namespace has no eth0p (it is not a node's, ConfigureNetns): %w", err)
+	if nodeSwitch == nil {
+		if _, err := net.InterfaceByName("eth0p"); err != nil {
+			return fmt.Errorf("refusing: this network namespace has no eth0p (it is not a node's, ConfigureNetns): %w", err)
+		}
+		if err := startSwitch(ctx); err != nil {
+			return err
+		}
 	}
-	var cmds [][]string
-	if _, err := net.InterfaceByName(nodeBridge); err != nil {
-		// No multicast snooping: IPv6 neighbour solicitations must reach every port, with no querier here.
-		cmds = append(cmds, []string{"link", "add", nodeBridge, "type", "bridge", "mcast_snooping", "0"},
-			[]string{"link", "set", "eth0p", "master", nodeBridge}, []string{"link", "set", nodeBridge, "up"})
-	}
-	cmds = append(cmds, []string{"link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", strconv.Itoa(pid)},
-		[]string{"link", "set", link, "master", nodeBridge}, []string{"link", "set", link, "up"})
-	return runIP(ctx, cmds...)
+	return inSwitch(ctx, []string{"ip", "link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", strconv.Itoa(pid)},
+		[]string{"ip", "link", "set", link, "master", nodeBridge}, []string{"ip", "link", "set", link, "up"})
 }
 
 // JoinNetns sets up a worker's private network namespace once its control-plane node linked it (LinkWorker):

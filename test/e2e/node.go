@@ -39,6 +39,8 @@ type Node struct {
 	// CgroupRoot, for a worker, is its kubelet's cgroupRoot (overrides.go): two kubelets on one machine share the
 	// cgroup hierarchies, so each owns a subtree of its own.
 	CgroupRoot string
+	// Nameserver is the node's /etc/resolv.conf nameserver (overrides.go): its primary IP.
+	Nameserver string
 
 	CRISocket    string // where the rendered kubelet.conf points its runtime endpoint (containerd listens there)
 	PauseImage   string // the sandbox image the rendered CRI-O drop-in names

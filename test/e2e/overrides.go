@@ -34,10 +34,10 @@ var Overrides = []struct{ What, Why string }{
 		"it names a systemd slice (/system.slice/crio.service) that does not exist here"},
 	{"/usr/bin/kubelet and /usr/bin/kubectl are the upstream v1.34.3 builds (overlay on /usr/bin)",
 		"RHCOS ships both; here they are built from the Go module proxy"},
-	{"/usr/bin/systemctl and /usr/bin/crictl are stand-ins that hand their arguments to the harness (overlay on /usr/bin; standins.go): stop/start/restart of kubelet.service stop and start the harness's kubelet by PID with the unit's own commands, other units only succeed; crictl pods/stopp/rmp go through the harness's CRI client",
+	{"/usr/bin/systemctl and /usr/bin/crictl are stand-ins that hand their arguments to the harness (overlay on /usr/bin; standins.go): stop/start/restart of kubelet.service stop and start the harness's kubelet by PID with the unit's own commands, start/restart of aio-pod-network.service run its ExecStart (units.go), other units only succeed; crictl pods/stopp/rmp go through the harness's CRI client",
 		"aiokube disables its own unit when done and aio-update recover restarts the kubelet and the static pods; no systemd runs here and Debian ships no crictl (RHCOS has both)"},
-	{"/etc/resolv.conf: nameserver 127.0.0.1",
-		"the private network namespace has no DNS server; a lookup must fail at once, not time out"},
+	{"/etc/resolv.conf: nameserver <the node's primary IP> (nothing listens on port 53 there)",
+		"the private network namespace has no DNS server; a lookup must fail at once (port unreachable), not time out; and not a loopback address: the kubelet hands the node's resolv.conf to CoreDNS, whose forward to a loopback nameserver is itself (the loop coredns#2087 describes; its loop plugin exits)"},
 	{"the CSR approver's unit runs every 5 s instead of its timer's 1 min; aiokube's waits are shortened (AIOKUBE_*_SECONDS, AIOKUBE_ATTEMPTS)",
 		"bounded test time; the commands and the rest of their environment are the units' own"},
 	{"kernel.panic, kernel.panic_on_oops and vm.overcommit_memory are restored after each boot",
@@ -57,7 +57,11 @@ func PrintOverrides(logf func(string, ...any)) {
 
 // applyFileOverrides makes the file changes of Overrides in the node's view (overlays and bind mounts only).
 func applyFileOverrides(n *Node) error {
-	if err := writeFile("/etc/resolv.conf", []byte("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n"), 0o644); err != nil {
+	ns := n.Nameserver
+	if ns == "" {
+		ns = "127.0.0.1"
+	}
+	if err := writeFile("/etc/resolv.conf", []byte("nameserver "+ns+"\noptions timeout:1 attempts:1\n"), 0o644); err != nil {
 		return err
 	}
 	for _, b := range []string{"kubelet", "kubectl"} {

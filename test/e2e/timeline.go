@@ -37,6 +37,13 @@ func (n *Node) event(what string) {
 	n.events.events = append(n.events.events, Event{time.Now(), what})
 }
 
+// eventAt records what happened at a time the harness learnt (a condition's transition time).
+func (n *Node) eventAt(at time.Time, what string) {
+	n.events.mu.Lock()
+	defer n.events.mu.Unlock()
+	n.events.events = append(n.events.events, Event{at, what})
+}
+
 // stampFormat prefixes every line the harness writes to a unit's log.
 const stampFormat = "2006-01-02T15:04:05.000000Z07:00"
 

@@ -23,10 +23,10 @@ import (
 // test does what an admin does: `render-static worker` on the render directory, the update it makes applied on
 // the control-plane node with aio-update, the worker's worker.ign laid by Ignition into a root of its own, and the
 // worker booted there in network, mount and PID namespaces of its own (started by the control-plane node's test
-// process, PID 1 of that node's namespaces), linked to the control-plane node by a veth pair and a bridge inside
-// the control-plane node's network namespace: nothing in the host's. Then: its Node carries the worker role and its
+// process, PID 1 of that node's namespaces), linked to the control-plane node by a veth pair on a switch, a network
+// namespace of the control-plane node's test (netns.go): nothing in the host's. Then: its Node carries the worker role and its
 // kubelet heartbeats into it; the rendered CSR approver approves its serving certificate; the scheduler places a
-// host-network pod on it (no network plugin runs, so the node is NotReady: the pod tolerates that); its log and an
+// host-network pod on it (it tolerates every taint: it checks the kubelet, not the pod network); its log and an
 // exec reach it through the API (kube-apiserver -> the worker's kubelet over that certificate); the worker
 // reboots (its namespaces ended, new ones on the same root) and all of it works again; `render-static renew
 // --force` and `aio-update apply` renew every leaf of the control plane, which rolls etcd and kube-apiserver, and
@@ -93,6 +93,9 @@ func innerAddWorker(t *testing.T, spec *innerSpec, n *Node, cs *kubernetes.Clien
 		spec.Case, registered.Sub(wk.kubeletStart).Seconds(), approved.Sub(wk.kubeletStart).Seconds(), running.Sub(wk.kubeletStart).Seconds())
 	tm.add("kubelet->pod-running", running.Sub(wk.kubeletStart))
 	checkWorkerPodReached(t, spec, cs, ns, w)
+	if podNetworkRendered(root) {
+		tm.step("across-nodes", func() { checkAcrossNodes(t, spec, n, cs, w, wk.kubeletStart, wk.netns()) })
+	}
 
 	// A reboot: the worker's namespaces end with its processes; new ones on the same root.
 	tm.step("reboot", func() { wk.stop(t) })
@@ -102,6 +105,9 @@ func innerAddWorker(t *testing.T, spec *innerSpec, n *Node, cs *kubernetes.Clien
 	t.Logf("FIGURE worker %s: after its reboot, kubelet start -> the pod Running again %.1fs", spec.Case, again.Sub(wk.kubeletStart).Seconds())
 	tm.add("reboot:kubelet->pod-running", again.Sub(wk.kubeletStart))
 	checkWorkerPodReached(t, spec, cs, ns, w)
+	if podNetworkRendered(root) {
+		tm.step("reboot:across-nodes", func() { checkAcrossNodes(t, spec, n, cs, w, wk.kubeletStart, wk.netns()) })
+	}
 
 	// Every leaf of the control plane renewed, its update applied (etcd and kube-apiserver roll): the worker
 	// still works.
@@ -230,6 +236,10 @@ func startWorker(t *testing.T, spec *innerSpec, n *Node, root string, boot int) 
 	return rw
 }
 
+// netns is the worker's network namespace, seen from its control-plane node (whose PID namespace holds the
+// worker's PID 1).
+func (rw *runningWorker) netns() string { return fmt.Sprintf("/proc/%d/ns/net", rw.cmd.Process.Pid) }
+
 // stop ends the worker's boot as a shutdown does (its inner test stops the kubelet, the pods and containerd, by
 // PID), bounded, killing its PID 1 (and with it its PID namespace) at the bound; then removes its cgroups.
 func (rw *runningWorker) stop(t *testing.T) {
@@ -354,7 +364,7 @@ func checkWorkerNode(t *testing.T, cs *kubernetes.Clientset, w *workerSpec, root
 			t.Errorf("a bootstrap client CSR %s by %s", c.Name, c.Spec.Username)
 		}
 	}
-	t.Logf("Node %s: roles %v, InternalIP %v, kubelet %s, NotReady as expected without a network plugin; its kubelet authenticates as %s",
+	t.Logf("Node %s: roles %v, InternalIP %v, kubelet %s; its kubelet authenticates as %s",
 		w.Name, roles(node), internal, node.Status.NodeInfo.KubeletVersion, "system:node:"+w.Name)
 }
 
@@ -369,7 +379,7 @@ func roles(n *corev1.Node) []string {
 	return out
 }
 
-// runWorkerPod creates a host-network pod that tolerates every taint (the worker is NotReady: no network plugin)
+// runWorkerPod creates a host-network pod that tolerates every taint (it checks the kubelet, not the pod network)
 // and asks for the worker by its hostname label, as a user's workload would, not by spec.nodeName: the scheduler
 // must place it. It runs an etcd on the worker's loopback (the images built here are the only ones a node has).
 // It returns when the pod was seen Running.
