@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // conformanceTimeout bounds the whole e2e.test run (measured: see README.md); --ginkgo.timeout is a minute less,
@@ -118,9 +120,35 @@ func runNetworkConformance(t *testing.T, spec *innerSpec, n *Node) {
 	if len(res.Skipped) != len(conformanceSkip) {
 		t.Errorf("conformance: %d specs skipped, want exactly the %d of conformanceSkip", len(res.Skipped), len(conformanceSkip))
 	}
+	waitConformanceNamespacesGone(t, spec)
 	if runErr != nil && len(res.Failed) == 0 {
 		t.Errorf("conformance: e2e.test: %v with no failed spec in its report:\n%s", runErr, tail(logPath, 60))
 	}
+}
+
+// waitConformanceNamespacesGone waits (bounded) until the namespaces e2e.test made (label e2e-run, set by its
+// framework) are gone, so that the checks after it see the node without the suite's pods.
+func waitConformanceNamespacesGone(t *testing.T, spec *innerSpec) {
+	t.Helper()
+	cs, _ := clients(t, spec.Kubeconfig)
+	st := time.Now()
+	var left []string
+	err := poll(context.Background(), 5*time.Minute, 2*time.Second, func(ctx context.Context) (bool, error) {
+		l, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: "e2e-run"})
+		if err != nil {
+			return false, nil
+		}
+		left = left[:0]
+		for _, ns := range l.Items {
+			left = append(left, ns.Name)
+		}
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("conformance: the suite's namespaces %v still there after %s: %v", left, time.Since(st).Round(time.Second), err)
+		return
+	}
+	t.Logf("conformance: the suite's namespaces gone %.1fs after it ended", time.Since(st).Seconds())
 }
 
 // TestConformanceSkipRegexp: the skip expression selects exactly the listed specs, as ginkgo matches it, and
