@@ -23,6 +23,11 @@ TOOLS=(
 	"/usr/lib/cni/bridge:containernetworking-plugins"
 	"nft:nftables"
 	"xtables-nft-multi:iptables"
+	# The conformance run's agnhost image (test/e2e/conformance.go): the tools upstream's image adds to its base.
+	"nc.openbsd:netcat-openbsd"
+	"dig:bind9-dnsutils"
+	"curl:curl"
+	"wget:wget"
 )
 
 have() {

@@ -38,6 +38,8 @@ type ToolModule struct {
 	Dir      string            // the wrapper module, relative to the tools directory
 	Packages map[string]string // binary name -> main package
 	LDFlags  string            // -X flags (on top of -s -w)
+	// Tests are test binaries (`go test -c`): binary name -> package. Built after Packages, with the same flags.
+	Tests map[string]string
 }
 
 // kubeLDFlags stamps the version the way kubernetes' hack/lib/version.sh does; without it the binaries
@@ -65,6 +67,9 @@ func Tools() []ToolModule {
 			// The test workload (issue 37): the HTTP server (netexec) and the client of the network checks, as
 			// the conformance suite runs it (test/utils/image/manifest.go: registry.k8s.io/e2e-test-images/agnhost:2.56).
 			"agnhost": "k8s.io/kubernetes/test/images/agnhost",
+		}, Tests: map[string]string{
+			// Kubernetes' own conformance suite (issue 37: "a check that nobody here wrote"), conformance.go.
+			"e2e.test": "k8s.io/kubernetes/test/e2e",
 		}},
 		// The cluster DNS image (issue 37): CoreDNS with its default plugin set.
 		{Dir: "coredns", Packages: map[string]string{
@@ -156,6 +161,9 @@ func BinaryNames() []string {
 	var names []string
 	for _, m := range Tools() {
 		for n := range m.Packages {
+			names = append(names, n)
+		}
+		for n := range m.Tests {
 			names = append(names, n)
 		}
 	}
@@ -255,6 +263,9 @@ func EnsureBinaries(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		if err := buildModule(bctx, goBin, filepath.Join(o.ToolsDir, m.Dir), m, tmp, gocache, logFile); err != nil {
 			return nil, fmt.Errorf("building %s (log %s): %w\n%s", m.Dir, logPath, err, tail(logPath, 40))
 		}
+		if err := buildTests(bctx, goBin, filepath.Join(o.ToolsDir, m.Dir), m, tmp, gocache, logFile); err != nil {
+			return nil, fmt.Errorf("building %s's test binaries (log %s): %w\n%s", m.Dir, logPath, err, tail(logPath, 40))
+		}
 		steps[m.Dir] = time.Since(t0).Round(time.Second).String()
 		o.Logf("built %s in %s", m.Dir, steps[m.Dir])
 	}
@@ -264,7 +275,7 @@ func EnsureBinaries(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		switch n {
 		case "oci-image", "pause", "agnhost":
 			continue // ours, or no version flag (agnhost: its version is the kubernetes module's)
-		case "coredns":
+		case "coredns", "e2e.test":
 			args = []string{"-version"}
 		case "kubectl":
 			args = []string{"version", "--client"}
@@ -280,6 +291,7 @@ func EnsureBinaries(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 		versions[n] = strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
 	}
 	if !strings.Contains(versions["kube-apiserver"], KubeVersion) || !strings.Contains(versions["kube-proxy"], KubeVersion) ||
+		!strings.Contains(versions["e2e.test"], KubeVersion) ||
 		!strings.Contains(versions["etcd"], EtcdVersion) || !strings.Contains(versions["coredns"], CoreDNSVersion) {
 		return nil, fmt.Errorf("unexpected versions: %v", versions)
 	}
