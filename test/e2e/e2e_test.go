@@ -122,6 +122,9 @@ type innerSpec struct {
 	// LabTerminal says the inner's standard input is the controlling terminal the shell takes.
 	LabCommand  string
 	LabTerminal bool
+	// Conformance has the reboot run Kubernetes' own [sig-network] DNS and Services conformance specs against the
+	// node after the workload checks (conformance_test.go: runNetworkConformance).
+	Conformance bool `json:"conformance,omitempty"`
 	// Worker, for a control-plane node's reboot, is the worker that joins it on day 2 (worker_test.go).
 	Worker *workerSpec `json:"worker,omitempty"`
 	// A worker's own boot (Phase workerPhase): its overlays' lower layer (the control-plane node's view of the host's

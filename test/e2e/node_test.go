@@ -543,6 +543,9 @@ func innerReboot(t *testing.T, spec *innerSpec) {
 	// Issue 37: the workload again (network_test.go), the pods the API kept in new sandboxes.
 	if podNetworkRendered(spec.Root) {
 		tm.step("workload", func() { checkWorkload(t, spec, n, cs, controlPlaneReady(n)) })
+		if spec.Conformance {
+			tm.step("conformance", func() { runNetworkConformance(t, spec, n) })
+		}
 		logPeakRSS(t, n)
 	}
 	// After the serving CSR: the Job's pod logs are read through the API (API server -> kubelet).

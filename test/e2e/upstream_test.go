@@ -150,6 +150,7 @@ func TestUpstreamE2E(t *testing.T) {
 			// One case shows a reboot half-way through aiokube; the others let it finish on the first boot and
 			// print when (the IPv4 figure comes from TestUpstreamE2EPowerOff's first boot).
 			spec.InterruptAiokube = c.name == interruptAiokubeCase
+			spec.Conformance = c.name == conformanceCase
 			spec.Phase = "boot"
 			tm.step("first-boot", func() { runInner(t, spec, 15*time.Minute) })
 			spec.Phase = "reboot"
@@ -253,6 +254,10 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 
 // interruptAiokubeCase is the case whose first boot stops aiokube half-way and whose reboot finishes it.
 const interruptAiokubeCase = "ipv4"
+
+// conformanceCase is the case whose reboot runs Kubernetes' [sig-network] DNS and Services conformance specs
+// (about 3 minutes: one case, sharing its boot).
+const conformanceCase = "ipv4"
 
 // The fleet's Indexed Job runs on the first boot of one case (it tests the Job and the image, not the network
 // family): fleetJobSites sites over the example's four shards, so that shard 0 renders two of them.
