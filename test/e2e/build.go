@@ -335,6 +335,27 @@ func downloadModules(ctx context.Context, goBin, modDir string, log io.Writer, l
 	return err
 }
 
+// goCommand is the go command of the tool builds, run in modDir with the builds' own cache and settings: niced (a
+// shared 2-core machine: let interactive work go first), in its own process group (so a cancel kills the
+// compilers too) and dying with this process (an orphaned build would run on without the lock, next to the build
+// of the next test run). It logs the command line.
+func goCommand(ctx context.Context, goBin, modDir, gocache string, args []string, log io.Writer) *exec.Cmd {
+	cmdArgs := append([]string{goBin}, args...)
+	if nice, err := exec.LookPath("nice"); err == nil {
+		cmdArgs = append([]string{nice, "-n", "10"}, cmdArgs...)
+	}
+	cmd := exec.CommandContext(ctx, cmdArgs[0], cmdArgs[1:]...)
+	cmd.Dir = modDir
+	cmd.Env = append(filteredEnv("GOFLAGS", "GOWORK", "CGO_ENABLED", "GOCACHE", "GOTOOLCHAIN", "GOOS", "GOARCH"),
+		"GOFLAGS=-buildvcs=false", "GOWORK=off", "CGO_ENABLED=0", "GOCACHE="+gocache, "GOTOOLCHAIN=local")
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	fmt.Fprintf(log, "+ (cd %s && %s)\n", modDir, strings.Join(cmdArgs, " "))
+	return cmd
+}
+
 // buildModule runs one `go build` for all of a module's binaries (one command shares the action graph and
 // links in parallel), then renames the outputs to their binary names.
 func buildModule(ctx context.Context, goBin, modDir string, m ToolModule, outDir, gocache string, log io.Writer) error {
@@ -344,22 +365,7 @@ func buildModule(ctx context.Context, goBin, modDir string, m ToolModule, outDir
 		args = append(args, pkg)
 		renames[defaultExeName(pkg)] = name
 	}
-	cmdArgs := append([]string{goBin}, args...)
-	if nice, err := exec.LookPath("nice"); err == nil { // a shared 2-core machine: let interactive work go first
-		cmdArgs = append([]string{nice, "-n", "10"}, cmdArgs...)
-	}
-	cmd := exec.CommandContext(ctx, cmdArgs[0], cmdArgs[1:]...)
-	cmd.Dir = modDir
-	cmd.Env = append(filteredEnv("GOFLAGS", "GOWORK", "CGO_ENABLED", "GOCACHE", "GOTOOLCHAIN", "GOOS", "GOARCH"),
-		"GOFLAGS=-buildvcs=false", "GOWORK=off", "CGO_ENABLED=0", "GOCACHE="+gocache, "GOTOOLCHAIN=local")
-	cmd.Stdout, cmd.Stderr = log, log
-	// Its own process group (so a cancel kills the compilers too), and it dies with this process: an orphaned
-	// build would run on without the lock, next to the build of the next test run.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 10 * time.Second
-	fmt.Fprintf(log, "+ (cd %s && %s)\n", modDir, strings.Join(cmdArgs, " "))
-	if err := cmd.Run(); err != nil {
+	if err := goCommand(ctx, goBin, modDir, gocache, args, log).Run(); err != nil {
 		return err
 	}
 	for from, to := range renames {

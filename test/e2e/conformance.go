@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -19,20 +18,9 @@ import (
 // (`go test -c -o` takes one package), the same flags, cache and process handling as buildModule.
 func buildTests(ctx context.Context, goBin, modDir string, m ToolModule, outDir, gocache string, log io.Writer) error {
 	for name, pkg := range m.Tests {
-		args := []string{goBin, "test", "-c", "-mod=readonly", "-trimpath", "-ldflags", strings.TrimSpace("-s -w " + m.LDFlags),
+		args := []string{"test", "-c", "-mod=readonly", "-trimpath", "-ldflags", strings.TrimSpace("-s -w " + m.LDFlags),
 			"-o", filepath.Join(outDir, name), pkg}
-		if nice, err := exec.LookPath("nice"); err == nil {
-			args = append([]string{nice, "-n", "10"}, args...)
-		}
-		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-		cmd.Dir = modDir
-		cmd.Env = append(filteredEnv("GOFLAGS", "GOWORK", "CGO_ENABLED", "GOCACHE", "GOTOOLCHAIN", "GOOS", "GOARCH"),
-			"GOFLAGS=-buildvcs=false", "GOWORK=off", "CGO_ENABLED=0", "GOCACHE="+gocache, "GOTOOLCHAIN=local")
-		cmd.Stdout, cmd.Stderr = log, log
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-		cmd.WaitDelay = 10 * time.Second
-		fmt.Fprintf(log, "+ (cd %s && %s)\n", modDir, strings.Join(args, " "))
+		cmd := goCommand(ctx, goBin, modDir, gocache, args, log)
 		t0 := time.Now()
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("go test -c %s: %w", pkg, err)
