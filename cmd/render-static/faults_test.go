@@ -185,18 +185,7 @@ func TestLongNodeNameRefused(t *testing.T) {
 	testtools.Long(t, "renders")
 	long := strings.Repeat(strings.Repeat("a", 63)+".", 3) + strings.Repeat("b", 61) // 253 characters
 	inputs := t.TempDir()
-	ic, err := os.ReadFile(repo("examples/sno/install-config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	oneWorker := filepath.Join(inputs, "install-config.yaml")
-	workers := filepath.Join(inputs, "workers.yaml")
-	if err := os.WriteFile(oneWorker, []byte(strings.Replace(string(ic), "replicas: 0", "replicas: 1", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(workers, []byte("- nodeName: "+long+"\n  nodeIP: 192.168.126.11\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	oneWorker, workers := oneWorkerInputs(t, inputs, "- nodeName: "+long+"\n  nodeIP: 192.168.126.11\n")
 	dir := filepath.Join(t.TempDir(), "aio")
 	for _, tc := range []struct {
 		args  []string
@@ -265,18 +254,7 @@ func TestKeyfileSymlinkRefused(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ic, err := os.ReadFile(repo("examples/sno/install-config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	oneWorker := filepath.Join(inputs, "install-config.yaml")
-	workers := filepath.Join(inputs, "workers.yaml")
-	if err := os.WriteFile(oneWorker, []byte(strings.Replace(string(ic), "replicas: 0", "replicas: 1", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(workers, []byte("- nodeName: worker-0\n  nodeIP: 192.168.126.11\n  networkKeyfiles: [eno1.nmconnection]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	oneWorker, workers := oneWorkerInputs(t, inputs, "- nodeName: worker-0\n  nodeIP: 192.168.126.11\n  networkKeyfiles: [eno1.nmconnection]\n")
 	dir := filepath.Join(t.TempDir(), "aio")
 	check := func(what string, args []string, want ...string) {
 		t.Helper()
@@ -360,4 +338,22 @@ func TestShippedBinaryIgnoresFaultHook(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "aio.ign")); err != nil {
 		t.Error(err)
 	}
+}
+
+// oneWorkerInputs writes into dir the bundled example's install-config asking for one worker and a workers file of
+// these contents; it returns their paths.
+func oneWorkerInputs(t *testing.T, dir, workersYAML string) (installConfig, workers string) {
+	t.Helper()
+	ic, err := os.ReadFile(repo("examples/sno/install-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	installConfig, workers = filepath.Join(dir, "install-config.yaml"), filepath.Join(dir, "workers.yaml")
+	if err := os.WriteFile(installConfig, []byte(strings.Replace(string(ic), "replicas: 0", "replicas: 1", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(workers, []byte(workersYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return installConfig, workers
 }
