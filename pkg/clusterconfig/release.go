@@ -237,6 +237,30 @@ func (r *Release) Over(defaults Images, required []string, arch string) (Images,
 	return out, nil
 }
 
+// Describe is the release as the summary says it: its version and where it comes from ("": no release).
+func (r *Release) Describe() string {
+	if r == nil {
+		return ""
+	}
+	v := r.Version
+	if v == "" {
+		v = "unnamed"
+	}
+	var from []string
+	if r.PullSpec != "" {
+		from = append(from, r.PullSpec)
+	}
+	if r.Architecture != "" {
+		a := r.Architecture
+		if r.Multi {
+			a += " of a multi-architecture release"
+		}
+		from = append(from, a)
+	}
+	from = append(from, "from "+r.Form)
+	return fmt.Sprintf("%s (%s)", v, strings.Join(from, ", "))
+}
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one
