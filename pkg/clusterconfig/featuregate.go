@@ -54,9 +54,13 @@ var ClusterProfile = features.SelfManaged
 // tag (a digest pull spec): the payload render's own default (cluster-config-operator pkg/cmd/render/render.go).
 const DefaultPayloadVersion = "0.0.1-snapshot"
 
-// PayloadVersion is the release version of the render: the tag of the kube-apiserver operator image (where the
-// operators take OPERATOR_IMAGE_VERSION from), or DefaultPayloadVersion.
+// PayloadVersion is the release version of the render: the release input's version (the payload's
+// release-metadata version, which the operators' OPERATOR_IMAGE_VERSION is in a real cluster), else the tag of the
+// kube-apiserver operator image (where the operators take OPERATOR_IMAGE_VERSION from), or DefaultPayloadVersion.
 func (in *Inputs) PayloadVersion() string {
+	if in.Release != nil && in.Release.Version != "" {
+		return in.Release.Version
+	}
 	if tag := imageTag(in.Images["cluster-kube-apiserver-operator"]); tag != "" {
 		return tag
 	}
