@@ -46,6 +46,9 @@ const (
 	// agnhostKey names the workload image in the mirror's layout (not a release image: the render never sees it).
 	agnhostKey = "agnhost"
 
+	// mirrorReleaseName is the release ImageStream's name: the render takes it as the release's version.
+	mirrorReleaseName = "1.34.3-e2e-mirror"
+
 	mirrorShift = 5 // the mirror machine's address: the node's + 5 (the outside machine has + 3, a worker + 1)
 	mirrorLink  = "aio-mirror"
 	// mirrorScheme: the harness's registry speaks plain HTTP (no certificate for the mirror's name exists here).

@@ -2,12 +2,10 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -99,19 +97,19 @@ func checkMirrorPulls(t *testing.T, n *Node) {
 	t.Logf("the mirror's registry stopped (pid %d): the reboot runs from the node's own images", pid)
 }
 
-// mirrorReleaseArgs writes the mirror case's release file and returns the render flags that give it: the
-// release's images by digest under ReleaseSource (the registry that does not exist), as an --images map.
+// mirrorReleaseArgs writes the mirror case's release file, the payload's image-references form (an ImageStream
+// whose tags are the upstream flavor's --images keys), naming every image by digest under ReleaseSource (the
+// registry that does not exist), and returns the render flag that gives it.
 func mirrorReleaseArgs(t *testing.T, work string, l *MirrorLayout) []string {
 	t.Helper()
-	var b strings.Builder
-	specs := l.ReleasePullSpecs()
-	for _, k := range sortedKeys(specs) {
-		fmt.Fprintf(&b, "%s: %s\n", k, specs[k])
-	}
-	p := filepath.Join(work, "release-images.yaml")
-	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+	data, err := ReleaseImageStream(mirrorReleaseName, l.ReleasePullSpecs())
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("the release (%s), by digest under %s:\n%s", p, ReleaseSource, b.String())
-	return []string{"--images", p}
+	p := filepath.Join(work, "image-references")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the release (%s), by digest under %s:\n%s", p, ReleaseSource, data)
+	return []string{"--release-info", p}
 }

@@ -105,6 +105,9 @@ type installConfigNames struct {
 			CIDR string `json:"cidr"`
 		} `json:"machineNetwork"`
 	} `json:"networking"`
+	ImageDigestSources []struct {
+		Mirrors []string `json:"mirrors"`
+	} `json:"imageDigestSources"`
 }
 
 // cli is the render-static under test: $RENDER_STATIC_E2E_CLI, or this checkout built once per test binary.
@@ -212,7 +215,7 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 			releaseArgs = mirrorReleaseArgs(t, work, mirror)
 		})
 	}
-	render := func(flavor, out string) {
+	render := func(flavor, out string) string {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		args := []string{"--flavor", flavor, "--install-config", icPath, "--node-ip", c.nodeIPs, "--node-name", upstreamNodeName, "--dir", out}
@@ -227,9 +230,20 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 			t.Fatalf("render-static --flavor %s: %v\n%s", flavor, err, b)
 		}
 		t.Logf("render-static --flavor %s:\n%s", flavor, b)
+		return string(b)
 	}
 	out := filepath.Join(work, "aio")
-	tm.step("render", func() { render("upstream", out) })
+	tm.step("render", func() {
+		said := render("upstream", out)
+		if mirror != nil {
+			// The render's summary says where the node pulls from (issue 38): every image by digest through the
+			// install-config's mirror.
+			host, _, _ := strings.Cut(ic.ImageDigestSources[0].Mirrors[0], "/")
+			if want := "images, all by digest through " + host; !strings.Contains(said, want) {
+				t.Errorf("the render's summary does not say %q", want)
+			}
+		}
+	})
 	openshift := filepath.Join(work, "aio-openshift")
 	tm.step("render-openshift", func() { render("openshift", openshift) })
 	ign := filepath.Join(out, "aio.ign")
