@@ -167,9 +167,10 @@ func (l *MirrorLayout) AgnhostPullSpec() string {
 }
 
 // ReleaseImageStream is the release file the render is given (--release-info): the payload's image-references
-// form, an ImageStream (image.openshift.io/v1) whose spec.tags[].name are the --images keys and from.name (kind
-// DockerImage) the pull specs, as `oc adm release new` writes it (openshift/oc pkg/cli/admin/release/new.go;
-// imagev1.ImageStream, github.com/openshift/api image/v1/types.go: TagReference{Name, From ObjectReference}).
+// form, the file /release-manifests/image-references the cluster-version operator reads as an imagev1.ImageStream
+// (openshift/cluster-version-operator pkg/cvo: imageReferencesFile; github.com/openshift/api image/v1 types.go:
+// spec.tags[] TagReference{name, from ObjectReference}): kind ImageStream, apiVersion image.openshift.io/v1,
+// metadata.name the release's version, each tag's name an --images key and from (kind DockerImage) its pull spec.
 func ReleaseImageStream(name string, pullSpecs map[string]string) ([]byte, error) {
 	type from struct {
 		Kind string `json:"kind"`
