@@ -275,7 +275,7 @@ func EnsureBinaries(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 	for _, n := range BinaryNames() {
 		args := []string{"--version"}
 		switch n {
-		case "oci-image", "pause", "agnhost":
+		case "oci-image", "oci-registry", "pause", "agnhost":
 			continue // ours, or no version flag (agnhost: its version is the kubernetes module's)
 		case "coredns", "e2e.test":
 			args = []string{"-version"}
