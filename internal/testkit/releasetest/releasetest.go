@@ -114,12 +114,12 @@ func Payload(version, arch string, names []string) *ReleaseInfo {
 	specs := Specs(names)
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	r := &ReleaseInfo{
-		Image:         ReleaseRepository + ":" + version + "-x86_64",
-		Digest:        Digest("release " + version),
-		ContentDigest: Digest("release content " + version),
-		Config:        &DockerImageConfig{ID: Digest("config " + version), Created: created, Architecture: arch, OS: "linux"},
-		Metadata:      &CincinnatiMetadata{Kind: "cincinnati-metadata-v0", Version: version, Previous: []string{"4.20.0"}},
-		References:    ImageStream(version, specs),
+		Image:                       ReleaseRepository + ":" + version + "-x86_64",
+		Digest:                      Digest("release " + version),
+		ContentDigest:               Digest("release content " + version),
+		Config:                      &DockerImageConfig{ID: Digest("config " + version), Created: created, Architecture: arch, OS: "linux"},
+		Metadata:                    &CincinnatiMetadata{Kind: "cincinnati-metadata-v0", Version: version, Previous: []string{"4.20.0"}},
+		References:                  ImageStream(version, specs),
 		DeprecatedComponentVersions: map[string]string{"kubernetes": "1.33.5"},
 		ComponentVersions:           map[string]ComponentVersion{"kubernetes": {Version: "1.33.5", DisplayName: "Kubernetes"}},
 		Images:                      map[string]*Image{},
