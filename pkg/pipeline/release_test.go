@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -96,6 +97,16 @@ func TestReleaseThroughTheMirror(t *testing.T) {
 	}
 	if !strings.Contains(featureGate, "version: 4.20.8\n") {
 		t.Errorf("the FeatureGate status is not 4.20.8's:\n%s", featureGate)
+	}
+	// The operators' pods say the release's version (their feature-gate readers look for that FeatureGate status).
+	versions := regexp.MustCompile(`"name":"OPERATOR_IMAGE_VERSION","value":"([^"]*)"`).FindAllStringSubmatch(all.String(), -1)
+	if len(versions) < 3 {
+		t.Errorf("%d OPERATOR_IMAGE_VERSION in the node's files, want those of three pods at least", len(versions))
+	}
+	for _, v := range versions {
+		if v[1] != "4.20.8" {
+			t.Errorf("OPERATOR_IMAGE_VERSION %q, want the release's 4.20.8", v[1])
+		}
 	}
 
 	again, err := Render(ctx, Options{Dir: o.Dir})
