@@ -129,7 +129,7 @@ func TestMirrorsWithoutRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	pulled := components.PulledImages(clusterconfig.FlavorOpenShift, true)
-	if !strings.HasPrefix(s.Images, "pulls 11 images: 11 from their own registries, not through a mirror (see the warnings): ") {
+	if !strings.HasPrefix(s.Images, "pulls 11 images: 11 from their own registries (the internet), not through a mirror (see the warnings): ") {
 		t.Errorf("images line %q", s.Images)
 	}
 	for _, k := range pulled {
@@ -169,7 +169,7 @@ func TestReleasePrecedence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "pulls 11 images: 10 by digest through " + mirrorHost + "; 1 from their own registries, not through a mirror (see the warnings): tools"; p.Line() != want {
+	if want := "pulls 11 images: 10 by digest through " + mirrorHost + "; 1 from their own registries (the internet), not through a mirror (see the warnings): tools"; p.Line() != want {
 		t.Errorf("line %q, want %q", p.Line(), want)
 	}
 	want := "image tools (" + tag + ") is never pulled through a mirror: it is named by tag, and the install-config's mirrors of " + releasetest.Repository + " are digest-only"
