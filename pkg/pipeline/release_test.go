@@ -264,3 +264,41 @@ func TestBadReleaseInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestDisconnectedRecipe: the imageDigestSources of docs/disconnected.md's recipe, with a release of the
+// payload's repositories (oc's JSON), pull every image by digest through the recipe's mirror.
+func TestDisconnectedRecipe(t *testing.T) {
+	doc, err := os.ReadFile(repo("docs/disconnected.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```yaml\n(\\s*imageDigestSources:\n.*?)```").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/disconnected.md has no imageDigestSources block")
+	}
+	var block strings.Builder
+	indent := len(string(m[1])) - len(strings.TrimLeft(string(m[1]), " "))
+	for _, l := range strings.SplitAfter(string(m[1]), "\n") {
+		block.WriteString(strings.TrimPrefix(l, strings.Repeat(" ", indent)))
+	}
+	raw, err := os.ReadFile(repo("examples/sno/install-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := releaseOptions(t, releasetest.JSON(payload("amd64")))
+	o.InstallConfigData = append(raw, block.String()...)
+	in, err := Validate(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := imagePulls(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "pulls 11 images, all by digest through " + mirrorHost; p.Line() != want || len(p.Warnings) != 0 {
+		t.Errorf("the recipe's mirrors: %q, want %q; warnings %q", p.Line(), want, p.Warnings)
+	}
+	if !strings.Contains(string(doc), p.Line()) {
+		t.Errorf("docs/disconnected.md does not show the line the recipe gives: %q", p.Line())
+	}
+}
