@@ -67,6 +67,17 @@ func (in *Inputs) PayloadVersion() string {
 	return DefaultPayloadVersion
 }
 
+// OperatorVersion is the OPERATOR_IMAGE_VERSION an operator gives its pods (operator.ImageTag of its image without a
+// release input): with a release, the release's version, as in a cluster, where the cluster-version operator sets
+// the operators' OPERATOR_IMAGE_VERSION to the release's version and each copies its own into its pods; the pods'
+// feature-gate readers then find the FeatureGate status of that version (PayloadVersion).
+func (in *Inputs) OperatorVersion(operatorImage string) string {
+	if in.Release != nil && in.Release.Version != "" {
+		return in.Release.Version
+	}
+	return imageTag(operatorImage)
+}
+
 func imageTag(pullSpec string) string {
 	if pullSpec == "" || strings.Contains(pullSpec, "@") {
 		return ""

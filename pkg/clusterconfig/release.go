@@ -155,9 +155,13 @@ func jsonError(raw []byte, err error) string {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	var off int64
+	eof := int64(0) // at the end of the input, the column after its last byte
 	switch {
 	case errors.As(err, &syn):
 		off = syn.Offset
+		if off == int64(len(raw)) && strings.Contains(syn.Error(), "end of JSON input") {
+			eof = 1
+		}
 	case errors.As(err, &typ):
 		off = typ.Offset
 	default:
@@ -167,7 +171,8 @@ func jsonError(raw []byte, err error) string {
 		off = int64(len(raw))
 	}
 	line := 1 + bytes.Count(raw[:off], []byte("\n"))
-	col := off - int64(bytes.LastIndexByte(raw[:off], '\n'))
+	// The offset is past the byte that failed: its column is the bytes before the offset on its line.
+	col := max(off-int64(bytes.LastIndexByte(raw[:off], '\n'))-1+eof, 1)
 	return fmt.Sprintf("line %d, column %d: %v", line, col, err)
 }
 

@@ -137,7 +137,7 @@ func (p Pulls) Line() string {
 		parts = append(parts, fmt.Sprintf("%d by digest through %s", len(p.ViaMirror), strings.Join(p.Through, ", ")))
 	}
 	if len(p.Direct) > 0 {
-		parts = append(parts, fmt.Sprintf("%d from their own registries, not through a mirror (see the warnings): %s", len(p.Direct), strings.Join(p.Direct, ", ")))
+		parts = append(parts, fmt.Sprintf("%d from their own registries (the internet), not through a mirror (see the warnings): %s", len(p.Direct), strings.Join(p.Direct, ", ")))
 	}
 	if len(p.Blocked) > 0 {
 		parts = append(parts, fmt.Sprintf("%d from nowhere, their source blocked and no mirror for them (see the warnings): %s", len(p.Blocked), strings.Join(p.Blocked, ", ")))
