@@ -39,8 +39,10 @@ type Release struct {
 	// "Pull From", the manifest list's digest for a multi-architecture release.
 	PullSpec string
 	// Architecture is the release image's architecture as the JSON's config says it, in the installer's names
-	// (ArchitectureOf); "" for an ImageStream, which says none. Multi: the release is a manifest list, and
-	// Architecture is the one image oc picked from it (its --filter-by-os, or its host's platform).
+	// (ArchitectureOf); "" for an ImageStream, which says none. Multi: the release is a manifest list (listDigest
+	// set: info.go's Platform says "multi (os/arch)"), and Architecture is that of the one image oc described from
+	// it: the one its --filter-by-os names, else the one of oc's own platform (the command's help), so that a
+	// mismatch asks for the node's with --filter-by-os.
 	Architecture string
 	Multi        bool
 	// Images are the payload's pull specs by tag name, as the file gives them.
