@@ -210,6 +210,13 @@ func exportManifests(e *Settled) ([]runtime.Object, []export.Manifest, map[runti
 	}
 	// What must not reach a cluster without operators is decided in one place (pkg/node, docs/node.md).
 	manifests, _ = node.FilterExport(manifests)
+	// The revision controller's copies of the revisions no static pod runs stay in the state only (export.PruneRevisions:
+	// what the operators' prune controller keeps of a node installed from aio.ign).
+	var running []export.Revisioned
+	for _, comp := range e.Components {
+		running = append(running, export.Revisioned{Pod: comp.StaticPod(), Revision: e.Revisions[comp.Name()]})
+	}
+	manifests, _ = export.PruneRevisions(manifests, running)
 	// The workers' Nodes the control plane declares before they register (their role labels).
 	workerNodes, err := node.WorkerNodes(e.Inputs)
 	if err != nil {
