@@ -230,6 +230,10 @@ func exportManifests(e *Settled) ([]runtime.Object, []export.Manifest, map[runti
 		return nil, nil, nil, err
 	}
 	manifests = append(manifests, addOns...)
+	// Secrets' text values as text (stringData), which the API server stores as the same data.
+	if err := export.SecretsAsText(manifests); err != nil {
+		return nil, nil, nil, fmt.Errorf("export manifests: %w", err)
+	}
 	// The CRDs of the exported custom kinds, so the first-boot apply can create them first; their variants follow
 	// the exported FeatureGate's feature set.
 	crds, err := export.CRDs(manifests, export.FeatureSet(manifests))
