@@ -138,10 +138,12 @@ func FromFiles(files map[string][]byte, now time.Time) (*Inventory, error) {
 }
 
 // Manifest is what the inventory reads of a Secret or ConfigMap manifest: its kind, namespace, name and data (a
-// Secret's values base64-encoded, as in the manifest).
+// Secret's values base64-encoded, as in the manifest), and a Secret's stringData (its values as text, which the API
+// server merges over data: export.SecretsAsText).
 type Manifest struct {
 	Kind, Namespace, Name string
 	Data                  map[string]string
+	StringData            map[string]string
 }
 
 // FromFilesWith is FromFiles for a caller that holds the objects some manifests under ManifestsDir were marshalled
@@ -263,12 +265,13 @@ func (r *reader) fromManifest(p string, data []byte) ([]blob, error) {
 			Namespace string `json:"namespace"`
 			Name      string `json:"name"`
 		} `json:"metadata"`
-		Data map[string]string `json:"data"`
+		Data       map[string]string `json:"data"`
+		StringData map[string]string `json:"stringData"`
 	}
 	if err := yaml.Unmarshal(data, &obj); err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
-	return r.fromObject(p, Manifest{Kind: obj.Kind, Namespace: obj.Metadata.Namespace, Name: obj.Metadata.Name, Data: obj.Data})
+	return r.fromObject(p, Manifest{Kind: obj.Kind, Namespace: obj.Metadata.Namespace, Name: obj.Metadata.Name, Data: obj.Data, StringData: obj.StringData})
 }
 
 // fromObject reads a Secret's or ConfigMap's data; other kinds hold no certificates we track.
@@ -277,9 +280,20 @@ func (r *reader) fromObject(p string, obj Manifest) ([]blob, error) {
 		return nil, nil
 	}
 	var out []blob
-	for _, k := range slices.Sorted(maps.Keys(obj.Data)) {
+	keys := slices.Collect(maps.Keys(obj.Data))
+	if obj.Kind == "Secret" {
+		for k := range obj.StringData {
+			if _, ok := obj.Data[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
 		v := []byte(obj.Data[k])
-		if obj.Kind == "Secret" {
+		if text, ok := obj.StringData[k]; ok && obj.Kind == "Secret" {
+			v = []byte(text) // merged over data, as the API server does
+		} else if obj.Kind == "Secret" {
 			d, err := base64.StdEncoding.DecodeString(obj.Data[k])
 			if err != nil {
 				return nil, fmt.Errorf("%s: data.%s: %w", p, k, err)

@@ -2,7 +2,6 @@ package node_test
 
 import (
 	"crypto/x509"
-	"encoding/base64"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,10 +11,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/internal/testkit/rendertest"
 	"github.com/render-static/render-static/internal/testkit/testtools"
 	"github.com/render-static/render-static/pkg/certs"
+	"github.com/render-static/render-static/pkg/export"
 	"github.com/render-static/render-static/pkg/node"
 	"github.com/render-static/render-static/pkg/pipeline"
 )
@@ -152,13 +153,17 @@ func csrSigner(t *testing.T, manifests string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^  tls\.crt: (\S+)`).FindSubmatch(b)
-	if m == nil {
-		t.Fatal("csr-signer has no tls.crt")
+	var obj map[string]interface{}
+	if err := yaml.Unmarshal(b, &obj); err != nil {
+		t.Fatal(err)
 	}
-	pemBytes, err := base64.StdEncoding.DecodeString(string(m[1]))
+	data, err := export.SecretData(obj) // its certificate as text (stringData) since export.SecretsAsText
 	if err != nil {
 		t.Fatal(err)
+	}
+	pemBytes := data["tls.crt"]
+	if pemBytes == nil {
+		t.Fatal("csr-signer has no tls.crt")
 	}
 	cs, err := certs.ParseCertificates(pemBytes)
 	if err != nil || len(cs) == 0 {

@@ -219,6 +219,13 @@ func exportManifests(e *Settled) ([]runtime.Object, []export.Manifest, map[runti
 	}
 	// What must not reach a cluster without operators is decided in one place (pkg/node, docs/node.md).
 	manifests, _ = node.FilterExport(manifests)
+	// The revision controller's copies of the revisions no static pod runs stay in the state only (export.PruneRevisions:
+	// what the operators' prune controller keeps of a node installed from aio.ign).
+	var running []export.Revisioned
+	for _, comp := range e.Components {
+		running = append(running, export.Revisioned{Pod: comp.StaticPod(), Revision: e.Revisions[comp.Name()]})
+	}
+	manifests, _ = export.PruneRevisions(manifests, running)
 	// The workers' Nodes the control plane declares before they register (their role labels).
 	workerNodes, err := node.WorkerNodes(e.Inputs)
 	if err != nil {
@@ -232,6 +239,10 @@ func exportManifests(e *Settled) ([]runtime.Object, []export.Manifest, map[runti
 		return nil, nil, nil, err
 	}
 	manifests = append(manifests, addOns...)
+	// Secrets' text values as text (stringData), which the API server stores as the same data.
+	if err := export.SecretsAsText(manifests); err != nil {
+		return nil, nil, nil, fmt.Errorf("export manifests: %w", err)
+	}
 	// The CRDs of the exported custom kinds, so the first-boot apply can create them first; their variants follow
 	// the exported FeatureGate's feature set.
 	crds, err := export.CRDs(manifests, export.FeatureSet(manifests))

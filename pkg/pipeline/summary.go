@@ -267,14 +267,18 @@ func asInventoryManifest(obj map[string]interface{}) (inventory.Manifest, bool) 
 			}
 		}
 	}
-	if data, found := obj["data"]; found && data != nil {
+	for key, dst := range map[string]*map[string]string{"data": &im.Data, "stringData": &im.StringData} {
+		data, found := obj[key]
+		if !found || data == nil {
+			continue
+		}
 		dm, isMap := data.(map[string]interface{})
 		if !isMap {
 			return im, false
 		}
-		im.Data = make(map[string]string, len(dm))
+		*dst = make(map[string]string, len(dm))
 		for k, v := range dm {
-			if im.Data[k], ok = v.(string); !ok {
+			if (*dst)[k], ok = v.(string); !ok {
 				return im, false
 			}
 		}

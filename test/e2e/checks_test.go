@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -358,4 +359,62 @@ func objKey(o *unstructured.Unstructured) string {
 		ns = "-"
 	}
 	return fmt.Sprintf("%s %s/%s", o.GroupVersionKind().String(), ns, o.GetName())
+}
+
+// checkSecretsData: every exported Secret (objs: the manifests aio.ign laid down), read back from the node's API
+// server, holds in data exactly the bytes the render meant: its manifest's data, base64-decoded, with its
+// stringData (the text values render-static writes as text, export.SecretsAsText) merged over it, as the API
+// server's conversion merges them. A legacy service-account token Secret is exported without the keys the live
+// token controller fills (node.FilterExport): only the keys the manifest has are compared for it.
+func checkSecretsData(t *testing.T, cs *kubernetes.Clientset, objs []*unstructured.Unstructured) {
+	t.Helper()
+	var secrets, text, keys int
+	for _, o := range objs {
+		if o.GetAPIVersion() != "v1" || o.GetKind() != "Secret" {
+			continue
+		}
+		secrets++
+		want := map[string][]byte{}
+		data, _, err := unstructured.NestedStringMap(o.Object, "data")
+		if err != nil {
+			t.Errorf("secret %s/%s: data: %v", o.GetNamespace(), o.GetName(), err)
+			continue
+		}
+		for k, v := range data {
+			b, err := base64.StdEncoding.DecodeString(v)
+			if err != nil {
+				t.Errorf("secret %s/%s: data.%s: %v", o.GetNamespace(), o.GetName(), k, err)
+			}
+			want[k] = b
+		}
+		stringData, found, err := unstructured.NestedStringMap(o.Object, "stringData")
+		if err != nil {
+			t.Errorf("secret %s/%s: stringData: %v", o.GetNamespace(), o.GetName(), err)
+			continue
+		}
+		if found {
+			text++
+		}
+		for k, v := range stringData {
+			want[k] = []byte(v)
+		}
+		live, err := cs.CoreV1().Secrets(o.GetNamespace()).Get(context.Background(), o.GetName(), metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("secret %s/%s: %v", o.GetNamespace(), o.GetName(), err)
+			continue
+		}
+		for k, v := range want {
+			keys++
+			if got, ok := live.Data[k]; !ok || !bytes.Equal(got, v) {
+				t.Errorf("secret %s/%s: data.%s on the API server is %d bytes (present: %v), the render meant %d bytes", o.GetNamespace(), o.GetName(), k, len(got), ok, len(v))
+			}
+		}
+		if live.Type != corev1.SecretTypeServiceAccountToken && len(live.Data) != len(want) {
+			t.Errorf("secret %s/%s: %d keys on the API server, the manifest has %d", o.GetNamespace(), o.GetName(), len(live.Data), len(want))
+		}
+	}
+	if secrets == 0 {
+		t.Errorf("no exported Secret to compare")
+	}
+	t.Logf("%d exported Secrets (%d of them with stringData), %d keys: data on the API server byte-identical to what the render meant", secrets, text, keys)
 }

@@ -550,6 +550,7 @@ func innerReboot(t *testing.T, spec *innerSpec) {
 		})
 	}
 	checkObjectsExist(t, cs, cfg, objs)
+	checkSecretsData(t, cs, objs)
 	// The approver's RBAC is one of the exported manifests: only now can it approve the kubelet's serving CSR.
 	checkServingCSR(t, cs, n)
 	checkNoBootstrapLeftovers(t, spec)
