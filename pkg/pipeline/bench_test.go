@@ -32,8 +32,8 @@ import (
 //	cpu-ms/op                the process's CPU time (user + system, getrusage)
 //	keygen-cpu-ms/op         CPU time in RSA key generation, wherever it runs (a CPU profile of the renders)
 //	non-keygen-cpu-ms/op     cpu-ms/op - keygen-cpu-ms/op: everything else in the process (issue 13: <= 0.3 s)
-//	xz-ms/op                 wall time of the xz run that measures live.ign's embed size (isoembed.Measure), which
-//	                         runs beside the write (write+validate-ms/op waits for it); 0 when the saved size served
+//	xz-ms/op                 wall time of the xz runs that measure live.ign's embed size (isoembed.Measure), which
+//	                         run beside the write (write+validate-ms/op waits for them); 0 when the saved size served
 //	xz-cpu-ms/op             the CPU time of the child processes (getrusage RUSAGE_CHILDREN): that xz
 //	non-keygen-cpu+xz-ms/op  non-keygen-cpu-ms/op + xz-cpu-ms/op: all the CPU a render spends besides key
 //	                         generation (issue 42: <= 0.5 s)
@@ -205,7 +205,7 @@ func (p *phases) measure(b *testing.B, o Options) {
 	}
 	p.cpu += cpuTime() - cpu0
 	p.xzCPU += childrenCPUTime() - children0
-	p.xz += s.LiveEmbed.XZTime
+	p.xz += s.XZTime
 	p.n++
 	p.preKeygen += s.KeygenTime
 	p.loops += s.LoopsTime

@@ -290,8 +290,8 @@ type LiveEmbed struct {
 	Err   string // why not
 	// Saved is what the state keeps of it (nil: not measured).
 	Saved *state.LiveEmbed
-	// XZTime is how long xz took to measure it (0: xz did not run), for the benchmarks.
-	XZTime time.Duration
+	// xzTime is how long xz took to measure it (0: xz did not run); Output.embedded moves it to Summary.XZTime.
+	xzTime time.Duration
 }
 
 // Fits says whether live.ign fits the embed area (false when not measured).
@@ -314,7 +314,7 @@ func measureLive(ctx context.Context, live []byte, earlier *state.LiveEmbed) Liv
 	if err != nil {
 		return LiveEmbed{Err: err.Error()}
 	}
-	return LiveEmbed{Bytes: n, Saved: &state.LiveEmbed{SHA256: id, XZ: xz, Bytes: n}, XZTime: time.Since(t)}
+	return LiveEmbed{Bytes: n, Saved: &state.LiveEmbed{SHA256: id, XZ: xz, Bytes: n}, xzTime: time.Since(t)}
 }
 
 // LiveInstall is what the summary says of a node's live.ign: its size (LiveBytes), what it takes in the live ISO's
