@@ -35,6 +35,9 @@ func BenchmarkKubeadm(b *testing.B) {
 	if bin == "" {
 		b.Skip("RENDER_STATIC_BIN is not set: `make bench` builds the command and sets it")
 	}
+	if os.Geteuid() != 0 {
+		b.Skip("kubeadm's --rootfs chroots: root only")
+	}
 	ctx := context.Background()
 	kubeadm, err := EnsureKubeadm(ctx, BuildOptions{ToolsDir: "tools", Logf: b.Logf})
 	if err != nil {
@@ -154,7 +157,7 @@ func run(b *testing.B, cmd *exec.Cmd) (wall, cpu time.Duration) {
 // countKeys counts the distinct private keys (by public key) in the files under dir, but for the names skipped:
 // PEM blocks as they are, indented (a YAML block) or JSON-escaped, and in base64 values (a kubeconfig's
 // client-key-data, a Secret's data).
-func countKeys(b *testing.B, dir string, skip ...string) int {
+func countKeys(b testing.TB, dir string, skip ...string) int {
 	seen := map[string]bool{}
 	var scan func(data []byte, depth int)
 	scan = func(data []byte, depth int) {
