@@ -62,10 +62,13 @@ unit:
 # benchmark takes itself: no -cpuprofile here), the rest of the CPU and the wall bound (docs/speed.md), each written to disk (TMPDIR)
 # and to a tmpfs (/dev/shm, or RENDER_STATIC_BENCH_TMPFS); a re-render from saved state, the same two ways;
 # then fleet throughput over RENDER_STATIC_BENCH_SITES (default 50) sites against cores x one core's single-render rate and
-# cores x the single-render rate (metrics: the comment at the top of pkg/pipeline/bench_test.go and pkg/fleet/bench_test.go).
+# cores x the single-render rate (metrics: the comment at the top of pkg/pipeline/bench_test.go and pkg/fleet/bench_test.go);
+# then 7 interleaved pairs of the command's fresh render and kubeadm v1.34.3's init phases that make a control plane's
+# files (test/e2e/kubeadm_bench_test.go; kubeadm built once like the e2e's Kubernetes binaries, cached).
 bench: build
 	RENDER_STATIC_BIN=$(abspath $(BIN)) $(GO) test -run '^$$' -bench . -benchtime 3x -count 2 ./pkg/pipeline/
 	$(GO) test -run '^$$' -bench Fleet -benchtime 1x -timeout 60m ./pkg/fleet/
+	RENDER_STATIC_BIN=$(abspath $(BIN)) $(GO) test -run '^$$' -bench Kubeadm -benchtime 7x -timeout 60m ./test/e2e/
 
 # gofmt, go vet, staticcheck (installed on first use), shellcheck over the scripts, go mod tidy changing nothing.
 lint:

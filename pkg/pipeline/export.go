@@ -86,6 +86,8 @@ func (o *Output) embedded() {
 	}
 	e, _ := o.embed.Get()
 	o.embed = nil
+	o.Summary.XZTime += e.xzTime
+	e.xzTime = 0
 	o.Summary.LiveEmbed = e
 	if o.State != nil {
 		o.State.LiveEmbed = e.Saved

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/render-static/render-static/internal/isoembed"
@@ -289,6 +290,8 @@ type LiveEmbed struct {
 	Err   string // why not
 	// Saved is what the state keeps of it (nil: not measured).
 	Saved *state.LiveEmbed
+	// xzTime is how long xz took to measure it (0: xz did not run); Output.embedded moves it to Summary.XZTime.
+	xzTime time.Duration
 }
 
 // Fits says whether live.ign fits the embed area (false when not measured).
@@ -306,11 +309,12 @@ func measureLive(ctx context.Context, live []byte, earlier *state.LiveEmbed) Liv
 	if earlier != nil && earlier.SHA256 == id && earlier.XZ == xz && earlier.Bytes > 0 {
 		return LiveEmbed{Bytes: earlier.Bytes, Saved: earlier}
 	}
+	t := time.Now()
 	n, err := isoembed.Measure(ctx, map[string][]byte{isoembed.ConfigMember: live})
 	if err != nil {
 		return LiveEmbed{Err: err.Error()}
 	}
-	return LiveEmbed{Bytes: n, Saved: &state.LiveEmbed{SHA256: id, XZ: xz, Bytes: n}}
+	return LiveEmbed{Bytes: n, Saved: &state.LiveEmbed{SHA256: id, XZ: xz, Bytes: n}, xzTime: time.Since(t)}
 }
 
 // LiveInstall is what the summary says of a node's live.ign: its size (LiveBytes), what it takes in the live ISO's

@@ -44,6 +44,9 @@ type Summary struct {
 	// (WriteTime: until the directory is in place and durable). The rest of Elapsed is setting up: reading the
 	// inputs (and a saved state), building the cluster and the loops.
 	KeygenTime, LoopsTime, ExportTime, IgnitionTime, WriteTime time.Duration
+	// XZTime is how long xz took to measure the live.ign embed sizes (the node's and the workers', one after
+	// another; 0 when every saved size served): it runs beside the write, which waits for it.
+	XZTime time.Duration
 	// Warnings are inputs that render but need care (leaves of minutes): PrintWarnings writes them, the command
 	// to stderr, apart from the summary.
 	Warnings []string

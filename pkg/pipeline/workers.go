@@ -324,6 +324,8 @@ func (o *Output) workersEmbedded() {
 		}
 		e, _ := w.embed.Get()
 		w.embed = nil
+		o.Summary.XZTime += e.xzTime
+		e.xzTime = 0
 		if i < len(o.Summary.WorkerLive) {
 			o.Summary.WorkerLive[i].LiveEmbed = e
 		}
