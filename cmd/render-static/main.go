@@ -324,10 +324,11 @@ listed, and --dir is left untouched.`,
 		Annotations: map[string]string{gcAnnotation: gcSingleRender},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			pipeline.SingleRenderGC()
-			s, err := pipeline.Render(cmd.Context(), o)
+			s, err := renew.Render(cmd.Context(), o)
 			if err != nil {
 				return asFlags(err, renderFlags)
 			}
+			s.NodeUpdate = installconfig.Expand(s.NodeUpdate, renderFlags)
 			for i, w := range s.Warnings {
 				s.Warnings[i] = installconfig.Expand(w, renderFlags)
 			}
