@@ -349,7 +349,7 @@ func TestOneWriterAtATime(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "aio")
 	runOK(t, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir)
 	old := tree(t, dir)
-	holder := start(t, []string{faultpoint.Env + "=hang:engine"}, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir, "--fresh")
+	holder := start(t, []string{faultpoint.Env + "=hang:engine"}, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir, "--fresh", "--replace-cluster")
 	deadline := time.Now().Add(time.Minute)
 	for outdir.LockPID(dir) != holder.cmd.Process.Pid {
 		if time.Now().After(deadline) {
@@ -437,7 +437,7 @@ func TestStateFaults(t *testing.T) {
 			sameTree(t, "the refused directory", tree(t, dir), before)
 		})
 	}
-	runOK(t, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir, "--fresh")
+	runOK(t, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir, "--fresh", "--replace-cluster")
 	if _, err := state.Load(dir); err != nil {
 		t.Errorf("after --fresh: %v", err)
 	}
@@ -497,7 +497,7 @@ func TestClusterIdentity(t *testing.T) {
 	// What continues the cluster: another install-config field (the installation disk), node IP, leaf validity, flavor.
 	for _, args := range [][]string{
 		{"--install-config", variant(t, "installationDisk: /dev/vda", "installationDisk: /dev/sda")},
-		{"--node-ip", "192.168.126.11"}, {"--cert-validity", "2h"}, {"--flavor", "upstream"},
+		{"--node-ip", "192.168.126.11", "--reinstall"}, {"--cert-validity", "2h"}, {"--flavor", "upstream", "--reinstall"},
 	} {
 		stdout := runOK(t, append([]string{"--dir", dir}, args...)...)
 		if !strings.Contains(stdout, "continued from") || !strings.Contains(stdout, st.InfraID) || !strings.Contains(stdout, "changed inputs:") {
@@ -655,8 +655,9 @@ func TestSavedInputsAreDefaults(t *testing.T) {
 	if after, _ := os.ReadFile(filepath.Join(dir, "aio.ign")); !bytes.Equal(ign, after) {
 		t.Errorf("a re-render with the saved inputs changed aio.ign")
 	}
-	moved := runOK(t, "--dir", dir, "--node-ip", "192.168.126.11")
-	for _, want := range []string{"changed inputs:   node IP 192.168.126.10 -> 192.168.126.11", "etcd 1->2 (changed: ", "kube-apiserver 1->2 (changed: "} {
+	moved := runOK(t, "--dir", dir, "--node-ip", "192.168.126.11", "--reinstall")
+	for _, want := range []string{"changed inputs:   node IP 192.168.126.10 -> 192.168.126.11", "etcd 1->2 (changed: ", "kube-apiserver 1->2 (changed: ",
+		"node update:      none written (--reinstall): install the node again from " + filepath.Join(dir, "aio.ign") + ", for unit kubelet.service"} {
 		if !strings.Contains(moved, want) {
 			t.Errorf("the summary after a new node IP lacks %q:\n%s", want, moved)
 		}
