@@ -725,3 +725,72 @@ func TestAdminKubeconfigIsItsOwnFile(t *testing.T) {
 	renderExample(t, dir)
 	apart("re-render of an unchanged directory")
 }
+
+// TestFreshKeepsTheCluster: --fresh on a directory that holds a cluster (a day-2 worker, two node updates) is
+// refused, naming the cluster, its workers and updates and --replace-cluster, and nothing is written; with
+// --replace-cluster the new cluster takes the directory, and the old tree is kept whole beside it (0700), which
+// stderr says with the infra ID, the worker and the updates.
+func TestFreshKeepsTheCluster(t *testing.T) {
+	testtools.Long(t, "renders")
+	dir, _ := renderWithWorker(t)
+	runOK(t, "renew", "--dir", dir, "--force")
+	old, err := state.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := tree(t, dir)
+	args := []string{"--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir, "--fresh"}
+	code, _, stderr := command(t, nil, args...)
+	for _, want := range []string{"--fresh: " + dir + " holds the cluster " + old.InfraID + " (1 worker, 2 node updates)", "give --replace-cluster too",
+		dir + ".old-" + old.InfraID + "-<time>"} {
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("--fresh on a cluster: exit %d, want 1 saying %q:\n%s", code, want, stderr)
+		}
+	}
+	sameTree(t, "the directory after a refused --fresh", tree(t, dir), before)
+
+	code, _, stderr = command(t, nil, append(args, "--replace-cluster")...)
+	if code != 0 {
+		t.Fatalf("--fresh --replace-cluster: exit %d\n%s", code, stderr)
+	}
+	kept, _ := filepath.Glob(dir + ".old-" + old.InfraID + "-*")
+	if len(kept) != 1 {
+		t.Fatalf("kept trees %v, want one %s.old-%s-<time>", kept, dir, old.InfraID)
+	}
+	for _, want := range []string{dir + " held the cluster " + old.InfraID + ": kept whole as " + kept[0] + " (0700", "its worker workers/worker-2",
+		"update/ (id ", "updates/"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	// Both trees: the old one as it was, the new one a new cluster without the old one's workers and updates.
+	keptTree := tree(t, kept[0])
+	delete(keptTree, ".") // its mode: 0700, below
+	delete(before, ".")
+	sameTree(t, "the kept tree", keptTree, before)
+	if info, err := os.Stat(kept[0]); err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("the kept tree: %v, mode %v, want 0700", err, info.Mode().Perm())
+	}
+	if st, err := state.Load(kept[0]); err != nil || st.InfraID != old.InfraID {
+		t.Errorf("the kept tree's state: %v (infra ID %v, want %s)", err, st, old.InfraID)
+	}
+	neu, err := state.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if neu.InfraID == old.InfraID {
+		t.Errorf("the new cluster has the old infra ID %s", old.InfraID)
+	}
+	for _, gone := range []string{"update", "updates", "workers"} {
+		if _, err := os.Stat(filepath.Join(dir, gone)); err == nil {
+			t.Errorf("the new cluster's directory has the old cluster's %s/", gone)
+		}
+	}
+	if l := leftovers(t, dir); len(l) > 0 {
+		t.Errorf("left %v", l)
+	}
+	// --replace-cluster alone is refused.
+	if code, _, stderr := command(t, nil, "--dir", dir, "--replace-cluster"); code != 1 || !strings.Contains(stderr, "--replace-cluster: only with --fresh") {
+		t.Errorf("--replace-cluster without --fresh: exit %d\n%s", code, stderr)
+	}
+}
