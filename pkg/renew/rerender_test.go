@@ -2,8 +2,8 @@ package renew
 
 import (
 	"bytes"
-	"errors"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
