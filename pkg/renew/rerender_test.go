@@ -89,7 +89,8 @@ func applied(t *testing.T, e *updatetest.Env, dir string) *Update {
 //   - a re-render with a new --cert-validity issues every leaf again with the new lifetime (marked due as renew
 //     marks them, the reason saying so) and writes the update for the running node, which aio-update applies on a
 //     node laid down from the first render; the summary names it;
-//   - a re-render that changes nothing writes no update (update/ byte for byte as it was);
+//   - a re-render that changes nothing on the node (the saved inputs, a new install device) writes no update
+//     (update/ byte for byte as it was);
 //   - renew then makes the next update, chained from the re-render's (kept in updates/), and it applies too;
 //   - a re-render with a new node IP changes the kubelet's unit, which no update applies: refused, naming it and
 //     InReinstall, the directory untouched; with Reinstall it renders, and writes no update.
@@ -146,22 +147,24 @@ func TestRerenderUpdate(t *testing.T) {
 		t.Errorf("the summary's node update %q, want it to start %q", s.NodeUpdate, want)
 	}
 
-	// Nothing changes: no update.
+	// Nothing changes on the node (the saved inputs; a new install device, which only live.ign uses): no update.
 	before := treetest.Contents(t, filepath.Join(dir, UpdateDir))
-	s, err = Render(ctx, pipeline.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.NodeUpdate != "" || len(s.Changed) > 0 {
-		t.Errorf("a re-render with the saved inputs: changed %v, node update %q", s.Changed, s.NodeUpdate)
-	}
-	after := treetest.Contents(t, filepath.Join(dir, UpdateDir))
-	if len(after) != len(before) {
-		t.Errorf("a re-render with the saved inputs changed update/: %d files, was %d", len(after), len(before))
-	}
-	for p, b := range before {
-		if !bytes.Equal(after[p], b) {
-			t.Errorf("a re-render with the saved inputs changed update/%s", p)
+	for _, o := range []pipeline.Options{{Dir: dir}, {Dir: dir, InstallDevice: "/dev/sdb"}} {
+		s, err = Render(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.NodeUpdate != "" || (o.InstallDevice == "" && len(s.Changed) > 0) {
+			t.Errorf("a re-render changing nothing on the node (%+v): changed %v, node update %q", o, s.Changed, s.NodeUpdate)
+		}
+		after := treetest.Contents(t, filepath.Join(dir, UpdateDir))
+		if len(after) != len(before) {
+			t.Errorf("a re-render changing nothing on the node (%+v) changed update/: %d files, was %d", o, len(after), len(before))
+		}
+		for p, b := range before {
+			if !bytes.Equal(after[p], b) {
+				t.Errorf("a re-render changing nothing on the node (%+v) changed update/%s", o, p)
+			}
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, UpdatesDir)); err == nil {
