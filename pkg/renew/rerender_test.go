@@ -191,7 +191,7 @@ func TestRerenderUpdate(t *testing.T) {
 	if !errors.As(err, &list) || len(list) != 1 || list[0].Field != pipeline.InReinstall || !strings.Contains(list[0].Detail, "unit kubelet.service") {
 		t.Fatalf("a new node IP: %v, want one problem of %s naming the kubelet's unit", err, pipeline.InReinstall)
 	}
-	after = treetest.Contents(t, dir)
+	after := treetest.Contents(t, dir)
 	for p, b := range before {
 		if p != "trace.txt" && !bytes.Equal(after[p], b) {
 			t.Fatalf("the refused re-render changed %s", p)
