@@ -326,6 +326,11 @@ func compare(ctx context.Context, o Options, st *state.State, m *marker, eng *pi
 		return nil, nil, fmt.Errorf("%s/aio.ign: %w", o.Dir, err)
 	}
 	rep.ReadAtStart = append(rep.ReadAtStart, units...)
+	if changed, err := passwdChanged(oldIgn, out.Ignition); err != nil {
+		return nil, nil, err
+	} else if changed {
+		rep.ReadAtStart = append(rep.ReadAtStart, "user core's SSH keys (Ignition sets them at the first boot only)")
+	}
 	sort.Strings(rep.ReadAtStart)
 
 	// Objects: every exported manifest that is new or changed, with its status patch when it has one.
@@ -461,6 +466,21 @@ func changedUnits(oldIgn []byte, units []export.Unit, bootstrapOnly []string) ([
 		}
 	}
 	return out, nil
+}
+
+// passwdChanged says whether two Ignition configs set other users or SSH keys (the install-config's sshKey):
+// Ignition applies them at the first boot only, and an update carries no user.
+func passwdChanged(oldIgn, newIgn []byte) (bool, error) {
+	var a, b struct {
+		Passwd json.RawMessage `json:"passwd"`
+	}
+	if err := json.Unmarshal(oldIgn, &a); err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(newIgn, &b); err != nil {
+		return false, err
+	}
+	return !bytes.Equal(a.Passwd, b.Passwd), nil
 }
 
 func deref(s *string) string {
