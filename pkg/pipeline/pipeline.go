@@ -292,7 +292,7 @@ func RenderWith(ctx context.Context, o Options, u NodeUpdater) (*Summary, error)
 	switch {
 	case upd != nil && len(upd.ReadAtStart) > 0 && !o.Reinstall:
 		return nil, installconfig.ErrorList{{Field: InReinstall, Detail: fmt.Sprintf(
-			"this re-render changes what the running node reads only when it starts, which an update cannot apply (aio-update replaces files, but installs no unit and restarts no service): %s; the node takes it only when installed again from the new aio.ign: give %s to render it so (no update is written for the node), or render without the change; %s was left as it was",
+			"this re-render changes what the running node takes only when it or a service of it starts, which an update cannot apply (aio-update replaces files, but installs no unit or user and restarts no service): %s; the node takes it only when installed again from the new aio.ign: give %s to render it so (no update is written for the node), or render without the change; %s was left as it was",
 			strings.Join(upd.ReadAtStart, ", "), installconfig.Ref(InReinstall), o.Dir)}}
 	case upd != nil && len(upd.ReadAtStart) > 0:
 		updateLine = fmt.Sprintf("none written (%s): install the node again from %s, for %s",
