@@ -212,7 +212,7 @@ func TestKilledRenderLeavesOldOrNew(t *testing.T) {
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			copyDir(t, backup, dir)
-			p := start(t, []string{faultpoint.Env + "=" + tc.fault}, "--dir", dir, "--flavor", "upstream")
+			p := start(t, []string{faultpoint.Env + "=" + tc.fault}, "--dir", dir, "--flavor", "upstream", "--reinstall")
 			if code, sig := p.wait(t, 2*time.Minute); sig != syscall.SIGKILL {
 				t.Fatalf("the run was not killed at %s: exit %d\n%s", tc.fault, code, p.stderr.String())
 			}
@@ -553,7 +553,7 @@ mount -t tmpfs -o size=64m tmpfs "$MNT"
 sha256sum "$MNT/aio/aio.ign" "$MNT/aio/state/SHA256SUMS" >"$MNT/before"
 free=$(df --output=avail -B1 "$MNT" | tail -1)
 fallocate -l $((free - 1500000)) "$MNT/filler"
-"$CLI" --dir "$MNT/aio" --flavor upstream >"$MNT/out" 2>"$MNT/err"; echo "exit=$?"
+"$CLI" --dir "$MNT/aio" --flavor upstream --reinstall >"$MNT/out" 2>"$MNT/err"; echo "exit=$?"
 echo "--- stderr"; cat "$MNT/err"
 echo "--- beside"; ls -A "$MNT"
 echo "--- check"; sha256sum -c --quiet "$MNT/before" && echo unchanged
