@@ -514,7 +514,7 @@ func TestInputsThatAreNotFiles(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for flag, p := range map[string]string{"--install-config": fifo, "--images": d} {
+	for flag, p := range map[string]string{"--install-config": fifo, "--images": d, "--release-info": fifo} {
 		args := []string{"--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", filepath.Join(d, "out")}
 		args = append(args, flag, p)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -171,7 +171,7 @@ func (k *Component) podConfigMapLoop() loops.Loop {
 			Image: k.In.Images.Image("hyperkube"), OperatorImage: k.In.Images.Image("cluster-kube-apiserver-operator"),
 			GracefulTerminationDuration: 135, GOGC: 100, CheckEndpointsListen: "0.0.0.0:17697",
 		}
-		v.OperatorImageVersion = operator.ImageTag(v.OperatorImage)
+		v.OperatorImageVersion = k.In.OperatorVersion(v.OperatorImage)
 		level := verbosity(spec.LogLevel)
 		v.Verbosity, v.MonitorVerbosity = fmt.Sprintf(" -v=%d", level), fmt.Sprintf("-v=%d", level)
 		if v.GracefulTerminationDuration, err = gracefulTerminationDuration(observed, v.GracefulTerminationDuration); err != nil {

@@ -30,7 +30,10 @@ type Inputs struct {
 	InfraID   string
 	Lifetimes certs.Lifetimes
 	Images    Images
-	Flavor    Flavor
+	// Release is the release input the images were taken from (nil: none): its version is the payload's
+	// (PayloadVersion).
+	Release *Release
+	Flavor  Flavor
 	// Workers are the worker nodes beside the control-plane node: the install-config's compute replicas
 	// (rendered with the control plane: day 1) and those added later (`render-static worker`: day 2).
 	Workers []Worker

@@ -54,13 +54,28 @@ var ClusterProfile = features.SelfManaged
 // tag (a digest pull spec): the payload render's own default (cluster-config-operator pkg/cmd/render/render.go).
 const DefaultPayloadVersion = "0.0.1-snapshot"
 
-// PayloadVersion is the release version of the render: the tag of the kube-apiserver operator image (where the
-// operators take OPERATOR_IMAGE_VERSION from), or DefaultPayloadVersion.
+// PayloadVersion is the release version of the render: the release input's version (the payload's
+// release-metadata version, which the operators' OPERATOR_IMAGE_VERSION is in a real cluster), else the tag of the
+// kube-apiserver operator image (where the operators take OPERATOR_IMAGE_VERSION from), or DefaultPayloadVersion.
 func (in *Inputs) PayloadVersion() string {
+	if in.Release != nil && in.Release.Version != "" {
+		return in.Release.Version
+	}
 	if tag := imageTag(in.Images["cluster-kube-apiserver-operator"]); tag != "" {
 		return tag
 	}
 	return DefaultPayloadVersion
+}
+
+// OperatorVersion is the OPERATOR_IMAGE_VERSION an operator gives its pods (operator.ImageTag of its image without a
+// release input): with a release, the release's version, as in a cluster, where the cluster-version operator sets
+// the operators' OPERATOR_IMAGE_VERSION to the release's version and each copies its own into its pods; the pods'
+// feature-gate readers then find the FeatureGate status of that version (PayloadVersion).
+func (in *Inputs) OperatorVersion(operatorImage string) string {
+	if in.Release != nil && in.Release.Version != "" {
+		return in.Release.Version
+	}
+	return imageTag(operatorImage)
 }
 
 func imageTag(pullSpec string) string {

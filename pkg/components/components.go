@@ -113,3 +113,37 @@ func Build(c *loops.Cluster, in *clusterconfig.Inputs) []operator.Component {
 	}
 	return out
 }
+
+// PulledImages are the keys of DefaultImages of every image a render's nodes pull, for the flavor, with the
+// built-in pod network's images when podNetwork: the control-plane node's static pods, the pause image CRI-O
+// runs every sandbox with (node.Images' pod: the workers pull it too) and the add-ons (kube-proxy on every node,
+// CoreDNS wherever it is scheduled). An update (renew's, the worker command's) runs the same images. The openshift
+// flavor also pulls the tools image: the kube-controller-manager's recycler pods run it, and the first-boot apply and
+// aio-update run oc from it on a host with neither oc nor kubectl. The upstream flavor's pods run none of the
+// operators' images, and its release (an ImageStream by its keys) has no tools: its hosts' oc or kubectl applies.
+func PulledImages(f clusterconfig.Flavor, podNetwork bool) []string {
+	upstream := map[string]bool{}
+	for _, r := range Registry {
+		upstream[r.UpstreamImage] = true
+	}
+	addOns := clusterconfig.AddOnImages(f)
+	var out []string
+	for _, name := range ImageNames() {
+		_, addOn := addOns[name]
+		switch {
+		case addOn:
+			if podNetwork {
+				out = append(out, name)
+			}
+		case name == "pod":
+			out = append(out, name)
+		case f == clusterconfig.FlavorUpstream:
+			if upstream[name] {
+				out = append(out, name)
+			}
+		case !upstream[name]:
+			out = append(out, name)
+		}
+	}
+	return out
+}

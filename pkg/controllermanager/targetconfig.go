@@ -281,7 +281,7 @@ func (k *Component) managePod(ctx context.Context) error {
 	}
 	operatorImage := k.In.Images.Image("cluster-kube-controller-manager-operator")
 	pod, err := operator.ReadPodTemplate(ComponentName+"/pod.yaml",
-		map[string]string{"${OPERATOR_IMAGE_VERSION}": operator.ImageTag(operatorImage)},
+		map[string]string{"${OPERATOR_IMAGE_VERSION}": k.In.OperatorVersion(operatorImage)},
 		map[string]string{
 			"${IMAGE}":                           k.In.Images.Image("hyperkube"),
 			"${OPERATOR_IMAGE}":                  operatorImage,

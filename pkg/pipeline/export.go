@@ -137,6 +137,7 @@ func exportValidating(ctx context.Context, e *Settled) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	pulls, perr := imagePulls(in)
 	exportTime := time.Since(t)
 
 	t = time.Now()
@@ -176,7 +177,7 @@ func exportValidating(ctx context.Context, e *Settled) (*Output, error) {
 	}
 	ignTime := time.Since(t) // building Ignition, and meanwhile the state (and part of the earliest expiry)
 
-	return &Output{
+	out := &Output{
 		Tree: tree, Manifests: manifests, State: st, Ignition: b.ign.Raw, Live: b.live, AdminKubeconfig: kubeconfig, Trace: e.Result.Trace(),
 		Workers: workers,
 		Summary: Summary{
@@ -190,7 +191,15 @@ func exportValidating(ctx context.Context, e *Settled) (*Output, error) {
 		validation: goFuture(func() (struct{}, error) { return struct{}{}, b.prev.Validate(b.ign) }),
 		expiry:     expiry,
 		embed:      b.embed,
-	}, nil
+	}
+	out.Summary.Release = in.Release.Describe()
+	if perr != nil {
+		out.Summary.Warnings = append(out.Summary.Warnings, fmt.Sprintf("where the nodes pull their images from is unknown: %v", perr))
+	} else {
+		out.Summary.Images = pulls.Line()
+		out.Summary.Warnings = append(out.Summary.Warnings, pulls.Warnings...)
+	}
+	return out, nil
 }
 
 // exportManifests lists the settled cluster's objects once, for the manifests and the state, and makes the

@@ -42,6 +42,11 @@ type Options struct {
 	// given, the defaults.
 	Images     string
 	ImagesData []byte
+	// ReleaseInfo is a release's images by digest (ReleaseInfoData, when not nil, its contents): the JSON of `oc adm
+	// release info --output=json`, or a payload's image-references ImageStream (clusterconfig.ParseRelease); its
+	// pull specs replace the defaults, and Images' entries replace its. Not given, none.
+	ReleaseInfo     string
+	ReleaseInfoData []byte
 	// Flavor is "openshift" (the default) or "upstream".
 	Flavor string
 	// Workers is the workers file (WorkersData, when not nil, its contents): the workers the install-config's
@@ -87,6 +92,7 @@ const (
 	InCertValidity  = "certValidity"
 	InInfraID       = "infraID"
 	InImages        = "images"
+	InReleaseInfo   = "releaseInfo"
 	InFlavor        = "flavor"
 	InFresh         = "fresh"
 	// InReplaceCluster confirms InFresh on a directory that holds a cluster; InReinstall accepts a re-render that
@@ -216,6 +222,20 @@ var Inputs = []Input{
 		save: func(o *Options, _ *clusterconfig.Inputs, si state.Inputs) {
 			if len(o.ImagesData) > 0 {
 				si.Set(InImages, string(o.ImagesData))
+			}
+		},
+	},
+	{Name: InReleaseInfo, Flag: "release-info", Label: "release info", Fleet: FleetWide,
+		Usage: "a release's images by digest: the JSON of oc adm release info --output=json <release>, or the payload's image-references (an ImageStream; for the upstream flavor, one whose tag names are its {images} keys); every image the nodes pull must be in it, by digest, for the install-config's architecture; its pull specs replace the defaults, and {images} entries replace its (default: the saved one, else none)",
+		Bind:  func(o *Options) any { return &o.ReleaseInfo },
+		given: func(o *Options) bool { return o.ReleaseInfo != "" || o.ReleaseInfoData != nil },
+		load: loadString(func(o *Options, s, where string) error {
+			o.ReleaseInfo, o.ReleaseInfoData = where, []byte(s)
+			return nil
+		}),
+		save: func(o *Options, _ *clusterconfig.Inputs, si state.Inputs) {
+			if len(o.ReleaseInfoData) > 0 {
+				si.Set(InReleaseInfo, string(o.ReleaseInfoData))
 			}
 		},
 	},

@@ -55,6 +55,7 @@ func (o Options) readFiles() (Options, installconfig.ErrorList) {
 	}
 	read(InInstallConfig, &o.InstallConfig, &o.InstallConfigData)
 	read(InImages, &o.Images, &o.ImagesData)
+	read(InReleaseInfo, &o.ReleaseInfo, &o.ReleaseInfoData)
 	if o.WorkerList == nil {
 		read(InWorkers, &o.Workers, &o.WorkersData)
 		var werrs installconfig.ErrorList
@@ -120,11 +121,6 @@ func validate(o Options, errs installconfig.ErrorList) (*clusterconfig.Inputs, e
 	if err != nil {
 		errs = append(errs, asFieldErrors(InFlavor, err)...)
 	}
-	// The add-ons' images default by flavor (clusterconfig.AddOnImages).
-	images, err := clusterconfig.ParseImages(o.ImagesData, o.Images, components.DefaultImagesFor(flavor))
-	if err != nil {
-		errs = append(errs, asFieldErrors(InImages, err)...)
-	}
 	var ic *installconfig.InstallConfig
 	if o.InstallConfigData != nil {
 		ic, err = installconfig.LoadData(o.InstallConfigData, o.InstallConfig, nodeIPs)
@@ -132,6 +128,12 @@ func validate(o Options, errs installconfig.ErrorList) (*clusterconfig.Inputs, e
 	if err != nil {
 		// Field problems name their field; problems of the whole file (unreadable, empty, not YAML) the input.
 		errs = append(errs, asFieldErrors(InInstallConfig, err)...)
+	}
+	// The images: the defaults (the add-ons' by flavor, clusterconfig.AddOnImages) < the release's < --images.
+	release, defaults := releaseImages(o, ic, flavor, &errs)
+	images, err := clusterconfig.ParseImages(o.ImagesData, o.Images, defaults)
+	if err != nil {
+		errs = append(errs, asFieldErrors(InImages, err)...)
 	}
 	var workers []clusterconfig.Worker
 	var warns installconfig.ErrorList
@@ -170,7 +172,31 @@ func validate(o Options, errs installconfig.ErrorList) (*clusterconfig.Inputs, e
 		infraID = clusterconfig.NewInfraID(ic.Metadata.Name)
 	}
 	return &clusterconfig.Inputs{InstallConfig: ic, NodeName: o.NodeName, NodeIPs: nodeIPs, InfraID: infraID, Lifetimes: lt, Images: images,
-		Flavor: flavor, Workers: workers, InstallDevice: installDevice, NetworkKeyfiles: keyfiles, Warnings: warns}, nil
+		Release: release, Flavor: flavor, Workers: workers, InstallDevice: installDevice, NetworkKeyfiles: keyfiles, Warnings: warns}, nil
+}
+
+// releaseImages reads the release input, if any, and gives the default images with its pull specs: every image the
+// flavor's nodes pull (components.PulledImages) must be in it, for the install-config's architecture. Its problems are
+// appended to errs; without an install-config to check it against, the defaults stay.
+func releaseImages(o Options, ic *installconfig.InstallConfig, flavor clusterconfig.Flavor, errs *installconfig.ErrorList) (*clusterconfig.Release, clusterconfig.Images) {
+	defaults := components.DefaultImagesFor(flavor)
+	if o.ReleaseInfoData == nil {
+		return nil, defaults
+	}
+	release, err := clusterconfig.ParseRelease(o.ReleaseInfoData, o.ReleaseInfo)
+	if err != nil {
+		*errs = append(*errs, asFieldErrors(InReleaseInfo, err)...)
+		return nil, defaults
+	}
+	if ic == nil {
+		return release, defaults
+	}
+	images, err := release.Over(defaults, components.PulledImages(flavor, ic.BuiltinPodNetwork()), ic.Architecture())
+	if err != nil {
+		*errs = append(*errs, installconfig.FieldError{Field: InReleaseInfo, Detail: o.ReleaseInfo + ": " + err.Error()})
+		return nil, defaults
+	}
+	return release, images
 }
 
 // asFieldErrors keeps field errors as they are and turns any other error into one naming field.

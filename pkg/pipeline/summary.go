@@ -61,13 +61,16 @@ type Summary struct {
 	Continued    bool
 	Node, Flavor string
 	// Network is what network the cluster runs (podnetwork.Describe).
-	Network       string
-	Workers       []string // "<name> <IPs>", each with its worker.ign in the directory
-	FromState     []string
-	Changed       []string
-	Revisions     []string
-	NewSigners    []string
-	PendingUpdate string
+	Network string
+	// Release is the release input the images come from (clusterconfig.Release.Describe; "": none), Images what
+	// the nodes pull and from where (pulls.go, Pulls.Line).
+	Release, Images string
+	Workers         []string // "<name> <IPs>", each with its worker.ign in the directory
+	FromState       []string
+	Changed         []string
+	Revisions       []string
+	NewSigners      []string
+	PendingUpdate   string
 	// NodeUpdate is what a re-render wrote for the running node (pkg/pipeline RenderWith): the new update, or why
 	// none ("": the render writes none, as a new cluster's).
 	NodeUpdate string
@@ -92,6 +95,12 @@ func (s Summary) Print(w io.Writer, dir string) {
 		if s.Network != "" {
 			fmt.Fprintf(w, "  network:          %s\n", s.Network)
 		}
+	}
+	if s.Release != "" {
+		fmt.Fprintf(w, "  release:          %s\n", s.Release)
+	}
+	if s.Images != "" {
+		fmt.Fprintf(w, "  images:           %s\n", s.Images)
 	}
 	if len(s.FromState) > 0 {
 		fmt.Fprintf(w, "  saved inputs:     %s (not given, so the state's)\n", strings.Join(s.FromState, ", "))

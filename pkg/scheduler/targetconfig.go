@@ -128,7 +128,7 @@ func (s *Component) managePod(ctx context.Context) error {
 	}
 	operatorImage := s.In.Images.Image("cluster-kube-scheduler-operator")
 	pod, err := operator.ReadPodTemplate(ComponentName+"/pod.yaml",
-		map[string]string{"${OPERATOR_IMAGE_VERSION}": operator.ImageTag(operatorImage)},
+		map[string]string{"${OPERATOR_IMAGE_VERSION}": s.In.OperatorVersion(operatorImage)},
 		map[string]string{"${IMAGE}": s.In.Images.Image("hyperkube"), "${OPERATOR_IMAGE}": operatorImage})
 	if err != nil {
 		return err

@@ -79,10 +79,12 @@ func Tools() []ToolModule {
 			"etcd":    "go.etcd.io/etcd/server/v3",
 			"etcdctl": "go.etcd.io/etcd/etcdctl/v3",
 		}},
-		// Our own small commands: the image writer (go-containerregistry) and the sandbox image's process.
+		// Our own small commands: the image writer (go-containerregistry), the sandbox image's process, and the
+		// mirror case's registry (go-containerregistry's pkg/registry; mirror.go).
 		{Dir: "oci", Packages: map[string]string{
-			"oci-image": "github.com/render-static/render-static/test/e2e/tools/oci/cmd/oci-image",
-			"pause":     "github.com/render-static/render-static/test/e2e/tools/oci/cmd/pause",
+			"oci-image":    "github.com/render-static/render-static/test/e2e/tools/oci/cmd/oci-image",
+			"oci-registry": "github.com/render-static/render-static/test/e2e/tools/oci/cmd/oci-registry",
+			"pause":        "github.com/render-static/render-static/test/e2e/tools/oci/cmd/pause",
 		}},
 	}
 }
@@ -273,7 +275,7 @@ func EnsureBinaries(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 	for _, n := range BinaryNames() {
 		args := []string{"--version"}
 		switch n {
-		case "oci-image", "pause", "agnhost":
+		case "oci-image", "oci-registry", "pause", "agnhost":
 			continue // ours, or no version flag (agnhost: its version is the kubernetes module's)
 		case "coredns", "e2e.test":
 			args = []string{"-version"}

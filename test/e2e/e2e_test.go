@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -104,7 +103,7 @@ type innerSpec struct {
 	Root       string   // the node's disk: Ignition laid aio.ign here
 	Work       string   // scratch: one directory per phase (overlays, logs), state.json between phases
 	BinDir     string   // upstream binaries
-	Images     string   // the image archive containerd imports
+	Images     string   // the image archive containerd imports ("": none, the mirror case)
 	NodeName   string   //
 	NodeAddrs  []string // CIDR notation: node IP / machine network prefix
 	Kubeconfig string   // admin kubeconfig (on the host filesystem, outside the node's disk)
@@ -125,6 +124,9 @@ type innerSpec struct {
 	// Conformance has the reboot run Kubernetes' own [sig-network] DNS and Services conformance specs against the
 	// node after the workload checks (conformance_test.go: runNetworkConformance).
 	Conformance bool `json:"conformance,omitempty"`
+	// Mirror, in the mirror-only case (issue 38, mirror.go), says nothing is imported: the first boot pulls every
+	// image by digest from the harness's registry, which then stops; the reboot runs from what the node has.
+	Mirror *mirrorSpec `json:"mirror,omitempty"`
 	// Worker, for a control-plane node's reboot, is the worker that joins it on day 2 (worker_test.go).
 	Worker *workerSpec `json:"worker,omitempty"`
 	// A worker's own boot (Phase workerPhase): its overlays' lower layer (the control-plane node's view of the host's
@@ -211,6 +213,9 @@ func TestInner(t *testing.T) {
 	var spec innerSpec
 	if err := readYAML(p, &spec); err != nil {
 		t.Fatal(err)
+	}
+	if spec.Mirror != nil {
+		workloadImage = spec.Mirror.Agnhost
 	}
 	switch spec.Phase {
 	case "boot":
@@ -300,15 +305,6 @@ func breakContainerArg(t *testing.T, root, breakSpec string) {
 		}
 	}
 	t.Fatalf("no container %s in the static pods", container)
-}
-
-func sortedKeys[M ~map[string]V, V any](m M) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // TestBuildTools builds (or finds in the cache) the upstream binaries and checks their versions. It is what

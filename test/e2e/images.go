@@ -56,9 +56,18 @@ const AgnhostImage = "registry.k8s.io/e2e-test-images/agnhost:2.56"
 // call it by name).
 func imageContent(image, pauseImage string, have func(string) bool) (ImageFiles, error) {
 	if image == pauseImage {
+		return componentContent(image, "pause", have)
+	}
+	return componentContent(image, ImageComponent(image), have)
+}
+
+// componentContent is the content of the image (named image, for errors) of a component: "pause" the sandbox
+// process, "etcd" etcd and etcdctl, the others as imageContent says. The mirror case (mirror.go) names its images
+// by the render's --images keys, not by their names (all are in one release repository, by digest).
+func componentContent(image, comp string, have func(string) bool) (ImageFiles, error) {
+	if comp == "pause" {
 		return ImageFiles{{"pause", "/pause"}}, nil
 	}
-	comp := ImageComponent(image)
 	if comp == "etcd" {
 		return ImageFiles{{"etcd", "/usr/local/bin/etcd"}, {"etcdctl", "/usr/local/bin/etcdctl"}}, nil
 	}

@@ -130,9 +130,13 @@ func startedSince(p *corev1.Pod, since time.Time) bool {
 	return true
 }
 
+// workloadImage is agnhost's image as the network checks' pods name it: AgnhostImage, or in the mirror case
+// (mirror.go) the same image by digest, pulled through the mirror (TestInner sets it from the spec).
+var workloadImage = AgnhostImage
+
 // netexecContainer is agnhost netexec on netexecPort, Ready when it answers /healthz.
 func netexecContainer() corev1.Container {
-	return corev1.Container{Name: "netexec", Image: AgnhostImage, Args: []string{"netexec", "--http-port=" + strconv.Itoa(netexecPort)},
+	return corev1.Container{Name: "netexec", Image: workloadImage, Args: []string{"netexec", "--http-port=" + strconv.Itoa(netexecPort)},
 		Ports: []corev1.ContainerPort{{ContainerPort: netexecPort, Name: "http"}},
 		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(netexecPort)}},
 			PeriodSeconds: 1}}

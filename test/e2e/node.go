@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/render-static/render-static/internal/registries"
 )
 
 // The real node: Debian's containerd and runc and an upstream kubelet built from the module proxy, started
@@ -41,6 +43,16 @@ type Node struct {
 	CgroupRoot string
 	// Nameserver is the node's /etc/resolv.conf nameserver (overrides.go): its primary IP.
 	Nameserver string
+	// ExtraHosts are lines the node's /etc/hosts gets (overrides.go): the mirror's name in the mirror case.
+	ExtraHosts string
+	// ExtraImages are images the node pulls besides the rendered ones (the test's workload), for containerd's
+	// registry hosts (StartContainerd).
+	ExtraImages []string
+	// RegistryHosts is containerd's registry config_path when the render wrote /etc/containers/registries.conf.
+	RegistryHosts string
+	// The mirror case (mirror.go): what the mirror serves, and the mirror machine in the first boot.
+	MirrorPlan *MirrorPlan
+	Mirror     *Mirror
 
 	CRISocket    string // where the rendered kubelet.conf points its runtime endpoint (containerd listens there)
 	PauseImage   string // the sandbox image the rendered CRI-O drop-in names
@@ -241,6 +253,9 @@ func (n *Node) start(name string, argv, env []string) (*exec.Cmd, error) {
 // StartContainerd writes containerd's configuration (overrides.go says why each setting) and starts it, then
 // waits (bounded) for its socket.
 func (n *Node) StartContainerd(ctx context.Context) error {
+	if err := n.registryHosts(); err != nil {
+		return err
+	}
 	cfg, err := containerdConfig(n)
 	if err != nil {
 		return err
@@ -263,6 +278,37 @@ func (n *Node) StartContainerd(ctx context.Context) error {
 		_, err := os.Stat(n.CRISocket)
 		return err == nil, nil
 	})
+}
+
+// registryHosts gives containerd, which does not read /etc/containers/registries.conf, the registry hosts the
+// rendered one sends the node's images to (mirror.go: ContainerdHosts), as hosts.toml files under
+// Work/certs.d (RegistryHosts). Without a rendered registries.conf it does nothing: each image comes from its own
+// registry, containerd's default.
+func (n *Node) registryHosts() error {
+	conf, err := RegistriesConf("/")
+	if err != nil || conf == nil {
+		return err
+	}
+	images, err := NodePullImages("/", n.ExtraImages...)
+	if err != nil {
+		return err
+	}
+	pulls, err := registries.Resolve(conf, images)
+	if err != nil {
+		return fmt.Errorf("the rendered /etc/containers/registries.conf: %w", err)
+	}
+	hosts, err := ContainerdHosts(pulls, mirrorScheme)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(n.Work, "certs.d")
+	written, err := WriteContainerdHosts(dir, hosts)
+	if err != nil {
+		return err
+	}
+	n.RegistryHosts = dir
+	n.Logf("containerd's registry hosts, from the rendered /etc/containers/registries.conf for %d images:\n%s", len(images), written)
+	return nil
 }
 
 // ImportImages imports an image archive into containerd's k8s.io namespace (the CRI plugin's).

@@ -58,6 +58,10 @@ func bootNode(t *testing.T, spec *innerSpec, tm *timings) *Node {
 	if spec.Worker != nil {
 		n.HostView = filepath.Join(n.Work, "hostview") // the worker's overlays take the host's directories from there
 	}
+	var mirrorAddrs []NodeAddress
+	if spec.Mirror != nil {
+		tm.step("mirror-plan", func() { mirrorAddrs = planMirror(t, spec, n) })
+	}
 	var stopStandIns func()
 	tm.step("mount", func() {
 		if err := n.Mount(); err != nil {
@@ -75,6 +79,9 @@ func bootNode(t *testing.T, spec *innerSpec, tm *timings) *Node {
 		}
 		st := time.Now()
 		forced := n.Stop(context.Background())
+		if n.Mirror != nil {
+			n.Mirror.Stop()
+		}
 		StopSwitch() // the workers' and the outside machine's switch, if this node made one (netns.go)
 		tm.add("stop", time.Since(st))
 		if len(forced) > 0 {
@@ -96,9 +103,16 @@ func bootNode(t *testing.T, spec *innerSpec, tm *timings) *Node {
 			t.Logf("%s.service is not rendered: the node has no pod network set up by its own unit", PodNetworkUnit)
 		}
 	})
+	if spec.Mirror != nil {
+		tm.step("mirror", func() { mirrorUp(t, spec, n, mirrorAddrs) })
+	}
 	tm.step("containerd", func() {
 		if err := n.StartContainerd(ctx); err != nil {
 			t.Fatal(err)
+		}
+		if spec.Images == "" {
+			n.Logf("no image imported: the node pulls every image")
+			return
 		}
 		if err := n.ImportImages(ctx, spec.Images); err != nil {
 			t.Fatal(err)
@@ -491,6 +505,9 @@ func innerFirstBoot(t *testing.T, spec *innerSpec) {
 	}
 	checkNoCrashLoops(t, n)
 	logPeakRSS(t, n)
+	if n.Mirror != nil {
+		checkMirrorPulls(t, n)
+	}
 	_ = cfg
 }
 

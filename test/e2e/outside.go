@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -59,31 +58,9 @@ func StartOutside(ctx context.Context, addrs []NodeAddress, port int) (*Outside,
 		o.Stop()
 		return nil, err
 	}
-	cmds := [][]string{{"link", "set", "lo", "up"}, {"link", "set", "eth0", "up"}}
-	fam := map[bool]bool{}
-	for _, a := range addrs {
-		if a.IP.Is4() {
-			cmds = append(cmds, []string{"-4", "addr", "add", a.String(), "dev", "eth0"})
-		} else {
-			cmds = append(cmds, []string{"-6", "addr", "add", a.String(), "dev", "eth0", "nodad"})
-		}
-		fam[a.IP.Is4()] = true
-	}
-	for is4 := range fam {
-		f := "-6"
-		if is4 {
-			f = "-4"
-		}
-		cmds = append(cmds, []string{f, "route", "add", "default", "dev", "eth0"})
-	}
-	for _, c := range cmds {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		out, err := exec.CommandContext(cctx, "nsenter", append([]string{"--net=" + o.NetnsPath(), "ip"}, c...)...).CombinedOutput()
-		cancel()
-		if err != nil {
-			o.Stop()
-			return nil, fmt.Errorf("outside: ip %s: %w: %s", strings.Join(c, " "), err, out)
-		}
+	if err := addressPeer(ctx, o.NetnsPath(), addrs); err != nil {
+		o.Stop()
+		return nil, fmt.Errorf("outside: %w", err)
 	}
 	var l net.Listener
 	err := poll(ctx, 10*time.Second, 100*time.Millisecond, func(context.Context) (bool, error) {

@@ -20,8 +20,12 @@ var Overrides = []struct{ What, Why string }{
 		"RHCOS runs CRI-O; Debian has no CRI-O package, containerd speaks the same CRI"},
 	{"containerd: restrict_oom_score_adj = true",
 		"this machine drops CAP_SYS_RESOURCE: runc cannot lower oom_score_adj below 0, which fails every container of a critical pod"},
-	{"containerd: sandbox_image = the rendered CRI-O drop-in's pause_image, built here",
-		"nothing can be pulled here"},
+	{"containerd: sandbox_image = the rendered CRI-O drop-in's pause_image, built here (imported; in the mirror case pulled by digest from the harness's mirror)",
+		"containerd does not read CRI-O's drop-in; nothing comes from the internet here"},
+	{"containerd: registry config_path = hosts.toml files made from the rendered /etc/containers/registries.conf, resolved by internal/registries (CRI-O's sysregistriesv2) for every image the node pulls: each mirror a [host.\"http://<mirror>[/v2/<prefix>]\"] (capabilities pull, and resolve only for a mirror images by tag go to; override_path with a prefix), the source registry last (mirror.go ContainerdHosts); none without a rendered registries.conf",
+		"containerd does not read registries.conf (CRI-O does); the mirror is the harness's plain-HTTP registry (no certificate for its name exists here)"},
+	{"the mirror case (dual stack): nothing is imported into containerd; the node's /etc/hosts gets the mirror's name on the mirror machine's addresses (a copy of the rendered file with those lines, bound over it)",
+		"the node pulls every image by digest from the harness's registry (mirror.go); the name resolves only inside the node's namespaces, as a site's DNS would resolve it"},
 	{"containerd: CNI conf_dir = the rendered CRI-O drop-in's network_dir (/etc/kubernetes/cni/net.d), bin_dir = /usr/libexec/cni (the one of its plugin_dirs RHCOS ships the reference plugins in; containerd 1.6 takes one directory)",
 		"the node's pod network is the rendered CNI configuration (issue 37), read by containerd where CRI-O reads it"},
 	{"/usr/libexec/cni is Debian's containernetworking-plugins 1.1.1 (/usr/lib/cni bind-mounted there, over an overlay on /usr/libexec)",
@@ -63,6 +67,20 @@ func applyFileOverrides(n *Node) error {
 	}
 	if err := writeFile("/etc/resolv.conf", []byte("nameserver "+ns+"\noptions timeout:1 attempts:1\n"), 0o644); err != nil {
 		return err
+	}
+	if n.ExtraHosts != "" {
+		// A copy of the rendered /etc/hosts with the lines added, bound over it (the node's disk keeps the original).
+		hosts, err := os.ReadFile("/etc/hosts")
+		if err != nil {
+			return err
+		}
+		patched := filepath.Join(n.Work, "hosts")
+		if err := os.WriteFile(patched, append(hosts, []byte(n.ExtraHosts)...), 0o644); err != nil {
+			return err
+		}
+		if err := bind(patched, "/etc/hosts"); err != nil {
+			return err
+		}
 	}
 	for _, b := range []string{"kubelet", "kubectl"} {
 		if err := bind(filepath.Join(n.BinDir, b), "/usr/bin/"+b); err != nil {
@@ -127,6 +145,10 @@ func containerdConfig(n *Node) (string, error) {
 	if n.CRISocket == "" || n.PauseImage == "" {
 		return "", fmt.Errorf("containerd: no CRI socket or pause image (Mount first)")
 	}
+	registry := ""
+	if n.RegistryHosts != "" {
+		registry = fmt.Sprintf("  [plugins.\"io.containerd.grpc.v1.cri\".registry]\n    config_path = %q\n", n.RegistryHosts)
+	}
 	return fmt.Sprintf(`version = 2
 root = "/var/lib/containerd"
 state = "/run/containerd"
@@ -137,7 +159,7 @@ state = "/run/containerd"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = %q
   restrict_oom_score_adj = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
+%s  [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
@@ -147,7 +169,7 @@ state = "/run/containerd"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %q
     conf_dir = %q
-`, n.CRISocket, n.PauseImage, n.CNIBinDir, n.CNIConfDir), nil
+`, n.CRISocket, n.PauseImage, registry, n.CNIBinDir, n.CNIConfDir), nil
 }
 
 // The CNI directories of the rendered CRI-O drop-in ([crio.network]), and where Debian's plugins are.

@@ -25,12 +25,17 @@ type upstreamCase struct {
 	// worker, when set, are the IPs (as --node-ip) of a worker that joins the node on day 2, in its reboot
 	// (worker_test.go).
 	worker string
+	// mirror makes the case the mirror-only one (issue 38, mirror.go): its render gets a release file naming every
+	// image by digest under ReleaseSource, nothing is imported, the first boot pulls everything from the harness's
+	// mirror (the install-config's imageDigestSources), and the reboot runs with the mirror stopped.
+	mirror bool
 }
 
 var upstreamCases = []upstreamCase{
-	{"ipv4", "install-config-ipv4.yaml", "192.168.126.10", "192.168.126.11"},
-	{"ipv6", "install-config-ipv6.yaml", "fd2e:6f44:5dd8:c956::14", "fd2e:6f44:5dd8:c956::15"},
-	{"dualstack", "install-config-dualstack.yaml", "192.168.126.10,fd2e:6f44:5dd8:c956::14", ""},
+	{"ipv4", "install-config-ipv4.yaml", "192.168.126.10", "192.168.126.11", false},
+	{"ipv6", "install-config-ipv6.yaml", "fd2e:6f44:5dd8:c956::14", "fd2e:6f44:5dd8:c956::15", false},
+	// The mirror-only case shares the dual stack boots (no boot of its own: cost).
+	{"dualstack", "install-config-dualstack.yaml", "192.168.126.10,fd2e:6f44:5dd8:c956::14", "", true},
 }
 
 // upstreamWorkerName is the name of the worker a case adds.
@@ -100,6 +105,9 @@ type installConfigNames struct {
 			CIDR string `json:"cidr"`
 		} `json:"machineNetwork"`
 	} `json:"networking"`
+	ImageDigestSources []struct {
+		Mirrors []string `json:"mirrors"`
+	} `json:"imageDigestSources"`
 }
 
 // cli is the render-static under test: $RENDER_STATIC_E2E_CLI, or this checkout built once per test binary.
@@ -196,12 +204,24 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 	// The node's static network, as a keyfile nmcli makes: aio.ign lays it down (live_test.go checks the live ISO's
 	// side); the node here runs no NetworkManager, its addresses are the test's own.
 	keyfile := testtools.Keyfile(t, work, "node-"+c.name+".nmconnection", addrs...)
-	render := func(flavor, out string) {
+	var mirror *MirrorLayout
+	var releaseArgs []string
+	if c.mirror {
+		tm.step("mirror-images", func() {
+			var err error
+			if mirror, err = BuildMirrorLayout(context.Background(), bins.BinDir, t.Logf); err != nil {
+				t.Fatal(err)
+			}
+			releaseArgs = mirrorReleaseArgs(t, work, mirror)
+		})
+	}
+	render := func(flavor, out string) string {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		args := []string{"--flavor", flavor, "--install-config", icPath, "--node-ip", c.nodeIPs, "--node-name", upstreamNodeName, "--dir", out}
 		if flavor == "upstream" {
 			args = append(args, upstreamRenderArgs[c.name]...)
+			args = append(args, releaseArgs...)
 			args = append(args, "--install-device", "/dev/vda", "--network-keyfile", keyfile)
 		}
 		cmd := exec.CommandContext(ctx, cli, args...)
@@ -210,9 +230,20 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 			t.Fatalf("render-static --flavor %s: %v\n%s", flavor, err, b)
 		}
 		t.Logf("render-static --flavor %s:\n%s", flavor, b)
+		return string(b)
 	}
 	out := filepath.Join(work, "aio")
-	tm.step("render", func() { render("upstream", out) })
+	tm.step("render", func() {
+		said := render("upstream", out)
+		if mirror != nil {
+			// The render's summary says where the node pulls from (issue 38): every image by digest through the
+			// install-config's mirror.
+			host, _, _ := strings.Cut(ic.ImageDigestSources[0].Mirrors[0], "/")
+			if want := "images, all by digest through " + host; !strings.Contains(said, want) {
+				t.Errorf("the render's summary does not say %q", want)
+			}
+		}
+	})
 	openshift := filepath.Join(work, "aio-openshift")
 	tm.step("render-openshift", func() { render("openshift", openshift) })
 	ign := filepath.Join(out, "aio.ign")
@@ -237,15 +268,21 @@ func prepareUpstreamCase(t *testing.T, cli string, bins *BuildResult, c upstream
 		}
 	})
 	var images string
-	tm.step("images", func() {
-		var err error
-		images, err = BuildImages(context.Background(), root, bins.BinDir, t.Logf)
-		if err != nil {
-			t.Fatal(err)
-		}
-	})
+	var mspec *mirrorSpec
+	if mirror != nil {
+		// Nothing to import: the node pulls every image from the mirror.
+		mspec = &mirrorSpec{Layout: mirror.Dir, Agnhost: mirror.AgnhostPullSpec()}
+	} else {
+		tm.step("images", func() {
+			var err error
+			images, err = BuildImages(context.Background(), root, bins.BinDir, t.Logf)
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 	t.Log(tm.String())
-	return &innerSpec{
+	return &innerSpec{Mirror: mspec,
 		Case: c.name, Root: root, Work: work, BinDir: bins.BinDir, Images: images, NodeName: upstreamNodeName,
 		NodeAddrs: addrs, Kubeconfig: filepath.Join(out, "auth", "kubeconfig"), Domain: ic.Metadata.Name + "." + ic.BaseDomain,
 		OpenShiftPods: filepath.Join(openshift, "rootfs", "etc", "kubernetes", "manifests"), Worker: worker, CLI: cli,

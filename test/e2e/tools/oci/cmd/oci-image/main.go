@@ -1,12 +1,17 @@
 // Command oci-image writes one image archive holding several single-layer images built from local files, for
-// `ctr images import`. Nothing can be pulled on the e2e machine, so every image the rendered static pods name
-// is made here from the binaries built from the Go module proxy.
+// `ctr images import`, or an OCI image layout of them, for the e2e mirror (oci-registry serves a layout's images
+// by digest). Nothing can be pulled on the e2e machine, so every image the rendered static pods name is made here
+// from the binaries built from the Go module proxy.
 //
 //	oci-image -o images.tar -i 'registry.k8s.io/etcd:3.6.5-0=/bin/etcd:/usr/local/bin/etcd,/bin/etcdctl:/usr/local/bin/etcdctl' ...
+//	oci-image -layout DIR -i 'etcd-upstream=/bin/etcd:/usr/local/bin/etcd,...' ...
 //
 // Each -i is NAME=SRC:DST[,SRC:DST...]; files are added with mode 0755 (they are the images' executables).
 // The first DST of an image is its entrypoint. The archive is written with go-containerregistry's tarball
 // package (a `docker save` archive with one manifest per name), which containerd imports under those names.
+// The layout (go-containerregistry's layout package, OCI image-layout 1.0) has each image in its index.json under
+// its NAME (annotation org.opencontainers.image.ref.name) with the digest of its manifest, exactly as written: a
+// registry serving those bytes serves that digest.
 package main
 
 import (
@@ -24,6 +29,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -35,16 +41,18 @@ func (i *images) String() string     { return strings.Join(*i, " ") }
 func (i *images) Set(v string) error { *i = append(*i, v); return nil }
 
 func main() {
-	var out string
+	var out, dir string
 	var specs images
 	flag.StringVar(&out, "o", "", "the archive to write")
+	flag.StringVar(&dir, "layout", "", "the OCI image layout directory to write (it must not exist)")
 	flag.Var(&specs, "i", "NAME=SRC:DST[,SRC:DST...] (repeatable)")
 	flag.Parse()
-	if out == "" || len(specs) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: oci-image -o ARCHIVE -i NAME=SRC:DST[,SRC:DST...] ...")
+	if (out == "") == (dir == "") || len(specs) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: oci-image -o ARCHIVE|-layout DIR -i NAME=SRC:DST[,SRC:DST...] ...")
 		os.Exit(2)
 	}
 	refs := map[name.Reference]v1.Image{}
+	var names []string
 	for _, s := range specs {
 		ref, img, err := build(s)
 		if err != nil {
@@ -52,6 +60,15 @@ func main() {
 			os.Exit(1)
 		}
 		refs[ref] = img
+		n, _, _ := strings.Cut(s, "=")
+		names = append(names, n)
+	}
+	if dir != "" {
+		if err := writeLayout(dir, names, refs); err != nil {
+			fmt.Fprintf(os.Stderr, "oci-image: writing %s: %v\n", dir, err)
+			os.Exit(1)
+		}
+		return
 	}
 	tmp := out + ".tmp"
 	if err := tarball.MultiRefWriteToFile(tmp, refs); err != nil {
@@ -62,6 +79,34 @@ func main() {
 		fmt.Fprintf(os.Stderr, "oci-image: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// writeLayout writes the images into a new layout at dir (built in dir.tmp, then renamed) and prints each
+// image's NAME and manifest digest.
+func writeLayout(dir string, names []string, refs map[name.Reference]v1.Image) error {
+	tmp := dir + ".tmp"
+	os.RemoveAll(tmp)
+	p, err := layout.Write(tmp, empty.Index)
+	if err != nil {
+		return err
+	}
+	byName := map[string]v1.Image{}
+	for ref, img := range refs {
+		byName[ref.String()] = img
+	}
+	for _, n := range names {
+		ref, _ := name.ParseReference(n, name.WeakValidation)
+		img := byName[ref.String()]
+		if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": n})); err != nil {
+			return err
+		}
+		d, err := img.Digest()
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s %s\n", n, d)
+	}
+	return os.Rename(tmp, dir)
 }
 
 func build(spec string) (name.Reference, v1.Image, error) {
