@@ -212,7 +212,7 @@ func TestKilledRenderLeavesOldOrNew(t *testing.T) {
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			copyDir(t, backup, dir)
-			p := start(t, []string{faultpoint.Env + "=" + tc.fault}, "--dir", dir, "--flavor", "upstream")
+			p := start(t, []string{faultpoint.Env + "=" + tc.fault}, "--dir", dir, "--flavor", "upstream", "--reinstall")
 			if code, sig := p.wait(t, 2*time.Minute); sig != syscall.SIGKILL {
 				t.Fatalf("the run was not killed at %s: exit %d\n%s", tc.fault, code, p.stderr.String())
 			}
@@ -349,7 +349,7 @@ func TestOneWriterAtATime(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "aio")
 	runOK(t, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir)
 	old := tree(t, dir)
-	holder := start(t, []string{faultpoint.Env + "=hang:engine"}, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir, "--fresh")
+	holder := start(t, []string{faultpoint.Env + "=hang:engine"}, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir, "--fresh", "--replace-cluster")
 	deadline := time.Now().Add(time.Minute)
 	for outdir.LockPID(dir) != holder.cmd.Process.Pid {
 		if time.Now().After(deadline) {
@@ -437,7 +437,7 @@ func TestStateFaults(t *testing.T) {
 			sameTree(t, "the refused directory", tree(t, dir), before)
 		})
 	}
-	runOK(t, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir, "--fresh")
+	runOK(t, "--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir, "--fresh", "--replace-cluster")
 	if _, err := state.Load(dir); err != nil {
 		t.Errorf("after --fresh: %v", err)
 	}
@@ -497,7 +497,7 @@ func TestClusterIdentity(t *testing.T) {
 	// What continues the cluster: another install-config field (the installation disk), node IP, leaf validity, flavor.
 	for _, args := range [][]string{
 		{"--install-config", variant(t, "installationDisk: /dev/vda", "installationDisk: /dev/sda")},
-		{"--node-ip", "192.168.126.11"}, {"--cert-validity", "2h"}, {"--flavor", "upstream"},
+		{"--node-ip", "192.168.126.11", "--reinstall"}, {"--cert-validity", "2h"}, {"--flavor", "upstream", "--reinstall"},
 	} {
 		stdout := runOK(t, append([]string{"--dir", dir}, args...)...)
 		if !strings.Contains(stdout, "continued from") || !strings.Contains(stdout, st.InfraID) || !strings.Contains(stdout, "changed inputs:") {
@@ -553,7 +553,7 @@ mount -t tmpfs -o size=64m tmpfs "$MNT"
 sha256sum "$MNT/aio/aio.ign" "$MNT/aio/state/SHA256SUMS" >"$MNT/before"
 free=$(df --output=avail -B1 "$MNT" | tail -1)
 fallocate -l $((free - 1500000)) "$MNT/filler"
-"$CLI" --dir "$MNT/aio" --flavor upstream >"$MNT/out" 2>"$MNT/err"; echo "exit=$?"
+"$CLI" --dir "$MNT/aio" --flavor upstream --reinstall >"$MNT/out" 2>"$MNT/err"; echo "exit=$?"
 echo "--- stderr"; cat "$MNT/err"
 echo "--- beside"; ls -A "$MNT"
 echo "--- check"; sha256sum -c --quiet "$MNT/before" && echo unchanged
@@ -655,8 +655,9 @@ func TestSavedInputsAreDefaults(t *testing.T) {
 	if after, _ := os.ReadFile(filepath.Join(dir, "aio.ign")); !bytes.Equal(ign, after) {
 		t.Errorf("a re-render with the saved inputs changed aio.ign")
 	}
-	moved := runOK(t, "--dir", dir, "--node-ip", "192.168.126.11")
-	for _, want := range []string{"changed inputs:   node IP 192.168.126.10 -> 192.168.126.11", "etcd 1->2 (changed: ", "kube-apiserver 1->2 (changed: "} {
+	moved := runOK(t, "--dir", dir, "--node-ip", "192.168.126.11", "--reinstall")
+	for _, want := range []string{"changed inputs:   node IP 192.168.126.10 -> 192.168.126.11", "etcd 1->2 (changed: ", "kube-apiserver 1->2 (changed: ",
+		"node update:      none written (--reinstall): install the node again from " + filepath.Join(dir, "aio.ign") + ", for unit kubelet.service"} {
 		if !strings.Contains(moved, want) {
 			t.Errorf("the summary after a new node IP lacks %q:\n%s", want, moved)
 		}
@@ -723,4 +724,73 @@ func TestAdminKubeconfigIsItsOwnFile(t *testing.T) {
 	apart("re-render after an edit")
 	renderExample(t, dir)
 	apart("re-render of an unchanged directory")
+}
+
+// TestFreshKeepsTheCluster: --fresh on a directory that holds a cluster (a day-2 worker, two node updates) is
+// refused, naming the cluster, its workers and updates and --replace-cluster, and nothing is written; with
+// --replace-cluster the new cluster takes the directory, and the old tree is kept whole beside it (0700), which
+// stderr says with the infra ID, the worker and the updates.
+func TestFreshKeepsTheCluster(t *testing.T) {
+	testtools.Long(t, "renders")
+	dir, _ := renderWithWorker(t)
+	runOK(t, "renew", "--dir", dir, "--force")
+	old, err := state.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := tree(t, dir)
+	args := []string{"--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", exampleIP, "--dir", dir, "--fresh"}
+	code, _, stderr := command(t, nil, args...)
+	for _, want := range []string{"--fresh: " + dir + " holds the cluster " + old.InfraID + " (1 worker, 2 node updates)", "give --replace-cluster too",
+		dir + ".old-" + old.InfraID + "-<time>"} {
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("--fresh on a cluster: exit %d, want 1 saying %q:\n%s", code, want, stderr)
+		}
+	}
+	sameTree(t, "the directory after a refused --fresh", tree(t, dir), before)
+
+	code, _, stderr = command(t, nil, append(args, "--replace-cluster")...)
+	if code != 0 {
+		t.Fatalf("--fresh --replace-cluster: exit %d\n%s", code, stderr)
+	}
+	kept, _ := filepath.Glob(dir + ".old-" + old.InfraID + "-*")
+	if len(kept) != 1 {
+		t.Fatalf("kept trees %v, want one %s.old-%s-<time>", kept, dir, old.InfraID)
+	}
+	for _, want := range []string{dir + " held the cluster " + old.InfraID + ": kept whole as " + kept[0] + " (0700", "its worker workers/worker-2",
+		"update/ (id ", "updates/"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	// Both trees: the old one as it was, the new one a new cluster without the old one's workers and updates.
+	keptTree := tree(t, kept[0])
+	delete(keptTree, ".") // its mode: 0700, below
+	delete(before, ".")
+	sameTree(t, "the kept tree", keptTree, before)
+	if info, err := os.Stat(kept[0]); err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("the kept tree: %v, mode %v, want 0700", err, info.Mode().Perm())
+	}
+	if st, err := state.Load(kept[0]); err != nil || st.InfraID != old.InfraID {
+		t.Errorf("the kept tree's state: %v (infra ID %v, want %s)", err, st, old.InfraID)
+	}
+	neu, err := state.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if neu.InfraID == old.InfraID {
+		t.Errorf("the new cluster has the old infra ID %s", old.InfraID)
+	}
+	for _, gone := range []string{"update", "updates", "workers"} {
+		if _, err := os.Stat(filepath.Join(dir, gone)); err == nil {
+			t.Errorf("the new cluster's directory has the old cluster's %s/", gone)
+		}
+	}
+	if l := leftovers(t, dir); len(l) > 0 {
+		t.Errorf("left %v", l)
+	}
+	// --replace-cluster alone is refused.
+	if code, _, stderr := command(t, nil, "--dir", dir, "--replace-cluster"); code != 1 || !strings.Contains(stderr, "--replace-cluster: only with --fresh") {
+		t.Errorf("--replace-cluster without --fresh: exit %d\n%s", code, stderr)
+	}
 }

@@ -20,7 +20,8 @@ import (
 // not have (its own fields keep their names: nodeIP, nodeName, infraID, installConfig).
 var fleetFlags, siteNames = func() (fleet, site map[string]string) {
 	fleet = map[string]string{"out": "--out", "sites": "--sites"}
-	site = map[string]string{pipeline.InDir: "the site's output folder", pipeline.InFresh: "render-static " + renderFlags[pipeline.InFresh] + " on the site's output folder"}
+	site = map[string]string{pipeline.InDir: "the site's output folder", pipeline.InFresh: "render-static " + renderFlags[pipeline.InFresh] + " on the site's output folder",
+		pipeline.InReinstall: "render-static " + renderFlags[pipeline.InReinstall] + " on the site's output folder"}
 	for _, in := range pipeline.Inputs {
 		if in.Fleet == pipeline.FleetWide {
 			fleet[in.Name], site[in.Name] = "--"+in.Flag, "--"+in.Flag

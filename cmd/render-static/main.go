@@ -304,13 +304,15 @@ Output in --dir: aio.ign (0600), live.ign (0600: the RHCOS live ISO's config tha
 aio.ign, to embed in the ISO), auth/kubeconfig (cluster-admin, 0600), manifests/ (every exported object),
 rootfs/ (exactly what aio.ign lays down on the node), trace.txt (which loop wrote which object in which pass),
 state/ (SECRET, directories 0700, files 0600: every object and key of the cluster, with SHA256SUMS), workers/
-(workers/<name>/: each worker's worker.ign and live.ign, 0600), update/ and updates/ (node updates made by renew
-and worker, kept by every later run) and .render-static (the marker: render-static may replace this directory).
+(workers/<name>/: each worker's worker.ign and live.ign, 0600), update/ and updates/ (node updates made by renew,
+worker and re-renders, kept by every later run) and .render-static (the marker: render-static may replace this directory).
 Running again with the same --dir continues the cluster in state/ (same keys; the same inputs give a
-byte-identical aio.ign), and every input not given is the saved one; an install-config of another cluster is
-refused; --fresh starts a new cluster. One run writes --dir at a time (a lock beside it, .<dir>.lock), and it is
-replaced in one step. Invalid input exits 1 with every problem
-listed, and --dir is left untouched.`,
+byte-identical aio.ign), and every input not given is the saved one; a re-render that changes what the installed
+node has writes update/ for it, as renew does (one that only a reinstall applies is refused without --reinstall);
+an install-config of another cluster is refused; --fresh starts a new cluster (over one only with
+--replace-cluster, which keeps the old --dir beside it). One run writes --dir at a time (a lock beside it,
+.<dir>.lock), and it is replaced in one step. Invalid input exits 1 with every problem listed, and --dir is left
+untouched.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -324,10 +326,11 @@ listed, and --dir is left untouched.`,
 		Annotations: map[string]string{gcAnnotation: gcSingleRender},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			pipeline.SingleRenderGC()
-			s, err := pipeline.Render(cmd.Context(), o)
+			s, err := renew.Render(cmd.Context(), o)
 			if err != nil {
 				return asFlags(err, renderFlags)
 			}
+			s.NodeUpdate = installconfig.Expand(s.NodeUpdate, renderFlags)
 			for i, w := range s.Warnings {
 				s.Warnings[i] = installconfig.Expand(w, renderFlags)
 			}

@@ -145,7 +145,7 @@ func TestRenderExample(t *testing.T) {
 	if code, _, stderr := runCLI("--install-config", repo("examples/sno/install-config.yaml"), "--node-ip", "192.168.126.10", "--node-name", "master-0", "--dir", dir); code != 1 || !strings.Contains(stderr, "--node-name") {
 		t.Fatalf("re-render as another node without --fresh: exit %d: %s", code, stderr)
 	}
-	renderExample(t, dir, "--fresh")
+	renderExample(t, dir, "--fresh", "--replace-cluster")
 	if b, _ := os.ReadFile(filepath.Join(dir, "rootfs/etc/hostname")); string(b) != "master-0\n" {
 		t.Errorf("re-render did not replace the output: hostname %q", b)
 	}

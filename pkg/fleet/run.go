@@ -17,6 +17,7 @@ import (
 	"github.com/render-static/render-static/internal/isoembed"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/pipeline"
+	"github.com/render-static/render-static/pkg/renew"
 )
 
 // Options are the fleet's inputs. Common holds what every site shares (cert validity, images, flavor); its
@@ -208,7 +209,7 @@ func renderSite(ctx context.Context, s Site, o Options) Result {
 	if po.NodeName == "" {
 		po.NodeName = pipeline.DefaultNodeName
 	}
-	sum, err := pipeline.Render(ctx, po)
+	sum, err := renew.Render(ctx, po)
 	r.Elapsed = time.Since(t)
 	r.Summary, r.Err = sum, named(err, o.Names)
 	if sum != nil {

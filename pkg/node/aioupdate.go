@@ -78,3 +78,27 @@ func (n *Node) addUpdater(t *export.Tree) error {
 	}
 	return t.AddFile(AIOUpdateConfig, 0644, []byte(cfg))
 }
+
+// ReadAtStart are the node files (and the directories whose files) the node reads only when a service starts or
+// at boot, each with who reads it: aio-update replaces an update's files but restarts no service and installs no
+// unit (aio-update.sh: only the pod network's unit runs again, for its routes file), so a change of one of them (or
+// of a systemd unit, which Ignition installs) reaches a running node only when it is installed again. A re-render
+// that changes one is refused unless told (pkg/pipeline, InReinstall). The kubelet's client CA and kubeconfig, the
+// pull secret and /etc/hosts are not among them: the kubelet reloads its client CA file
+// (k8s.io/apiserver/pkg/server/dynamiccertificates, dynamic_cafile_content.go), CRI-O reads the pull secret at each
+// pull, /etc/hosts is read at each lookup, and the kubelet's kubeconfig is renew's own (the kubelet keeps the
+// client certificate it rotated and falls back to it only at a start).
+func ReadAtStart() map[string]string {
+	return map[string]string{
+		KubeletConfigPath:             "the kubelet, at its start",
+		WorkloadPinningPath:           "the kubelet, at its start",
+		CRIODropinPath:                "CRI-O, at its start",
+		CRIOWorkloadPinningPath:       "CRI-O, at its start",
+		RegistriesConfPath:            "CRI-O, at its start or reload",
+		UserCATrustAnchorPath:         "update-ca-trust, at boot",
+		EncapsulatedMachineConfigPath: "the first boot",
+		"/etc/hostname":               "systemd, at boot",
+		export.KeyfileDir:             "NetworkManager, at its start",
+		"/etc/systemd/system":         "systemd, at boot",
+	}
+}

@@ -308,6 +308,21 @@ func ofdLock(f *os.File, typ int16, offset int64, wait bool, bound time.Duration
 // is 0755. While fill runs, the unchanged files export.WriteFile writes are hard links to the previous output's
 // (export.ReuseDuring).
 func (l *Lock) Replace(ctx context.Context, fill func(tmpDir string) error) (err error) {
+	return l.replace(ctx, fill, "")
+}
+
+// ReplaceKeeping is Replace keeping the previous output at keep (a path beside the directory that does not exist),
+// 0700, instead of removing it: under the lock, the previous output is renamed to keep and the new one renamed in,
+// two renames each atomic; a crash between them leaves the directory missing and the previous output whole at keep
+// (nothing is removed). With no previous output, it is Replace.
+func (l *Lock) ReplaceKeeping(ctx context.Context, keep string, fill func(tmpDir string) error) error {
+	if keep == "" || filepath.Dir(filepath.Clean(keep)) != filepath.Clean(l.parent) {
+		return fmt.Errorf("writing output %s: %q is not a path beside it to keep the previous output at", l.dest, keep)
+	}
+	return l.replace(ctx, fill, keep)
+}
+
+func (l *Lock) replace(ctx context.Context, fill func(tmpDir string) error, keep string) (err error) {
 	if l == nil || l.f == nil {
 		return errors.New("writing output: the directory is not locked")
 	}
@@ -363,6 +378,28 @@ func (l *Lock) Replace(ctx context.Context, fill func(tmpDir string) error) (err
 	exists, _, err = checkOutputDest(dest) // a writer that ignores the lock may have changed it
 	if err != nil {
 		return fmt.Errorf("writing output %s: %w", dest, err)
+	}
+	if exists && keep != "" {
+		if _, err := os.Lstat(keep); err == nil {
+			return fmt.Errorf("writing output %s: %s exists: the previous output is kept there only if nothing is", dest, keep)
+		}
+		if err := renameDir(dest, keep); err != nil {
+			return fmt.Errorf("writing output %s: keeping the previous output as %s: %w", dest, keep, err)
+		}
+		faultpoint.Kill("kept")
+		if err := os.Chmod(keep, 0o700); err != nil {
+			if rerr := renameDir(keep, dest); rerr != nil {
+				return fmt.Errorf("writing output %s: making %s 0700: %w; the previous output is kept whole there (putting it back failed: %v)", dest, keep, err, rerr)
+			}
+			return fmt.Errorf("writing output %s: making %s 0700: %w", dest, keep, err)
+		}
+		if err := renameDir(tmp, dest); err != nil {
+			if rerr := renameDir(keep, dest); rerr != nil {
+				return fmt.Errorf("writing output %s: %w; the previous output is kept whole as %s (putting it back failed: %v)", dest, err, keep, rerr)
+			}
+			return fmt.Errorf("writing output %s: %w", dest, err)
+		}
+		return syncPath(parent)
 	}
 	if !exists || isEmptyDir(dest) {
 		// rename(2) atomically replaces an empty directory, and fails if it is not empty (any more).

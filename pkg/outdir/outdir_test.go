@@ -335,3 +335,54 @@ func TestReadLockHoldsOffTheExchange(t *testing.T) {
 		t.Errorf("v = %q", got)
 	}
 }
+
+// TestReplaceKeeping: the previous output is kept whole beside the directory (0700) while the new one takes its
+// place; a keep path that is not beside the directory, or that exists, is refused and nothing changes; a second
+// run of the same lock leaves no leftovers either way.
+func TestReplaceKeeping(t *testing.T) {
+	parent := t.TempDir()
+	dest := filepath.Join(parent, "out")
+	l, err := LockDir(dest, "render")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if err := writeOut(t, l, "v", "old"); err != nil {
+		t.Fatal(err)
+	}
+	fill := func(tmp string) error { return export.WriteFile(filepath.Join(tmp, "v"), 0o600, []byte("new")) }
+	for _, bad := range []string{filepath.Join(t.TempDir(), "elsewhere"), "", dest} {
+		if err := l.ReplaceKeeping(context.Background(), bad, fill); err == nil {
+			t.Errorf("keep %q: no error", bad)
+		}
+	}
+	taken := filepath.Join(parent, "out.old-taken")
+	if err := os.Mkdir(taken, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.ReplaceKeeping(context.Background(), taken, fill); err == nil || !strings.Contains(err.Error(), "exists") {
+		t.Errorf("keep at an existing path: %v", err)
+	}
+	if got := treetest.ReadFile(t, filepath.Join(dest, "v")); got != "old" {
+		t.Errorf("v = %q after refused keeps, want old", got)
+	}
+	keep := filepath.Join(parent, "out.old-x-1")
+	if err := l.ReplaceKeeping(context.Background(), keep, fill); err != nil {
+		t.Fatal(err)
+	}
+	if got := treetest.ReadFile(t, filepath.Join(dest, "v")); got != "new" {
+		t.Errorf("v = %q, want new", got)
+	}
+	if got := treetest.ReadFile(t, filepath.Join(keep, "v")); got != "old" {
+		t.Errorf("kept v = %q, want old", got)
+	}
+	if _, err := os.Stat(filepath.Join(keep, MarkerFile)); err != nil {
+		t.Errorf("the kept tree lost its marker: %v", err)
+	}
+	if info, err := os.Stat(keep); err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("kept tree: %v, mode %v, want 0700", err, info.Mode().Perm())
+	}
+	if got := entries(t, parent); !slices.Equal(got, []string{".out.lock", "out", "out.old-taken", "out.old-x-1"}) {
+		t.Errorf("the parent holds %v", got)
+	}
+}

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -41,6 +42,97 @@ type Dir struct {
 	// Problems are what is wrong with the directory as an input (reported with the inputs' problems).
 	Problems installconfig.ErrorList
 	fresh    bool
+	// Held is the cluster a fresh run finds in the directory (nil: none); keep, when set, where Replace keeps
+	// the directory it replaces (KeepHeld).
+	Held *HeldCluster
+	keep string
+}
+
+// HeldCluster is what a directory a fresh run would start a new cluster in holds: the old cluster's infra ID (as
+// its state says it, "" when it cannot be read), its workers (DIR/workers/<name>) and its node updates (DIR/update's
+// id, and the kept ones: DIR/updates/<id>).
+type HeldCluster struct {
+	InfraID string
+	Workers []string
+	Updates []string
+}
+
+// heldCluster is what path holds of a cluster (nil: nothing, neither a state nor a render's marker).
+func heldCluster(path string) *HeldCluster {
+	_, errState := os.Lstat(filepath.Join(path, state.Dir))
+	_, errMarker := os.Lstat(filepath.Join(path, outdir.MarkerFile))
+	if errState != nil && errMarker != nil {
+		return nil
+	}
+	h := &HeldCluster{}
+	var head struct {
+		InfraID string `json:"infraID"`
+	}
+	if b, err := os.ReadFile(filepath.Join(path, state.Dir, "render.json")); err == nil && json.Unmarshal(b, &head) == nil {
+		h.InfraID = head.InfraID
+	}
+	if es, err := os.ReadDir(filepath.Join(path, WorkersDir)); err == nil {
+		for _, e := range es {
+			if e.IsDir() {
+				h.Workers = append(h.Workers, e.Name())
+			}
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(path, UpdateDir, "update.json")); err == nil {
+		if u, err := readUpdateHead(b); err == nil && u.ID != "" {
+			h.Updates = append(h.Updates, UpdateDir+"/ (id "+u.ID+")")
+		} else {
+			h.Updates = append(h.Updates, UpdateDir+"/")
+		}
+	}
+	if es, err := os.ReadDir(filepath.Join(path, UpdatesDir)); err == nil {
+		for _, e := range es {
+			h.Updates = append(h.Updates, UpdatesDir+"/"+e.Name()+"/")
+		}
+	}
+	return h
+}
+
+// keepPath is where a fresh run keeps the directory path holding the cluster h: beside it, named after the old
+// cluster and the time.
+func (h *HeldCluster) keepPath(path string, now time.Time) string {
+	id := h.InfraID
+	if id == "" || strings.ContainsAny(id, "/\x00") || id == "." || id == ".." {
+		id = "unknown"
+	}
+	return fmt.Sprintf("%s.old-%s-%s", filepath.Clean(path), id, now.UTC().Format("20060102T150405Z"))
+}
+
+// refuseFresh is the problem of a fresh run on the directory holding the cluster h without InReplaceCluster.
+func (h *HeldCluster) refuseFresh(path string) installconfig.FieldError {
+	return installconfig.FieldError{Field: InFresh, Detail: fmt.Sprintf(
+		"%s holds the cluster %s (%s, %s): its state is the only copy of that cluster's keys, and %s starts a new cluster in its place; give %s too to do so, keeping %s whole beside it as %s",
+		path, orNone(h.InfraID), plural(len(h.Workers), "1 worker", fmt.Sprintf("%d workers", len(h.Workers))),
+		plural(len(h.Updates), "1 node update", fmt.Sprintf("%d node updates", len(h.Updates))),
+		installconfig.Ref(InFresh), installconfig.Ref(InReplaceCluster), path, strings.TrimSuffix(h.keepPath(path, time.Time{}), "-00010101T000000Z")+"-<time>")}
+}
+
+// KeepHeld makes Replace keep the directory's held cluster (Held) beside it instead of removing it, and returns
+// where; "" when the directory holds none.
+func (d *Dir) KeepHeld(now time.Time) string {
+	if d.Held == nil {
+		return ""
+	}
+	d.keep = d.Held.keepPath(d.Path, now)
+	return d.keep
+}
+
+// Kept says what a fresh run kept of the cluster it replaced, for stderr.
+func (h *HeldCluster) Kept(path, keep string) string {
+	workers, updates := "no workers", "no node updates"
+	if len(h.Workers) > 0 {
+		workers = fmt.Sprintf("%s %s/%s", plural(len(h.Workers), "its worker", "its workers"), WorkersDir, strings.Join(h.Workers, ", "+WorkersDir+"/"))
+	}
+	if len(h.Updates) > 0 {
+		updates = "its node updates " + strings.Join(h.Updates, ", ")
+	}
+	return fmt.Sprintf("%s held the cluster %s: kept whole as %s (0700: its state, %s, %s); %s now holds the new cluster",
+		path, orNone(h.InfraID), keep, workers, updates, path)
 }
 
 // OpenDir holds the render directory path for a run of command (outdir.LockDir: refused when another run holds it)
@@ -63,6 +155,7 @@ func OpenDir(path, command string, fresh bool) (*Dir, error) {
 	}
 	d.Lock = l
 	if fresh {
+		d.Held = heldCluster(path)
 		return d, nil
 	}
 	if state.Exists(path) {
@@ -101,7 +194,13 @@ func (d *Dir) ReplaceWith(ctx context.Context, fill func(tmp string) error) erro
 	if d.Lock == nil {
 		return errors.New("writing output: the directory is not held")
 	}
-	return d.Lock.Replace(ctx, func(tmp string) error {
+	replace := d.Lock.Replace
+	if d.keep != "" {
+		replace = func(ctx context.Context, fill func(string) error) error {
+			return d.Lock.ReplaceKeeping(ctx, d.keep, fill)
+		}
+	}
+	return replace(ctx, func(tmp string) error {
 		if err := fill(tmp); err != nil {
 			return err
 		}

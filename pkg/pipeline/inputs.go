@@ -59,8 +59,14 @@ type Options struct {
 	// AddedWorkers are the workers added to the cluster after its first render (the worker command); a render
 	// continuing a saved cluster takes the saved ones.
 	AddedWorkers []state.Worker
-	// Fresh starts a new cluster even when Dir holds a previous render's state (pkg/state).
-	Fresh bool
+	// Fresh starts a new cluster even when Dir holds a previous render's state (pkg/state); on a directory that
+	// holds a cluster only with ReplaceCluster, which keeps the old directory beside the new one (dir.go).
+	Fresh          bool
+	ReplaceCluster bool
+	// Reinstall accepts a re-render whose changes the running node cannot take from an update (aio-update replaces
+	// files but installs no unit and restarts no service: pkg/node ReadAtStart): the node is to be installed again
+	// from the new aio.ign, and the re-render writes no update for it.
+	Reinstall bool
 	// InstallDevice is the disk live.ign installs the node to, an absolute path under /dev ("": none, the boot's
 	// coreos.inst.install_dev kernel argument then names it).
 	InstallDevice string
@@ -89,7 +95,11 @@ const (
 	InReleaseInfo   = "releaseInfo"
 	InFlavor        = "flavor"
 	InFresh         = "fresh"
-	InWorkers       = "workers"
+	// InReplaceCluster confirms InFresh on a directory that holds a cluster; InReinstall accepts a re-render that
+	// the running node can take only by being installed again. Neither is saved: they say what this run may do.
+	InReplaceCluster = "replaceCluster"
+	InReinstall      = "reinstall"
+	InWorkers        = "workers"
 	// InAddedWorkers are the workers the worker command added (no flag of the render's).
 	InAddedWorkers = "addedWorkers"
 	// InInstallDevice and InNetworkKeyfiles are the live ISO install's (live.go): the disk, and the node's
@@ -238,8 +248,12 @@ var Inputs = []Input{
 		def:   func(o *Options) { o.Flavor = string(clusterconfig.FlavorOpenShift) },
 		value: func(o *Options) string { return o.Flavor },
 	},
-	{Name: InFresh, Flag: "fresh", Usage: "start a new cluster (new keys) even when {dir} holds a previous render's state/",
+	{Name: InFresh, Flag: "fresh", Usage: "start a new cluster (new keys) even when {dir} holds a previous render's state/ (then only with {replaceCluster})",
 		Bind: func(o *Options) any { return &o.Fresh }},
+	{Name: InReplaceCluster, Flag: "replace-cluster", Usage: "with {fresh} on a {dir} that holds a cluster: replace it by the new one, keeping the old {dir} whole beside it as <dir>.old-<infra ID>-<time> (0700: its state, workers and node updates)",
+		Bind: func(o *Options) any { return &o.ReplaceCluster }},
+	{Name: InReinstall, Flag: "reinstall", Usage: "re-render even when the change reaches the running node only by installing it again from the new aio.ign (files it reads only when a service starts, such as the kubelet's unit and configuration, CRI-O's, the hostname and the network keyfiles); no update is written for the node",
+		Bind: func(o *Options) any { return &o.Reinstall }},
 	{Name: InWorkers, Flag: "workers", Label: "workers",
 		Usage: "YAML list of the workers the install-config's compute replicas ask for, each with nodeName and nodeIP (as {nodeIP}), and optionally its own installDevice and networkKeyfiles (paths relative to the file's folder; as {installDevice}, {networkKeyfiles}); each gets {dir}/workers/<nodeName>/worker.ign and live.ign (default: none, or the saved list)",
 		Bind:  func(o *Options) any { return &o.Workers },

@@ -33,6 +33,8 @@ import (
 	"github.com/render-static/render-static/pkg/clusterconfig"
 	"github.com/render-static/render-static/pkg/components"
 	"github.com/render-static/render-static/pkg/installconfig"
+	"github.com/render-static/render-static/pkg/outdir"
+	"github.com/render-static/render-static/pkg/state"
 )
 
 // readFiles reads the input files whose contents are not given yet (regular files only: inputfile.Read); a file
@@ -212,10 +214,38 @@ func asFieldErrors(field string, err error) installconfig.ErrorList {
 	return installconfig.ErrorList{{Field: field, Detail: msg}}
 }
 
-// Render runs the steps and writes the output directory. The directory is held (outdir.LockDir) from before its
-// state is read until it is replaced, so no other run writes it meanwhile; every problem with the inputs, the
-// directory and the saved cluster is reported at once, before any work.
-func Render(ctx context.Context, o Options) (*Summary, error) {
+// NodeUpdater makes the update a re-render writes for the running node: pkg/renew's, the one update writer, so that
+// the node's aio-update applies it as it applies a renewal, chained from the directory's last update.
+type NodeUpdater interface {
+	// Check is what is wrong with the update the directory holds for the node, before any work: the new one
+	// follows it, which is then kept under DIR/updates.
+	Check(dir string) installconfig.ErrorList
+	// Hooks are the hooks of the settle continuing st with in (renew's marks: leaves whose lifetime is not in's
+	// certificate validity are due), nil: none.
+	Hooks(st *state.State, in *clusterconfig.Inputs) *SettleHooks
+	// Make compares the new render (eng, out) with the node's aio.ign in dir: nil when the node has all of it.
+	Make(ctx context.Context, dir string, st *state.State, eng *Settled, out *Output) (*NodeUpdate, error)
+}
+
+// NodeUpdate is a re-render's update for the running node.
+type NodeUpdate struct {
+	// Line is what the summary says of it; ReadAtStart what of it the running node takes only when installed
+	// again (a unit, a file read when a service starts: pkg/node ReadAtStart), then refused without InReinstall.
+	Line        string
+	ReadAtStart []string
+	// Fill writes it into the new tree tmp of the directory dir (the directory's last update kept under updates/).
+	Fill func(dir, tmp string) error
+}
+
+// Render runs the steps and writes the output directory, without an update for a running node (RenderWith). The
+// directory is held (outdir.LockDir) from before its state is read until it is replaced, so no other run writes it
+// meanwhile; every problem with the inputs, the directory and the saved cluster is reported at once, before any
+// work.
+func Render(ctx context.Context, o Options) (*Summary, error) { return RenderWith(ctx, o, nil) }
+
+// RenderWith is Render writing, when it continues a cluster and u is not nil, u's update for the running node
+// (pkg/renew.Render: the command's and a fleet's renders).
+func RenderWith(ctx context.Context, o Options, u NodeUpdater) (*Summary, error) {
 	start := time.Now()
 	d, err := OpenDir(o.Dir, "render", o.Fresh)
 	if err != nil {
@@ -245,6 +275,17 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 		errs = append(errs, verrs...)
 	}
 	errs = append(append(errs, d.Problems...), story.problems...)
+	if o.ReplaceCluster && !o.Fresh {
+		errs = append(errs, installconfig.FieldError{Field: InReplaceCluster, Detail: "only with " + installconfig.Ref(InFresh) + ": it confirms starting a new cluster in a directory that holds one"})
+	}
+	if o.Fresh && d.Held != nil && !o.ReplaceCluster {
+		errs = append(errs, d.Held.refuseFresh(o.Dir))
+	}
+	if u != nil && d.State != nil && d.Path != "" {
+		errs = append(errs, u.Check(d.Path)...)
+	} else {
+		u = nil
+	}
 	if len(errs) == 0 {
 		errs = CheckSaved(SaveInputs(o, in))
 	}
@@ -252,7 +293,11 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 		return nil, errs
 	}
 	faultpoint.Hang(ctx, "engine")
-	eng, err := SettleWith(ctx, in, d.State, nil, SettleOptions{Parallelism: o.Parallelism})
+	var hooks *SettleHooks
+	if u != nil {
+		hooks = u.Hooks(d.State, in)
+	}
+	eng, err := SettleWith(ctx, in, d.State, hooks, SettleOptions{Parallelism: o.Parallelism})
 	if err != nil {
 		return nil, err
 	}
@@ -263,16 +308,52 @@ func Render(ctx context.Context, o Options) (*Summary, error) {
 		return nil, err
 	}
 	out.State.Inputs = SaveInputs(o, in)
+	var upd *NodeUpdate
+	if u != nil {
+		if upd, err = u.Make(ctx, d.Path, d.State, eng, out); err != nil {
+			return nil, err
+		}
+	}
+	var updateLine string
+	switch {
+	case upd != nil && len(upd.ReadAtStart) > 0 && !o.Reinstall:
+		return nil, installconfig.ErrorList{{Field: InReinstall, Detail: fmt.Sprintf(
+			"this re-render changes what the running node takes only when it or a service of it starts, which an update cannot apply (aio-update replaces files, but installs no unit or user and restarts no service): %s; the node takes it only when installed again from the new aio.ign: give %s to render it so (no update is written for the node), or render without the change; %s was left as it was",
+			strings.Join(upd.ReadAtStart, ", "), installconfig.Ref(InReinstall), o.Dir)}}
+	case upd != nil && len(upd.ReadAtStart) > 0:
+		updateLine = fmt.Sprintf("none written (%s): install the node again from %s, for %s",
+			installconfig.Ref(InReinstall), filepath.Join(o.Dir, "aio.ign"), strings.Join(upd.ReadAtStart, ", "))
+		upd = nil
+	case upd != nil:
+		updateLine = upd.Line
+	}
+	keep := ""
+	if o.Fresh && o.ReplaceCluster {
+		keep = d.KeepHeld(time.Now())
+	}
 	written := time.Now()
-	if err := d.Replace(ctx, out); err != nil {
+	fill := out.Fill
+	if upd != nil {
+		fill = func(tmp string) error {
+			if err := out.Fill(tmp); err != nil {
+				return err
+			}
+			return upd.Fill(d.Path, tmp)
+		}
+	}
+	if err := d.ReplaceWith(ctx, fill); err != nil {
 		if verr := out.Validated(); verr != nil {
 			return nil, fmt.Errorf("ignition: %w", verr)
 		}
 		return nil, err
 	}
+	if keep != "" {
+		outdir.Logf("%s", d.Held.Kept(o.Dir, keep))
+	}
 	out.summarized()
 	s := out.Summary
 	story.tell(&s, out.State, eng)
+	s.NodeUpdate = updateLine
 	s.Crypto = FIPSModeLine()
 	if w := s.liveWarning(o.Dir, "aio.ign"); w != "" {
 		s.Warnings = append(s.Warnings, w)

@@ -201,7 +201,7 @@ func TestStateContinues(t *testing.T) {
 
 	// --fresh: a new cluster, new signers.
 	fresh := o
-	fresh.Fresh = true
+	fresh.Fresh, fresh.ReplaceCluster = true, true
 	if _, err := Render(ctx, fresh); err != nil {
 		t.Fatal(err)
 	}

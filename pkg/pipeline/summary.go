@@ -74,6 +74,9 @@ type Summary struct {
 	Revisions       []string
 	NewSigners      []string
 	PendingUpdate   string
+	// NodeUpdate is what a re-render wrote for the running node (pkg/pipeline RenderWith): the new update, or why
+	// none ("": the render writes none, as a new cluster's).
+	NodeUpdate string
 	// Site is what the next steps name (nextsteps.go).
 	Site Site
 }
@@ -114,7 +117,10 @@ func (s Summary) Print(w io.Writer, dir string) {
 	if len(s.NewSigners) > 0 {
 		fmt.Fprintf(w, "  new signers:      %s (library-go's rotation: past 80%% of their validity)\n", strings.Join(s.NewSigners, ", "))
 	}
-	if s.PendingUpdate != "" {
+	switch {
+	case s.NodeUpdate != "":
+		fmt.Fprintf(w, "  node update:      %s\n", s.NodeUpdate)
+	case s.PendingUpdate != "":
 		fmt.Fprintf(w, "  node update:      %s\n", s.PendingUpdate)
 	}
 	fmt.Fprintf(w, "  loops:            %d, fixpoint after %d passes\n", s.Loops, s.Passes)

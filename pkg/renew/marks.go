@@ -40,6 +40,7 @@ import (
 type leaf struct {
 	Namespace, Name string
 	Cert            []byte // tls.crt (or the CSR's status.certificate) as it was
+	NotBefore       time.Time
 	NotAfter        time.Time
 	// NotAfterAnnotation is the original annotation value, restored when the mark is not consumed.
 	NotAfterAnnotation string
@@ -59,6 +60,11 @@ type marker struct {
 	now    time.Time
 	within time.Duration // leaves whose certificate expires before now+within are due
 	force  bool          // every leaf is due
+	// validity, when not 0, makes due every leaf issued for another lifetime (a re-render's new certificate
+	// validity: lifetimeIs).
+	validity time.Duration
+	// reason is why a marked leaf was due, as the report and update.json say it.
+	reason string
 
 	marked     []leaf // in namespace/name order
 	unconsumed []leaf // marked, but not reissued by any loop (their marks were taken back)
@@ -97,7 +103,7 @@ func managedLeaves(ctx context.Context, c *loops.Cluster) ([]leaf, error) {
 		if cert.IsCA {
 			continue
 		}
-		out = append(out, leaf{Namespace: s.Namespace, Name: s.Name, Cert: crt, NotAfter: cert.NotAfter,
+		out = append(out, leaf{Namespace: s.Namespace, Name: s.Name, Cert: crt, NotBefore: cert.NotBefore, NotAfter: cert.NotAfter,
 			NotAfterAnnotation: s.Annotations[certrotation.CertificateNotAfterAnnotation]})
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -123,8 +129,21 @@ func IsRevisionCopy(m metav1.ObjectMeta) bool {
 
 // due says whether renew makes the leaf due now (library-go may find others due by its own rule).
 func (m *marker) due(l leaf) bool {
-	return m.force || l.NotAfter.Before(m.now.Add(m.within))
+	return m.force || l.NotAfter.Before(m.now.Add(m.within)) || (m.validity > 0 && !lifetimeIs(l, m.validity))
 }
+
+// lifetimeIs says whether the leaf was issued for validity. library-go issues a target from one second before now
+// until validity after now (library-go pkg/crypto/crypto.go, MakeServerCertForDuration and
+// MakeClientCertificateForDuration: NotBefore currentTime-1s, NotAfter currentTime+lifetime); the render's CSR
+// approval backdates by 5 minutes, and ends a short one validity after now, a long one validity after its start
+// (pkg/node csrBoundaries). A certificate cut at its signer's expiry is shorter: it is issued again too.
+func lifetimeIs(l leaf, validity time.Duration) bool {
+	life := l.NotAfter.Sub(l.NotBefore)
+	return life >= validity && life <= validity+csrBackdate+time.Second
+}
+
+// csrBackdate is how far before its signing the render's CSR approval starts a certificate (pkg/node csrBackdate).
+const csrBackdate = 5 * time.Minute
 
 // before is SettleHooks.BeforeConverge: it records every operator's revision and marks the due leaves.
 func (m *marker) before(ctx context.Context, c *loops.Cluster) error {
@@ -176,7 +195,7 @@ func (m *marker) markCSRs(ctx context.Context, c *loops.Cluster) error {
 		if err != nil {
 			return fmt.Errorf("certificatesigningrequest %s: status.certificate: %w", csr.Name, err)
 		}
-		l := leaf{Name: csr.Name, Cert: csr.Status.Certificate, NotAfter: cert.NotAfter, CSR: true}
+		l := leaf{Name: csr.Name, Cert: csr.Status.Certificate, NotBefore: cert.NotBefore, NotAfter: cert.NotAfter, CSR: true}
 		if !m.due(l) {
 			continue
 		}

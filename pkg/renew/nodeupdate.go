@@ -131,6 +131,10 @@ type Report struct {
 	// Warnings are what the inputs of the worker command's worker have that is accepted but looks like a mistake,
 	// "{input}: detail" (installconfig.Ref: a front end names the input its own way).
 	Warnings []string
+	// ReadAtStart are what the update changes that the running node reads only when a service starts or at boot
+	// (pkg/node ReadAtStart, and systemd units), "<path or unit> (<who reads it>)": a re-render with such a change
+	// is refused unless the node is installed again (pkg/pipeline, InReinstall).
+	ReadAtStart []string
 	// command is the run's command (renew, worker): how the report names it; added the worker it added ("": none).
 	command, added string
 }
@@ -282,6 +286,9 @@ func compare(ctx context.Context, o Options, st *state.State, m *marker, eng *pi
 			upd.NotCarried = append(upd.NotCarried, p+" (first boot only; the running node removed it)")
 			continue
 		}
+		if who, ok := readAtStart(p); ok {
+			rep.ReadAtStart = append(rep.ReadAtStart, fmt.Sprintf("%s (read by %s)", p, who))
+		}
 		e := File{Path: p, Mode: modeString(f.Mode), SHA256: sum(f.Contents), Source: "files" + p, contents: f.Contents}
 		switch {
 		case strings.HasPrefix(p, export.ResourceDir+"/"):
@@ -308,9 +315,23 @@ func compare(ctx context.Context, o Options, st *state.State, m *marker, eng *pi
 	for p := range oldFiles {
 		if _, ok := newFiles[p]; !ok && !strings.HasPrefix(p, export.ResourceDir+"/") && !strings.HasPrefix(p, manifestPrefix) {
 			upd.NotCarried = append(upd.NotCarried, p+" (no longer in the render; left on the node)")
+			if who, ok := readAtStart(p); ok && !under(p, bootstrapOnly) {
+				rep.ReadAtStart = append(rep.ReadAtStart, fmt.Sprintf("%s (removed; read by %s)", p, who))
+			}
 		}
 	}
 	sort.Strings(upd.NotCarried)
+	units, err := changedUnits(oldIgn, out.Tree.Units(), bootstrapOnly)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s/aio.ign: %w", o.Dir, err)
+	}
+	rep.ReadAtStart = append(rep.ReadAtStart, units...)
+	if changed, err := passwdChanged(oldIgn, out.Ignition); err != nil {
+		return nil, nil, err
+	} else if changed {
+		rep.ReadAtStart = append(rep.ReadAtStart, "user core's SSH keys (Ignition sets them at the first boot only)")
+	}
+	sort.Strings(rep.ReadAtStart)
 
 	// Objects: every exported manifest that is new or changed, with its status patch when it has one.
 	statusPatches, err := node.StatusPatches(out.Manifests)
@@ -374,6 +395,101 @@ func compare(ctx context.Context, o Options, st *state.State, m *marker, eng *pi
 	return rep, upd, nil
 }
 
+// readAtStart says whether the node reads p only when a service starts or at boot (pkg/node ReadAtStart), and who.
+func readAtStart(p string) (string, bool) {
+	for root, who := range node.ReadAtStart() {
+		if under(p, []string{root}) {
+			return who, true
+		}
+	}
+	return "", false
+}
+
+// changedUnits are the systemd units (with their drop-ins and enablement) of the render that differ from the old
+// aio.ign's, or that it no longer has, "unit <name> (...)": Ignition installs units at the first boot, and aio-update
+// installs none (the first-boot-only ones, bootstrapOnly, are not the running node's).
+func changedUnits(oldIgn []byte, units []export.Unit, bootstrapOnly []string) ([]string, error) {
+	var cfg struct {
+		Systemd struct {
+			Units []struct {
+				Name     string  `json:"name"`
+				Contents *string `json:"contents"`
+				Enabled  *bool   `json:"enabled"`
+				Dropins  []struct {
+					Name     string  `json:"name"`
+					Contents *string `json:"contents"`
+				} `json:"dropins"`
+			} `json:"units"`
+		} `json:"systemd"`
+	}
+	if err := json.Unmarshal(oldIgn, &cfg); err != nil {
+		return nil, err
+	}
+	key := func(contents string, enabled bool, dropins map[string]string) string {
+		b, _ := json.Marshal(struct {
+			C string
+			E bool
+			D map[string]string
+		}{contents, enabled, dropins})
+		return string(b)
+	}
+	old := map[string]string{}
+	for _, u := range cfg.Systemd.Units {
+		d := map[string]string{}
+		for _, di := range u.Dropins {
+			d[di.Name] = deref(di.Contents)
+		}
+		old[u.Name] = key(deref(u.Contents), u.Enabled != nil && *u.Enabled, d)
+	}
+	var out []string
+	for _, u := range units {
+		if under(path.Join("/etc/systemd/system", u.Name), bootstrapOnly) {
+			delete(old, u.Name)
+			continue
+		}
+		d := map[string]string{}
+		for _, di := range u.Dropins {
+			d[di.Name] = di.Contents
+		}
+		was, ok := old[u.Name]
+		delete(old, u.Name)
+		switch {
+		case !ok:
+			out = append(out, "unit "+u.Name+" (new; installed by Ignition at the first boot)")
+		case was != key(u.Contents, u.Enabled, d):
+			out = append(out, "unit "+u.Name+" (changed; read by systemd at boot)")
+		}
+	}
+	for name := range old {
+		if !under(path.Join("/etc/systemd/system", name), bootstrapOnly) {
+			out = append(out, "unit "+name+" (no longer in the render)")
+		}
+	}
+	return out, nil
+}
+
+// passwdChanged says whether two Ignition configs set other users or SSH keys (the install-config's sshKey):
+// Ignition applies them at the first boot only, and an update carries no user.
+func passwdChanged(oldIgn, newIgn []byte) (bool, error) {
+	var a, b struct {
+		Passwd json.RawMessage `json:"passwd"`
+	}
+	if err := json.Unmarshal(oldIgn, &a); err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(newIgn, &b); err != nil {
+		return false, err
+	}
+	return !bytes.Equal(a.Passwd, b.Passwd), nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
 func kindOrder(k string) int {
 	for i, o := range []string{KindRevision, KindCerts, KindFile, KindPod, KindObject, KindStatus} {
 		if k == o {
@@ -417,7 +533,7 @@ func markReason(o Options) string {
 
 // renewals collects the Renewals of certificates, one per new certificate, named as the render's inventory names it.
 type renewalSet struct {
-	o      Options
+	reason string // why a marked leaf was due
 	inv    *inventory.Inventory
 	byFP   map[string]*Renewal
 	list   []*Renewal
@@ -446,7 +562,7 @@ func (rs *renewalSet) add(object, key string, oldPEM, newPEM []byte, reason stri
 		r.OldNotAfter = oc.NotAfter
 	}
 	if rs.marked[key] {
-		r.Reason = markReason(rs.o)
+		r.Reason = rs.reason
 	}
 	if signer || nc.IsCA {
 		r.Kind = "signer"
@@ -460,7 +576,7 @@ func (rs *renewalSet) add(object, key string, oldPEM, newPEM []byte, reason stri
 // are not renewals. The objects that now hold the same certificate are one renewal, named after inv (the new
 // render's certificates, as `render-static certs` lists them).
 func renewals(ctx context.Context, o Options, st *state.State, m *marker, eng *pipeline.Settled, inv *inventory.Inventory) ([]Renewal, []string, error) {
-	rs := &renewalSet{o: o, inv: inv, byFP: map[string]*Renewal{}, marked: map[string]bool{}}
+	rs := &renewalSet{reason: m.reason, inv: inv, byFP: map[string]*Renewal{}, marked: map[string]bool{}}
 	for _, l := range m.marked {
 		rs.marked[l.Namespace+"/"+l.Name] = true
 	}

@@ -92,7 +92,7 @@ func Continue(ctx context.Context, o Options, command string, add *state.Worker)
 		return nil, installconfig.ErrorList{{Field: pipeline.InDir, Detail: fmt.Sprintf("%v: renew compares the new render with the node's aio.ign", err)}}
 	}
 
-	m := &marker{now: o.Now, within: o.Within, force: o.Force}
+	m := &marker{now: o.Now, within: o.Within, force: o.Force, reason: markReason(o)}
 	eng, err := pipeline.SettleFrom(ctx, in, st, &pipeline.SettleHooks{BeforeConverge: m.before, AfterConverge: m.after})
 	if err != nil {
 		return nil, err

@@ -36,6 +36,9 @@ same, for aio-update. Apply the updates of a render directory in order: update.j
 // added (nil: none).
 func updateReadme(command string, add *state.Worker) string {
 	by := fmt.Sprintf("%q", "render-static "+command)
+	if command == rerenderCommand {
+		by = "a re-render (render-static with changed inputs), for what it changed on the running node"
+	}
 	if add != nil {
 		by += fmt.Sprintf(", which added the worker %s: the node's CSR approver learns of it here", add.NodeName)
 	}
@@ -50,6 +53,15 @@ func write(ctx context.Context, d *pipeline.Dir, out *pipeline.Output, upd *Upda
 		if err := out.Fill(tmp); err != nil {
 			return err
 		}
+		return fillUpdate(dir, tmp, upd, readme)
+	})
+}
+
+// fillUpdate puts the updates of the directory dir into its new tree tmp: the kept ones (DIR/updates), and, when
+// upd is not nil, upd as DIR/update (its README readme) with the directory's last update kept as updates/<its id>;
+// otherwise the last update as it is. Every run that makes an update (renew, worker, a re-render) writes it so.
+func fillUpdate(dir, tmp string, upd *Update, readme string) error {
+	{
 		if err := copyIfExists(filepath.Join(dir, UpdatesDir), filepath.Join(tmp, UpdatesDir)); err != nil {
 			return err
 		}
@@ -67,7 +79,7 @@ func write(ctx context.Context, d *pipeline.Dir, out *pipeline.Output, upd *Upda
 			}
 		}
 		return writeUpdate(filepath.Join(tmp, UpdateDir), upd, readme)
-	})
+	}
 }
 
 // writeUpdate writes the update directory: README (readme), update.json, files.tsv, components.tsv and every entry at its

@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,9 +21,12 @@ import (
 	"github.com/render-static/render-static/pkg/certs"
 )
 
-// The renewal end to end (issue 12): the IPv4 install-config rendered with leaves of renewLeaf; the original
-// aio.ign boots on the real node; once it is up, `render-static renew` runs on the render directory, its update is
-// copied into the node and applied there by the command aio.ign installed; then, past the expiry of every original leaf, the node must still work: every
+// The renewal end to end (issue 12), through a re-render (issue 39): the IPv4 install-config rendered with leaves
+// of renewLeaf; the original aio.ign boots on the real node; once it is up, a re-render with a changed input
+// (--cert-validity rerenderLeaf, which issues every leaf again with that lifetime) writes the update for the running
+// node, which is copied into the node and applied there by the command aio.ign installed, as a renewal's; then
+// `render-static renew --force` makes the next update, chained from the re-render's, applied the same way; then,
+// past the expiry of every original leaf, the node must still work: every
 // API address served with a renewed certificate, the same containers running across the expiry,
 // kube-controller-manager and kube-scheduler renewing their leases (they read their renewed client certificates
 // from their cert directories while running), the kubelet on a client certificate it renewed itself through a CSR
@@ -38,14 +43,19 @@ import (
 // case waits (the case took 12.6 minutes).
 const renewLeaf = 12 * time.Minute
 
-// renewAfter is how long after the render the case renews: the renewed leaves then outlive the original ones by
-// 5 minutes, the checks after the original expiry included (they took up to 2 minutes), and the apply (2-3
-// minutes) is done ~8 minutes after the render, before kube-controller-manager's and kube-scheduler's second
-// reload of their client certificates (~10.5 minutes).
-const renewAfter = 5 * time.Minute
+// rerenderLeaf is the leaf lifetime the re-render gives: the leaves it issues, and those renew issues after it
+// (renew keeps the saved validity), outlive the original ones and the checks after their expiry (up to 2 minutes)
+// by far. The two applies (2-3 minutes each) start once the node is up (~1.5 minutes after the render) and are done
+// ~7-8 minutes after the render, before kube-controller-manager's and kube-scheduler's second reload of their
+// client certificates (~10.5 minutes), which must find renewed ones.
+const rerenderLeaf = 30 * time.Minute
 
-// renewArgs: what renew is asked to do. --within the whole leaf lifetime makes every leaf due.
-var renewArgs = []string{"renew", "--within", renewLeaf.String()}
+// rerenderArgs: the re-render's changed input; renewArgs: what renew is asked to do after it (every leaf due: the
+// re-render's leaves are not, by any --within shorter than their lifetime).
+var (
+	rerenderArgs = []string{"--cert-validity", rerenderLeaf.String()}
+	renewArgs    = []string{"renew", "--force"}
+)
 
 // upstreamRenderArgs are more flags for the upstream render of a case, by its name.
 var upstreamRenderArgs = map[string][]string{"renew": {"--cert-validity", renewLeaf.String()}}
@@ -109,16 +119,17 @@ func innerRenew(t *testing.T, spec *innerSpec) {
 		b.earliest.Cert.NotAfter.UTC().Format(time.RFC3339), b.earliest.Path, b.latest.Cert.NotAfter.UTC().Format(time.RFC3339),
 		b.latest.Path, time.Until(b.earliest.Cert.NotAfter).Seconds())
 
-	// renew on the render directory (it runs offline: here only because the node is up). The renewed leaves live
-	// renewLeaf from the renew, so they outlive the original ones by the time between the render and the renew;
-	// the checks end a few minutes past the original expiry, and the node is up within a minute of the render:
-	// renew renewAfter after the render (the case waits for the original expiry anyway, so this costs nothing).
-	if wait := time.Until(b.earliest.Cert.NotAfter.Add(renewAfter - renewLeaf)); wait > 0 {
-		t.Logf("waiting %s before the renew, until %s after the render", wait.Round(time.Second), renewAfter)
-		tm.step("wait-renew", func() { sleepWatching(t, n, wait) })
+	// The re-render and renew on the render directory (they run offline: here only because the node is up). The
+	// re-render's update carries every leaf issued again with rerenderLeaf; renew's follows it (its update.json
+	// names the re-render's as the previous one), and the node applies both in order with its own aio-update.
+	rerendered := renewAndCopy(t, spec, n, tm, rerenderArgs...)
+	if len(Leaves(rerendered)) == 0 {
+		t.Fatalf("the re-render with %v carries no leaf", rerenderArgs)
 	}
+	applyUpdate(t, n, tm, "rerender-", updateDir)
 	renewed := renewAndCopy(t, spec, n, tm, renewArgs...)
 	applyUpdate(t, n, tm, "", updateDir)
+	checkChained(t, spec)
 	if left := time.Until(b.earliest.Cert.NotAfter); left <= 0 {
 		t.Fatalf("the apply finished %s after the first original leaf expired: raise renewLeaf (%s)", (-left).Round(time.Second), renewLeaf)
 	} else {
@@ -172,12 +183,17 @@ func innerRenew(t *testing.T, spec *innerSpec) {
 	t.Log(tm.String())
 }
 
-// renewAndCopy runs `render-static <args> --dir` on the render directory (renew, with args), and copies its update
-// into the node at updateDir, as an admin would; it returns the update's certificates.
+// renewAndCopy runs `render-static <args> --dir` on the render directory (renew, with args; a re-render when args
+// are flags), and copies its update into the node at updateDir, as an admin would; it returns the update's
+// certificates.
 func renewAndCopy(t *testing.T, spec *innerSpec, n *Node, tm *timings, args ...string) []FoundCert {
 	t.Helper()
 	renderDir := filepath.Dir(filepath.Dir(spec.Kubeconfig))
-	tm.step("renew", func() {
+	step := "renew"
+	if len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		step = "rerender"
+	}
+	tm.step(step, func() {
 		out, err := RunLogged(context.Background(), 10*time.Minute, filepath.Join(n.LogDir(), "renew.log"), nil,
 			append(append([]string{spec.CLI}, args...), "--dir", renderDir)...)
 		t.Logf("render-static %s --dir %s:\n%s", strings.Join(args, " "), renderDir, out)
@@ -188,11 +204,38 @@ func renewAndCopy(t *testing.T, spec *innerSpec, n *Node, tm *timings, args ...s
 	src := filepath.Join(renderDir, "update")
 	renewed, err := CertificatesIn(src)
 	if err != nil {
-		t.Fatalf("renew wrote no update: %v", err)
+		t.Fatalf("%s wrote no update: %v", step, err)
 	}
 	t.Logf("%s holds %d certificates (%d leaves)", src, len(renewed), len(Leaves(renewed)))
 	copyUpdate(t, tm, "", src, updateDir)
 	return renewed
+}
+
+// checkChained: the render directory's last update (renew's) names the one before it (the re-render's), kept in
+// updates/, and the node's aio-update recorded both as applied.
+func checkChained(t *testing.T, spec *innerSpec) {
+	t.Helper()
+	renderDir := filepath.Dir(filepath.Dir(spec.Kubeconfig))
+	var last struct {
+		ID       string `json:"id"`
+		Previous string `json:"previous"`
+	}
+	b, err := os.ReadFile(filepath.Join(renderDir, "update", "update.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &last)
+	}
+	if err != nil || last.Previous == "" {
+		t.Fatalf("renew's update.json: %v, previous %q: it does not follow the re-render's", err, last.Previous)
+	}
+	if _, err := os.Stat(filepath.Join(renderDir, "updates", last.Previous, "update.json")); err != nil {
+		t.Errorf("the re-render's update %s is not kept: %v", last.Previous, err)
+	}
+	out, err := exec.Command(UpdateCommand, "status").CombinedOutput()
+	for _, id := range []string{last.Previous, last.ID} {
+		if err != nil || !strings.Contains(string(out), id) {
+			t.Errorf("aio-update status does not list update %s as applied (%v):\n%s", id, err, out)
+		}
+	}
 }
 
 // copyUpdate copies an update of the render directory (src) into the node at dst, as an admin would copy it there
