@@ -98,6 +98,35 @@ type BuildOptions struct {
 	Logf     func(string, ...any)
 }
 
+// fill sets the options left zero: the cache directory, the timeout (timeout), the lock's wait (the timeout), a
+// silent log.
+func (o *BuildOptions) fill(timeout time.Duration) {
+	if o.CacheDir == "" {
+		o.CacheDir = DefaultCacheDir()
+	}
+	if o.Timeout == 0 {
+		o.Timeout = timeout
+	}
+	if o.LockWait == 0 {
+		o.LockWait = o.Timeout
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+}
+
+// goToolVersion is the go command the tools are built with and its version (part of every cache key).
+func goToolVersion(ctx context.Context) (goBin, version string, err error) {
+	if goBin, err = GoTool(); err != nil {
+		return "", "", err
+	}
+	out, err := exec.CommandContext(ctx, goBin, "env", "GOVERSION").Output()
+	if err != nil {
+		return "", "", fmt.Errorf("go env GOVERSION: %w", err)
+	}
+	return goBin, strings.TrimSpace(string(out)), nil
+}
+
 // BuildResult says where the binaries are and what it cost.
 type BuildResult struct {
 	BinDir   string
@@ -188,27 +217,11 @@ func haveAll(binDir string) bool {
 // keeps parallel test binaries from building the same entry twice.
 func EnsureBinaries(ctx context.Context, o BuildOptions) (*BuildResult, error) {
 	start := time.Now()
-	if o.CacheDir == "" {
-		o.CacheDir = DefaultCacheDir()
-	}
-	if o.Timeout == 0 {
-		o.Timeout = 75 * time.Minute
-	}
-	if o.LockWait == 0 {
-		o.LockWait = o.Timeout
-	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
-	}
-	goBin, err := GoTool()
+	o.fill(75 * time.Minute)
+	goBin, goVersion, err := goToolVersion(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out, err := exec.CommandContext(ctx, goBin, "env", "GOVERSION").Output()
-	if err != nil {
-		return nil, fmt.Errorf("go env GOVERSION: %w", err)
-	}
-	goVersion := strings.TrimSpace(string(out))
 	key, err := CacheKey(o.ToolsDir, goVersion)
 	if err != nil {
 		return nil, fmt.Errorf("cache key: %w", err)

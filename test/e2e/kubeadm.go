@@ -50,27 +50,12 @@ func kubeadmCacheKey(toolsDir, goVersion string) (string, error) {
 // the other Kubernetes binaries, it compiles only kubeadm's own packages: a few minutes on 2 cores), atomically,
 // under a lock.
 func EnsureKubeadm(ctx context.Context, o BuildOptions) (string, error) {
-	if o.CacheDir == "" {
-		o.CacheDir = DefaultCacheDir()
-	}
-	if o.Timeout == 0 {
-		o.Timeout = 45 * time.Minute
-	}
-	if o.LockWait == 0 {
-		o.LockWait = o.Timeout
-	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
-	}
-	goBin, err := GoTool()
+	o.fill(45 * time.Minute)
+	goBin, goVersion, err := goToolVersion(ctx)
 	if err != nil {
 		return "", err
 	}
-	out, err := exec.CommandContext(ctx, goBin, "env", "GOVERSION").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOVERSION: %w", err)
-	}
-	key, err := kubeadmCacheKey(o.ToolsDir, strings.TrimSpace(string(out)))
+	key, err := kubeadmCacheKey(o.ToolsDir, goVersion)
 	if err != nil {
 		return "", fmt.Errorf("cache key: %w", err)
 	}
