@@ -110,7 +110,7 @@ func Continue(ctx context.Context, o Options, command string, add *state.Worker)
 		return nil, err
 	}
 	faultpoint.Kill("renewed")
-	if err := write(ctx, d, out, upd, updateReadme(command, add)); err != nil {
+	if err := write(ctx, d, out, upd, updateReadme(commandBy(command, add))); err != nil {
 		return nil, err
 	}
 	rep.command = command

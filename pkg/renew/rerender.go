@@ -22,8 +22,8 @@ import (
 // validity is applied to the leaves the render issued before: those issued for another lifetime are marked due
 // as --within marks them (marks.go), and the update carries them.
 
-// rerenderCommand names a re-render in the update's README.
-const rerenderCommand = ""
+// rerenderBy names a re-render in the update's README.
+const rerenderBy = "a re-render (render-static with changed inputs), for what it changed on the running node"
 
 // Render is the render (pipeline.RenderWith) with the update for the running node of a cluster it continues: the
 // command's and a fleet's renders.
@@ -67,7 +67,7 @@ func (r *rerender) Make(ctx context.Context, dir string, st *state.State, eng *p
 		return nil, err
 	}
 	return &pipeline.NodeUpdate{Line: rep.updateLine(), ReadAtStart: rep.ReadAtStart,
-		Fill: func(dir, tmp string) error { return fillUpdate(dir, tmp, upd, updateReadme(rerenderCommand, nil)) }}, nil
+		Fill: func(dir, tmp string) error { return fillUpdate(dir, tmp, upd, updateReadme(rerenderBy)) }}, nil
 }
 
 // updateLine is what a re-render's summary says of its update: which it follows, what it rolls and renews, and how

@@ -32,17 +32,17 @@ same, for aio-update. Apply the updates of a render directory in order: update.j
 ("previous"); the earlier ones are kept in ../updates/<id>.
 `
 
-// updateReadme is the update's README for the run of command (renew, worker) that made it, with add the worker it
-// added (nil: none).
-func updateReadme(command string, add *state.Worker) string {
+// updateReadme is the update's README, naming by, the run that made it (commandBy, rerenderBy).
+func updateReadme(by string) string { return fmt.Sprintf(updateReadmeFormat, by) }
+
+// commandBy names the run of command (renew, worker) in an update's README, with add the worker it added (nil:
+// none).
+func commandBy(command string, add *state.Worker) string {
 	by := fmt.Sprintf("%q", "render-static "+command)
-	if command == rerenderCommand {
-		by = "a re-render (render-static with changed inputs), for what it changed on the running node"
-	}
 	if add != nil {
 		by += fmt.Sprintf(", which added the worker %s: the node's CSR approver learns of it here", add.NodeName)
 	}
-	return fmt.Sprintf(updateReadmeFormat, by)
+	return by
 }
 
 // write replaces the held directory atomically with the renewed render and, when there is one, the new update
