@@ -314,3 +314,15 @@ func pruneEmpty(v any) (any, bool) {
 		return v, false
 	}
 }
+
+// MarshalObjectJSON is an unstructured object as compact JSON: encoding/json's (object keys sorted), without its
+// HTML escapes, ending in a newline. Parsing it as YAML or JSON gives back the object's values.
+func MarshalObjectJSON(obj map[string]interface{}) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(obj); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

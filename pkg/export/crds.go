@@ -59,7 +59,8 @@ type crdFile struct {
 }
 
 // manifest is the CRD's manifest, made on first use (PrefetchCRDs makes those a render will likely export while
-// the loops run: marshalling a CRD's schemas is most of what exporting it costs). Its Object and YAML are shared.
+// the loops run: marshalling a CRD's schemas is most of what exporting it costs), with its compact JSON for the
+// node (Manifest.NodeBytes). Its Object, YAML and Compact are shared.
 func (f *crdFile) manifest() (Manifest, error) {
 	f.manifestOnce.Do(func() {
 		// Parsed here rather than through object(), whose parse would stay in memory beside the manifest's.
@@ -70,6 +71,10 @@ func (f *crdFile) manifest() (Manifest, error) {
 		}
 		var err error
 		if f.exported, err = fromMap(obj); err != nil {
+			f.exportErr = fmt.Errorf("CRD %s: %w", f.name, err)
+			return
+		}
+		if f.exported.Compact, err = codec.MarshalObjectJSON(f.exported.Object); err != nil {
 			f.exportErr = fmt.Errorf("CRD %s: %w", f.name, err)
 		}
 	})
@@ -254,6 +259,7 @@ func CRDs(ms []Manifest, featureSet string) ([]Manifest, error) {
 		// The manifests of the vendored CRDs are shared by every render: the caller gets its own copy.
 		m.Object = k8sruntime.DeepCopyJSON(m.Object)
 		m.YAML = bytes.Clone(m.YAML)
+		m.Compact = bytes.Clone(m.Compact)
 		out[i] = m
 		return nil
 	}); err != nil {

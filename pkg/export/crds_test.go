@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -171,5 +172,56 @@ func TestCRDsAreNotShared(t *testing.T) {
 	}
 	if _, ok := b[0].Object["spec"]; !ok || b[0].YAML[0] == '#' {
 		t.Error("a change to one call's CRD shows in the next call's")
+	}
+}
+
+// TestCRDsOnTheNodeAsJSON: every vendored CRD's node form (Manifest.NodeBytes) is compact JSON that parses, as YAML
+// (what oc and kubectl read) and as JSON, to exactly the object its YAML manifest parses to, without HTML escapes,
+// and is shorter once escaped for a data URL (the reason it exists).
+func TestCRDsOnTheNodeAsJSON(t *testing.T) {
+	files, err := vendoredCRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var yamlEscaped, jsonEscaped int
+	for _, f := range files {
+		m, err := f.manifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		node := m.NodeBytes()
+		if !bytes.Equal(node, m.Compact) || len(node) == 0 || node[0] != '{' || !bytes.HasSuffix(node, []byte("}\n")) || bytes.Count(node, []byte("\n")) != 1 {
+			t.Fatalf("%s: the node form is not one line of JSON: %.80q", f.name, node)
+		}
+		if bytes.Contains(node, []byte(`\u003c`)) || bytes.Contains(node, []byte(`\u0026`)) {
+			t.Errorf("%s: HTML escapes in the node form", f.name)
+		}
+		var fromYAML, asYAML, asJSON map[string]interface{}
+		if err := yaml.Unmarshal(m.YAML, &fromYAML); err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(node, &asYAML); err != nil {
+			t.Fatalf("%s: the node form is not YAML: %v", f.name, err)
+		}
+		if err := json.Unmarshal(node, &asJSON); err != nil {
+			t.Fatalf("%s: the node form is not JSON: %v", f.name, err)
+		}
+		if !reflect.DeepEqual(fromYAML, asYAML) || !reflect.DeepEqual(fromYAML, asJSON) {
+			t.Errorf("%s: the node form is another object than the manifest", f.name)
+		}
+		yamlEscaped += escapedLen(m.YAML)
+		jsonEscaped += escapedLen(node)
+	}
+	if len(files) < len(CRDKinds) || jsonEscaped*2 > yamlEscaped {
+		t.Errorf("%d CRDs: %d bytes escaped as JSON against %d as YAML: want at most half", len(files), jsonEscaped, yamlEscaped)
+	}
+	t.Logf("%d CRDs: %d bytes escaped as JSON, %d as YAML", len(files), jsonEscaped, yamlEscaped)
+}
+
+// TestNodeBytesWithoutCompact: a manifest without a compact form is its YAML on the node.
+func TestNodeBytesWithoutCompact(t *testing.T) {
+	m := Manifest{YAML: []byte("kind: ConfigMap\n")}
+	if string(m.NodeBytes()) != "kind: ConfigMap\n" {
+		t.Errorf("NodeBytes %q", m.NodeBytes())
 	}
 }

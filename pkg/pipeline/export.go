@@ -269,7 +269,7 @@ func nodeFiles(ctx context.Context, e *Settled, manifests []export.Manifest) (*e
 		if m.Secret() {
 			mode = 0600
 		}
-		if err := tree.AddFile(path.Join(node.ManifestsDir, m.File), mode, m.YAML); err != nil {
+		if err := tree.AddFile(path.Join(node.ManifestsDir, m.File), mode, m.NodeBytes()); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -58,10 +58,10 @@ func TestRenderUserInputs(t *testing.T) {
 		return false
 	}
 	for what, parts := range map[string][]string{
-		"the ImageDigestMirrorSet": {"kind: ImageDigestMirrorSet", "name: image-digest-mirror", "mirrorSourcePolicy: NeverContactSource", "source: quay.io/openshift-release-dev/ocp-release"},
-		"its CRD":                  {"kind: CustomResourceDefinition", "name: imagedigestmirrorsets.config.openshift.io"},
-		"user-ca-bundle":           {"kind: ConfigMap", "name: user-ca-bundle", "openshift.io/owning-component: End User", "BEGIN CERTIFICATE"},
-		"Infrastructure AllNodes":  {"kind: Infrastructure", "cpuPartitioning: AllNodes"},
+		"the ImageDigestMirrorSet":                                 {"kind: ImageDigestMirrorSet", "name: image-digest-mirror", "mirrorSourcePolicy: NeverContactSource", "source: quay.io/openshift-release-dev/ocp-release"},
+		"its CRD (as JSON on the node: export.Manifest.NodeBytes)": {`"kind":"CustomResourceDefinition"`, `"name":"imagedigestmirrorsets.config.openshift.io"`},
+		"user-ca-bundle":                                           {"kind: ConfigMap", "name: user-ca-bundle", "openshift.io/owning-component: End User", "BEGIN CERTIFICATE"},
+		"Infrastructure AllNodes":                                  {"kind: Infrastructure", "cpuPartitioning: AllNodes"},
 	} {
 		if !has(parts...) {
 			t.Errorf("no exported manifest is %s (%q)", what, parts)

@@ -3,6 +3,8 @@ package renew
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -206,5 +208,59 @@ func TestRerenderUpdate(t *testing.T) {
 	}
 	if u, err := readUpdate(filepath.Join(dir, UpdateDir)); err != nil || u.ID != rep.Update.ID {
 		t.Errorf("with Reinstall, update/ is no longer renew's %s: %v %v", rep.Update.ID, u, err)
+	}
+}
+
+// TestRerenderOverYAMLCRDs: an aio.ign an earlier render-static made, whose node copies of the CRDs are YAML (they
+// are compact JSON now: export.Manifest.NodeBytes), holds the same objects: a re-render of it makes no node update.
+func TestRerenderOverYAMLCRDs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("renders twice")
+	}
+	dir := filepath.Join(t.TempDir(), "aio")
+	render(t, dir, "192.168.126.10")
+	ignPath := filepath.Join(dir, "aio.ign")
+	raw, err := os.ReadFile(ignPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ign map[string]any
+	if err := json.Unmarshal(raw, &ign); err != nil {
+		t.Fatal(err)
+	}
+	files := ign["storage"].(map[string]any)["files"].([]any)
+	yamlCRDs := 0
+	for _, f := range files {
+		fm := f.(map[string]any)
+		p := fm["path"].(string)
+		if !strings.HasPrefix(p, "/opt/openshift/manifests/") || !strings.Contains(p, "_customresourcedefinition.") {
+			continue
+		}
+		y, err := os.ReadFile(filepath.Join(dir, "manifests", filepath.Base(p)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fm["contents"] = map[string]any{"source": "data:;base64," + base64.StdEncoding.EncodeToString(y)}
+		yamlCRDs++
+	}
+	if yamlCRDs == 0 {
+		t.Fatal("aio.ign has no CRD under /opt/openshift/manifests")
+	}
+	old, err := json.Marshal(ign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ignPath, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Render(context.Background(), pipeline.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.NodeUpdate != "" {
+		t.Errorf("a re-render over an aio.ign with %d CRDs as YAML made a node update: %s", yamlCRDs, s.NodeUpdate)
+	}
+	if _, err := os.Stat(filepath.Join(dir, UpdateDir)); err == nil {
+		t.Errorf("a re-render over an aio.ign with CRDs as YAML wrote %s", UpdateDir)
 	}
 }
