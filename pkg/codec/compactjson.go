@@ -282,10 +282,16 @@ func marshalCompactGeneric(cfg any) ([]byte, error) {
 		return nil, err
 	}
 	generic, _ = pruneEmpty(generic)
+	return encodeWithoutHTMLEscapes(generic)
+}
+
+// encodeWithoutHTMLEscapes is encoding/json's encoding of v (object keys sorted) without its HTML escapes, ending
+// in a newline.
+func encodeWithoutHTMLEscapes(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(generic); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
@@ -318,11 +324,5 @@ func pruneEmpty(v any) (any, bool) {
 // MarshalObjectJSON is an unstructured object as compact JSON: encoding/json's (object keys sorted), without its
 // HTML escapes, ending in a newline. Parsing it as YAML or JSON gives back the object's values.
 func MarshalObjectJSON(obj map[string]interface{}) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(obj); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return encodeWithoutHTMLEscapes(obj)
 }
