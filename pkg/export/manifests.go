@@ -40,9 +40,9 @@ type Manifest struct {
 
 // NodeBytes is the manifest's file on the node (/opt/openshift/manifests, which the first-boot apply creates and
 // then removes): its compact JSON when it has one, else its YAML. JSON is YAML, and oc and kubectl read either.
-// A CRD is stored so because openshift/api's CRDs are deep schemas whose YAML indentation is a third of aio.ign's
+// A CRD is stored so because openshift/api's CRDs are deep schemas whose YAML indentation is a quarter of aio.ign's
 // file bytes once escaped (a space is "%20" in a data URL, "%2520" in live.ign, which carries aio.ign as one):
-// as JSON the bundled example's live.ign is 1 MB smaller, xz's measure of it ~20 % faster and its embed ~14 KB
+// as JSON the bundled example's live.ign is 1 MB smaller, xz's measure of it ~12 % cheaper and its embed ~14 KB
 // smaller (docs/speed.md). The other manifests stay YAML on the node: as JSON they would save xz little more, and
 // cost embed bytes (their YAML shares its compression with the installer layout's YAML).
 func (m Manifest) NodeBytes() []byte {
