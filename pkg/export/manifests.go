@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -50,6 +51,12 @@ func (m Manifest) NodeBytes() []byte {
 		return m.Compact
 	}
 	return m.YAML
+}
+
+// HeldBy says whether the node file b holds the manifest as it was exported: its NodeBytes, or its YAML, which an
+// earlier render-static wrote on the node for every manifest (the CRDs included): the same object either way.
+func (m Manifest) HeldBy(b []byte) bool {
+	return bytes.Equal(b, m.NodeBytes()) || bytes.Equal(b, m.YAML)
 }
 
 // Secret says whether the manifest carries secret material.

@@ -247,7 +247,7 @@ func inventoryManifests(files map[string][]byte, manifests []export.Manifest) ma
 			continue
 		}
 		p := path.Join(node.ManifestsDir, m.File)
-		if b, ok := files[p]; !ok || !bytes.Equal(b, m.YAML) {
+		if b, ok := files[p]; !ok || !bytes.Equal(b, m.NodeBytes()) {
 			continue
 		}
 		if im, ok := asInventoryManifest(m.Object); ok {

@@ -340,9 +340,7 @@ func compare(ctx context.Context, o Options, st *state.State, m *marker, eng *pi
 	}
 	var objects []File
 	for _, man := range out.Manifests {
-		// The node's file is the manifest's NodeBytes (a CRD's compact JSON), or its YAML when an earlier
-		// render-static, which wrote YAML only, made the old aio.ign: either is the same object.
-		if old, ok := oldFiles[manifestPrefix+man.File]; ok && (bytes.Equal(old, man.NodeBytes()) || bytes.Equal(old, man.YAML)) {
+		if old, ok := oldFiles[manifestPrefix+man.File]; ok && man.HeldBy(old) {
 			continue
 		}
 		name := man.GVK.Kind + " " + man.Name
