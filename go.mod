@@ -23,6 +23,7 @@ require (
 	google.golang.org/grpc v1.75.1
 	gopkg.in/evanphx/json-patch.v4 v4.12.0
 	k8s.io/api v0.34.3
+	k8s.io/apiextensions-apiserver v0.34.1
 	k8s.io/apimachinery v0.34.3
 	k8s.io/apiserver v0.34.3
 	k8s.io/client-go v0.34.3
@@ -115,7 +116,6 @@ require (
 	google.golang.org/protobuf v1.36.10 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/apiextensions-apiserver v0.34.1 // indirect
 	k8s.io/component-base v0.34.3 // indirect
 	k8s.io/kube-aggregator v0.34.1 // indirect
 	k8s.io/kube-openapi v0.0.0-20250710124328-f3f2b991d03b // indirect

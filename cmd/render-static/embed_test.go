@@ -27,8 +27,8 @@ const trustBundleCAs = 200
 // area. The trust bundle (user CAs, each with its own RSA signature) is on the node three times, in three encodings
 // (the trust anchor file as it is, openshift-config/user-ca-bundle's YAML and cluster-config-v1's install-config,
 // indented differently), which xz finds again only line by line: it may cost at most 1.5 times what xz makes of the
-// bundle alone. It fits since the node's CRDs are JSON (export.Manifest.NodeBytes), with ~4 KB to spare
-// (docs/install.md, "Limits").
+// bundle alone. It fits since the node's CRDs are JSON (export.Manifest.NodeBytes; ~4 KB to spare), and with ~43 KB
+// to spare since they are without their schemas' descriptions (docs/install.md, "Limits").
 func TestLiveEmbedTargets(t *testing.T) {
 	testtools.Long(t, "renders three clusters")
 	testtools.Tool(t, "xz")

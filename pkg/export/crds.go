@@ -59,8 +59,8 @@ type crdFile struct {
 }
 
 // manifest is the CRD's manifest, made on first use (PrefetchCRDs makes those a render will likely export while
-// the loops run: marshalling a CRD's schemas is most of what exporting it costs), with its compact JSON for the
-// node (Manifest.NodeBytes). Its Object, YAML and Compact are shared.
+// the loops run: marshalling a CRD's schemas is most of what exporting it costs), with its node form
+// (Manifest.NodeBytes): compact JSON without the schemas' descriptions. Its Object, YAML and Compact are shared.
 func (f *crdFile) manifest() (Manifest, error) {
 	f.manifestOnce.Do(func() {
 		// Parsed here rather than through object(), whose parse would stay in memory beside the manifest's.
@@ -74,7 +74,7 @@ func (f *crdFile) manifest() (Manifest, error) {
 			f.exportErr = fmt.Errorf("CRD %s: %w", f.name, err)
 			return
 		}
-		if f.exported.Compact, err = codec.MarshalObjectJSON(f.exported.Object); err != nil {
+		if f.exported.Compact, err = codec.MarshalObjectJSON(withoutSchemaDescriptions(f.exported.Object)); err != nil {
 			f.exportErr = fmt.Errorf("CRD %s: %w", f.name, err)
 		}
 	})
@@ -411,4 +411,103 @@ func prune(v interface{}, schema map[string]interface{}, path string, removed *[
 			prune(e, items, fmt.Sprintf("%s[%d]", path, i), removed, false)
 		}
 	}
+}
+
+// withoutSchemaDescriptions is the CRD crd without the description of any schema in its versions
+// (spec.versions[].schema.openAPIV3Schema and every schema under it), for the node's copy (Manifest.NodeBytes); crd
+// itself is not changed (the parts it shares with the result are only read).
+//
+// A schema's description is documentation: what `kubectl explain` prints. The API server's validation, pruning
+// and defaulting never read it (k8s.io/apiextensions-apiserver pkg/apiserver/schema: a structural schema's
+// Generic.Description is carried for the OpenAPI it publishes only), so the objects a CRD admits are the same
+// without it; controller-gen's crd:maxDescLen=0 generates CRDs so, to keep them under size limits. Here the limit
+// is the live ISO's embed area and the cost xz's measure of it: the descriptions were ~16 % of the bundled example's
+// aio.ign, ~21 % of its embed (39 KB) and a quarter of xz's CPU (English prose, which xz cannot match against
+// anything else in live.ign; docs/speed.md). DIR/manifests keeps the vendored CRDs whole, and `kubectl replace -f`
+// of one puts its documentation back on a running cluster (docs/limitations.md).
+func withoutSchemaDescriptions(crd map[string]interface{}) map[string]interface{} {
+	spec, ok := crd["spec"].(map[string]interface{})
+	if !ok {
+		return crd
+	}
+	versions, ok := spec["versions"].([]interface{})
+	if !ok {
+		return crd
+	}
+	out, outSpec := maps.Clone(crd), maps.Clone(spec)
+	outVersions := make([]interface{}, len(versions))
+	for i, v := range versions {
+		outVersions[i] = v
+		vm, ok := v.(map[string]interface{})
+		if !ok {
+			continue
+		}
+		sch, ok := vm["schema"].(map[string]interface{})
+		if !ok {
+			continue
+		}
+		if root, ok := sch["openAPIV3Schema"].(map[string]interface{}); ok {
+			outSch, outV := maps.Clone(sch), maps.Clone(vm)
+			outSch["openAPIV3Schema"] = schemaWithoutDescriptions(root)
+			outV["schema"] = outSch
+			outVersions[i] = outV
+		}
+	}
+	outSpec["versions"] = outVersions
+	out["spec"] = outSpec
+	return out
+}
+
+// schemaKeys are the keys of a JSON schema (apiextensions.k8s.io/v1 JSONSchemaProps) whose values hold schemas: a
+// map of names to schemas (properties, patternProperties, definitions, and dependencies, whose values may also be
+// lists of names), a schema or a list of schemas (items, allOf, anyOf, oneOf), or a schema or a boolean
+// (additionalProperties, additionalItems, not).
+var schemaKeys = map[string]bool{"properties": true, "patternProperties": true, "definitions": true, "dependencies": true,
+	"items": false, "allOf": false, "anyOf": false, "oneOf": false, "additionalProperties": false, "additionalItems": false, "not": false}
+
+// schemaWithoutDescriptions is a copy of the schema s without its description nor that of any schema it holds;
+// a property named "description" stays (the keys of properties are names, not a schema's fields).
+func schemaWithoutDescriptions(s map[string]interface{}) map[string]interface{} {
+	out := make(map[string]interface{}, len(s))
+	for k, v := range s {
+		named, holds := schemaKeys[k]
+		switch {
+		case k == "description":
+			if _, text := v.(string); !text {
+				out[k] = v
+			}
+		case !holds:
+			out[k] = v
+		case named:
+			m, ok := v.(map[string]interface{})
+			if !ok {
+				out[k] = v
+				continue
+			}
+			nm := make(map[string]interface{}, len(m))
+			for name, sub := range m {
+				nm[name] = subschemaWithoutDescriptions(sub)
+			}
+			out[k] = nm
+		default:
+			out[k] = subschemaWithoutDescriptions(v)
+		}
+	}
+	return out
+}
+
+// subschemaWithoutDescriptions is v without descriptions when v is a schema or a list of schemas, else v (a
+// boolean, or a dependency's list of property names).
+func subschemaWithoutDescriptions(v interface{}) interface{} {
+	switch t := v.(type) {
+	case map[string]interface{}:
+		return schemaWithoutDescriptions(t)
+	case []interface{}:
+		l := make([]interface{}, len(t))
+		for i, e := range t {
+			l[i] = subschemaWithoutDescriptions(e)
+		}
+		return l
+	}
+	return v
 }

@@ -41,11 +41,13 @@ type Manifest struct {
 
 // NodeBytes is the manifest's file on the node (/opt/openshift/manifests, which the first-boot apply creates and
 // then removes): its compact JSON when it has one, else its YAML. JSON is YAML, and oc and kubectl read either.
-// A CRD is stored so because openshift/api's CRDs are deep schemas whose YAML indentation is a quarter of aio.ign's
-// file bytes once escaped (a space is "%20" in a data URL, "%2520" in live.ign, which carries aio.ign as one):
-// as JSON the bundled example's live.ign is 1 MB smaller, xz's measure of it ~12 % cheaper and its embed ~14 KB
-// smaller (docs/speed.md). The other manifests stay YAML on the node: as JSON they would save xz little more, and
-// cost embed bytes (their YAML shares its compression with the installer layout's YAML).
+// A CRD is stored so, and without its schemas' descriptions (withoutSchemaDescriptions: the same validation, no
+// `kubectl explain` text), because openshift/api's CRDs are deep, documented schemas: their YAML indentation was a
+// quarter of aio.ign's file bytes once escaped (a space is "%20" in a data URL, "%2520" in live.ign, which carries
+// aio.ign as one), their descriptions a sixth, and prose is what xz's measure of live.ign spends most on. Together
+// the bundled example's live.ign is 1.5 MB smaller (2.1 MB), xz's measure of it a third cheaper and its embed
+// ~53 KB smaller (docs/speed.md). The other manifests stay YAML on the node: as JSON they would save xz little more, and cost
+// embed bytes (their YAML shares its compression with the installer layout's YAML).
 func (m Manifest) NodeBytes() []byte {
 	if m.Compact != nil {
 		return m.Compact
@@ -53,10 +55,19 @@ func (m Manifest) NodeBytes() []byte {
 	return m.YAML
 }
 
-// HeldBy says whether the node file b holds the manifest as it was exported: its NodeBytes, or its YAML, which an
-// earlier render-static wrote on the node for every manifest (the CRDs included): the same object either way.
+// HeldBy says whether the node file b holds the manifest as it was exported: its NodeBytes; its YAML, which an
+// earlier render-static wrote on the node for every manifest (the CRDs included); or, for a manifest with a node
+// form, its whole object as compact JSON, the CRDs' node form before their descriptions were left out. The same
+// object's validation all three, and a re-render that finds one of them updates nothing.
 func (m Manifest) HeldBy(b []byte) bool {
-	return bytes.Equal(b, m.NodeBytes()) || bytes.Equal(b, m.YAML)
+	if bytes.Equal(b, m.NodeBytes()) || bytes.Equal(b, m.YAML) {
+		return true
+	}
+	if m.Compact == nil || len(b) == 0 || b[0] != '{' {
+		return false
+	}
+	whole, err := codec.MarshalObjectJSON(m.Object)
+	return err == nil && bytes.Equal(b, whole)
 }
 
 // Secret says whether the manifest carries secret material.

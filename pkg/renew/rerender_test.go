@@ -15,9 +15,11 @@ import (
 	"github.com/openshift/library-go/pkg/operator/certrotation"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/render-static/render-static/internal/testkit/treetest"
 	"github.com/render-static/render-static/internal/testkit/updatetest"
+	"github.com/render-static/render-static/pkg/codec"
 	"github.com/render-static/render-static/pkg/installconfig"
 	"github.com/render-static/render-static/pkg/pipeline"
 	"github.com/render-static/render-static/pkg/state"
@@ -211,56 +213,78 @@ func TestRerenderUpdate(t *testing.T) {
 	}
 }
 
-// TestRerenderOverYAMLCRDs: an aio.ign an earlier render-static made, whose node copies of the CRDs are YAML (they
-// are compact JSON now: export.Manifest.NodeBytes), holds the same objects: a re-render of it makes no node update.
-func TestRerenderOverYAMLCRDs(t *testing.T) {
+// TestRerenderOverOlderCRDs: an aio.ign an earlier render-static made holds the same CRDs in an older node form,
+// YAML (the CRDs' node copies are compact JSON without their schemas' descriptions now: export.Manifest.NodeBytes)
+// or compact JSON with the descriptions: a re-render of it makes no node update.
+func TestRerenderOverOlderCRDs(t *testing.T) {
 	if testing.Short() {
-		t.Skip("renders twice")
+		t.Skip("renders twice per form")
 	}
-	dir := filepath.Join(t.TempDir(), "aio")
-	render(t, dir, "192.168.126.10")
-	ignPath := filepath.Join(dir, "aio.ign")
-	raw, err := os.ReadFile(ignPath)
-	if err != nil {
-		t.Fatal(err)
+	forms := map[string]func(y []byte) ([]byte, error){
+		"YAML": func(y []byte) ([]byte, error) { return y, nil },
+		"JSON with descriptions": func(y []byte) ([]byte, error) {
+			var obj map[string]interface{}
+			if err := yaml.Unmarshal(y, &obj); err != nil {
+				return nil, err
+			}
+			return codec.MarshalObjectJSON(obj)
+		},
 	}
-	var ign map[string]any
-	if err := json.Unmarshal(raw, &ign); err != nil {
-		t.Fatal(err)
-	}
-	files := ign["storage"].(map[string]any)["files"].([]any)
-	yamlCRDs := 0
-	for _, f := range files {
-		fm := f.(map[string]any)
-		p := fm["path"].(string)
-		if !strings.HasPrefix(p, "/opt/openshift/manifests/") || !strings.Contains(p, "_customresourcedefinition.") {
-			continue
-		}
-		y, err := os.ReadFile(filepath.Join(dir, "manifests", filepath.Base(p)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		fm["contents"] = map[string]any{"source": "data:;base64," + base64.StdEncoding.EncodeToString(y)}
-		yamlCRDs++
-	}
-	if yamlCRDs == 0 {
-		t.Fatal("aio.ign has no CRD under /opt/openshift/manifests")
-	}
-	old, err := json.Marshal(ign)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(ignPath, old, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Render(context.Background(), pipeline.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.NodeUpdate != "" {
-		t.Errorf("a re-render over an aio.ign with %d CRDs as YAML made a node update: %s", yamlCRDs, s.NodeUpdate)
-	}
-	if _, err := os.Stat(filepath.Join(dir, UpdateDir)); err == nil {
-		t.Errorf("a re-render over an aio.ign with CRDs as YAML wrote %s", UpdateDir)
+	for name, form := range forms {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "aio")
+			render(t, dir, "192.168.126.10")
+			ignPath := filepath.Join(dir, "aio.ign")
+			raw, err := os.ReadFile(ignPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ign map[string]any
+			if err := json.Unmarshal(raw, &ign); err != nil {
+				t.Fatal(err)
+			}
+			files := ign["storage"].(map[string]any)["files"].([]any)
+			older := 0
+			for _, f := range files {
+				fm := f.(map[string]any)
+				p := fm["path"].(string)
+				if !strings.HasPrefix(p, "/opt/openshift/manifests/") || !strings.Contains(p, "_customresourcedefinition.") {
+					continue
+				}
+				y, err := os.ReadFile(filepath.Join(dir, "manifests", filepath.Base(p)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := form(y)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Contains(b, []byte("description")) {
+					t.Fatalf("%s: the older form has no descriptions", p)
+				}
+				fm["contents"] = map[string]any{"source": "data:;base64," + base64.StdEncoding.EncodeToString(b)}
+				older++
+			}
+			if older == 0 {
+				t.Fatal("aio.ign has no CRD under /opt/openshift/manifests")
+			}
+			old, err := json.Marshal(ign)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(ignPath, old, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Render(context.Background(), pipeline.Options{Dir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.NodeUpdate != "" {
+				t.Errorf("a re-render over an aio.ign with %d CRDs as %s made a node update: %s", older, name, s.NodeUpdate)
+			}
+			if _, err := os.Stat(filepath.Join(dir, UpdateDir)); err == nil {
+				t.Errorf("a re-render over an aio.ign with CRDs as %s wrote %s", name, UpdateDir)
+			}
+		})
 	}
 }
