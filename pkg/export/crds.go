@@ -462,8 +462,11 @@ func withoutSchemaDescriptions(crd map[string]interface{}) map[string]interface{
 // map of names to schemas (properties, patternProperties, definitions, and dependencies, whose values may also be
 // lists of names), a schema or a list of schemas (items, allOf, anyOf, oneOf), or a schema or a boolean
 // (additionalProperties, additionalItems, not).
-var schemaKeys = map[string]bool{"properties": true, "patternProperties": true, "definitions": true, "dependencies": true,
-	"items": false, "allOf": false, "anyOf": false, "oneOf": false, "additionalProperties": false, "additionalItems": false, "not": false}
+var schemaKeys = map[string]bool{
+	"properties": true, "patternProperties": true, "definitions": true, "dependencies": true,
+	"items": false, "allOf": false, "anyOf": false, "oneOf": false,
+	"additionalProperties": false, "additionalItems": false, "not": false,
+}
 
 // schemaWithoutDescriptions is a copy of the schema s without its description nor that of any schema it holds;
 // a property named "description" stays (the keys of properties are names, not a schema's fields).

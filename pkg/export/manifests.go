@@ -46,8 +46,8 @@ type Manifest struct {
 // quarter of aio.ign's file bytes once escaped (a space is "%20" in a data URL, "%2520" in live.ign, which carries
 // aio.ign as one), their descriptions a sixth, and prose is what xz's measure of live.ign spends most on. Together
 // the bundled example's live.ign is 1.5 MB smaller (2.1 MB), xz's measure of it a third cheaper and its embed
-// ~53 KB smaller (docs/speed.md). The other manifests stay YAML on the node: as JSON they would save xz little more, and cost
-// embed bytes (their YAML shares its compression with the installer layout's YAML).
+// ~53 KB smaller (docs/speed.md). The other manifests stay YAML on the node: as JSON they would save xz little
+// more, and cost embed bytes (their YAML shares its compression with the installer layout's YAML).
 func (m Manifest) NodeBytes() []byte {
 	if m.Compact != nil {
 		return m.Compact
@@ -57,8 +57,8 @@ func (m Manifest) NodeBytes() []byte {
 
 // HeldBy says whether the node file b holds the manifest as it was exported: its NodeBytes; its YAML, which an
 // earlier render-static wrote on the node for every manifest (the CRDs included); or, for a manifest with a node
-// form, its whole object as compact JSON, the CRDs' node form before their descriptions were left out. The same
-// object's validation all three, and a re-render that finds one of them updates nothing.
+// form, its whole object as compact JSON, the CRDs' node form before their descriptions were left out. All three
+// admit the same objects, so a re-render that finds any of them on the node updates nothing.
 func (m Manifest) HeldBy(b []byte) bool {
 	if bytes.Equal(b, m.NodeBytes()) || bytes.Equal(b, m.YAML) {
 		return true
