@@ -194,23 +194,25 @@ func isHexDigit(c byte) bool {
 
 // EncoderID names how Ignition encodes contents: an earlier aio.ign may serve as IgnitionOptions.Previous only when
 // it was made with the same one (an earlier aio.ign of another encoding is encoded afresh, to the same node files).
-const EncoderID = "data URLs v2: plain with the escapes a data URL needs, base64 where another file holds the contents' base64"
+const EncoderID = "data URLs v3: plain with the escapes a data URL needs, base64 where another file holds the contents' base64, gzip then base64 for a compressed file"
 
 // Ignition builds an Ignition spec 3.2.0 config from t:
 //
 //   - every file root:root (uid/gid 0), overwrite true, with its mode, and its contents as a data URL (encode):
 //     "data:;base64,<base64>" when another file of t holds the contents' base64 (a Secret manifest's value next to
 //     its file in the installer layout), or when the contents are not text and that is shorter; otherwise
-//     "data:,<escaped>" with only what a data URL must escape escaped;
+//     "data:,<escaped>" with only what a data URL must escape escaped; a compressed file (AddCompressedFile) as
+//     "data:;base64,<base64 of its gzip>" with "compression": "gzip" (gzipDataURL);
 //   - every explicit directory root:root with its mode (implied directories are left to Ignition, which
 //     creates missing parents 0755 root:root);
 //   - every unit with its contents and drop-ins; enabled units get "enabled": true, the others leave
 //     "enabled" unset (Ignition then does not touch their enablement);
 //   - user "core" with opts.SSHAuthorizedKeys (no passwd section when there are no keys).
 //
-// No contents are compressed: aio.ign is made to be compressed whole (xz, in the live ISO's embed area: live.ign),
-// and a gzip stream in base64 is what xz cannot compress, where the plain text of the same files shares its
-// compression with every other file (the node files' YAML, PEM and scripts repeat one another).
+// No other contents are compressed: aio.ign is made to be compressed whole (xz, in the live ISO's embed area:
+// live.ign), and a gzip stream in base64 is what xz cannot compress, where the plain text of the same files shares
+// its compression with every other file (the node files' YAML and PEM repeat one another). Only text that no other
+// file repeats, the node's programs, is better off compressed on its own (AddCompressedFile says why).
 //
 // The config is checked with the Ignition library's own validation, the one Ignition runs on the node
 // (Built.Validate); any report entry (error, warning or info) makes Ignition fail with the report text. Output is
@@ -244,9 +246,13 @@ func IgnitionUnvalidated(t *Tree, opts IgnitionOptions) (*Built, error) {
 	size := 1 << 16 // the JSON's length, about: the sources, and the rest of each file's object (~100 bytes)
 	for i, src := range encodeAll(files) {
 		size += len(src) + len(files[i].Path) + 128
+		res := types.Resource{Source: strPtr(src)}
+		if files[i].Compressed {
+			res.Compression = strPtr("gzip")
+		}
 		cfg.Storage.Files = append(cfg.Storage.Files, types.File{
 			Node:          rootNode(files[i].Path, true),
-			FileEmbedded1: types.FileEmbedded1{Contents: types.Resource{Source: strPtr(src)}, Mode: intPtr(int(files[i].Mode.Perm()))},
+			FileEmbedded1: types.FileEmbedded1{Contents: res, Mode: intPtr(int(files[i].Mode.Perm()))},
 		})
 	}
 	for _, u := range t.Units() {
@@ -324,9 +330,10 @@ func ptrString(s *string) string {
 func strPtr(s string) *string { return &s }
 func boolPtr(b bool) *bool    { return &b }
 
-// encodeAll encodes every file's contents (encode), in files' order. Which files another file holds the base64 of
-// is found first (base64Tokens); files with the same contents (every manifest is both in /opt/openshift/manifests
-// and in the installer's manifests, the etcd certificates once per revision) are encoded once, one worker per core.
+// encodeAll encodes every file's contents (encode; gzipDataURL for a compressed file), in files' order. Which files
+// another file holds the base64 of is found first (base64Tokens); files with the same contents (every manifest is
+// both in /opt/openshift/manifests and in the installer's manifests, the etcd certificates once per revision) and
+// the same compression are encoded once, one worker per core.
 func encodeAll(files []File) []string {
 	tokens := base64Tokens(files)
 	out := make([]string, len(files))
@@ -334,7 +341,7 @@ func encodeAll(files []File) []string {
 	sameAs := make([]int, len(files))
 	var distinct []int
 	for i, f := range files {
-		if j, ok := same.firstOf(i, f.Contents, nil); ok {
+		if j, ok := same.firstOf(i, f.Contents, func(j int) bool { return files[j].Compressed == f.Compressed }); ok {
 			sameAs[i] = j
 			continue
 		}
@@ -344,7 +351,11 @@ func encodeAll(files []File) []string {
 	workers := min(runtime.GOMAXPROCS(0), len(distinct))
 	parallelEach(len(distinct), workers, func() struct{} { return struct{}{} }, func(_ struct{}, n int) error {
 		i := distinct[n]
-		out[i] = encode(files[i].Contents, tokens)
+		if files[i].Compressed {
+			out[i] = gzipDataURL(files[i].Contents)
+		} else {
+			out[i] = encode(files[i].Contents, tokens)
+		}
 		return nil
 	})
 	for i := range files {

@@ -73,7 +73,7 @@ func InstallerConfig(o LiveOptions) []byte {
 func LiveIgnition(aio []byte, o LiveOptions) ([]byte, error) {
 	t := NewTree()
 	add := func(p string, data []byte) error {
-		if err := t.addFile(p, 0o600, data, false); err != nil { // t lives as long as this call, which changes nothing
+		if err := t.addFile(p, 0o600, data, false, false); err != nil { // t lives as long as this call, which changes nothing
 			return fmt.Errorf("building live.ign: %w", err)
 		}
 		return nil

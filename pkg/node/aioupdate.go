@@ -73,7 +73,7 @@ func (n *Node) addUpdater(t *export.Tree) error {
 	if err != nil {
 		return err
 	}
-	if err := t.AddFile(AIOUpdateScript, 0755, script); err != nil {
+	if err := t.AddCompressedFile(AIOUpdateScript, 0755, script); err != nil {
 		return err
 	}
 	return t.AddFile(AIOUpdateConfig, 0644, []byte(cfg))

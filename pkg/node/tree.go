@@ -80,7 +80,7 @@ func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
 	if err := add(ApproverKubeconfig, 0600, approverKubeconfig); err != nil {
 		return nil, err
 	}
-	if err := add(ApproverScript, 0755, approverScript); err != nil {
+	if err := t.AddCompressedFile(ApproverScript, 0755, approverScript); err != nil {
 		return nil, err
 	}
 	if err := add(ApproverNodesPath, 0644, approverNodes); err != nil {
@@ -106,7 +106,7 @@ func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := add(AIOKubeScript, 0755, script); err != nil {
+	if err := t.AddCompressedFile(AIOKubeScript, 0755, script); err != nil {
 		return nil, err
 	}
 	if err := t.AddUnit(export.Unit{Name: AIOKubeUnit, Contents: aiokubeUnit, Enabled: true}); err != nil {
@@ -297,7 +297,7 @@ func addPodNetwork(t *export.Tree, in *clusterconfig.Inputs, name string, server
 	if err != nil {
 		return err
 	}
-	if err := t.AddFile(PodNetworkScript, 0755, script); err != nil {
+	if err := t.AddCompressedFile(PodNetworkScript, 0755, script); err != nil {
 		return err
 	}
 	return t.AddUnit(export.Unit{Name: PodNetworkUnit, Contents: unit, Enabled: true})
