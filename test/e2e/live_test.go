@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/netip"
 	"os"
@@ -425,7 +426,21 @@ func previousEncoding(t *testing.T, aio []byte) []byte {
 	}
 	for i, f := range cfg.Storage.Files {
 		data := decodeDataURL(t, *f.Contents.Source)
+		if c := f.Contents.Compression; c != nil && *c == "gzip" { // the node's programs (export.AddCompressedFile)
+			zr, err := gzip.NewReader(bytes.NewReader(data))
+			if err != nil {
+				t.Fatalf("%s: %v", f.Path, err)
+			}
+			if data, err = io.ReadAll(zr); err != nil {
+				t.Fatalf("%s: %v", f.Path, err)
+			}
+		} else if c != nil {
+			t.Fatalf("%s: compression %q", f.Path, *c)
+		}
 		best := *f.Contents.Source
+		if f.Contents.Compression != nil { // encoded afresh below, with or without compression
+			best = "data:;base64," + base64.StdEncoding.EncodeToString(data)
+		}
 		var compression *string
 		if b64 := "data:;base64," + base64.StdEncoding.EncodeToString(data); len(b64) < len(best) {
 			best = b64
