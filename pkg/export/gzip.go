@@ -15,9 +15,8 @@ import (
 // The compressed files are the node's programs, the same in every render a binary makes: the sources are kept
 // (gzipCache), so a fleet compresses each once.
 func gzipDataURL(contents []byte) string {
-	key := string(contents)
 	gzipCache.Lock()
-	src, ok := gzipCache.sources[key]
+	src, ok := gzipCache.sources[string(contents)] // looked up without a copy of contents
 	gzipCache.Unlock()
 	if ok {
 		return src
@@ -34,7 +33,7 @@ func gzipDataURL(contents []byte) string {
 	if len(gzipCache.sources) >= gzipCacheMax {
 		clear(gzipCache.sources)
 	}
-	gzipCache.sources[key] = src
+	gzipCache.sources[string(contents)] = src
 	gzipCache.Unlock()
 	return src
 }

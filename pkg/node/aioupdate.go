@@ -65,15 +65,11 @@ func shellAssignments(env map[string]string) (string, error) {
 }
 
 func (n *Node) addUpdater(t *export.Tree) error {
-	script, err := readScript("aio-update.sh")
-	if err != nil {
-		return err
-	}
 	cfg, err := shellAssignments(n.updaterEnv())
 	if err != nil {
 		return err
 	}
-	if err := t.AddCompressedFile(AIOUpdateScript, 0755, script); err != nil {
+	if err := addProgram(t, AIOUpdateScript, "aio-update.sh"); err != nil {
 		return err
 	}
 	return t.AddFile(AIOUpdateConfig, 0644, []byte(cfg))

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"path"
+
+	"github.com/render-static/render-static/pkg/export"
 )
 
 // The node's own programs (manifests/node/scripts/) share one shell library, aio-lib.sh. Each script gets it
@@ -18,6 +20,16 @@ const (
 	// libraryHeader is the library's first line, for shellcheck alone; the render leaves it out.
 	libraryHeader = "# shellcheck shell=bash "
 )
+
+// addProgram installs the node program manifests/node/scripts/<name> (readScript) at p, executable. aio.ign carries
+// it gzip-compressed (export.Tree.AddCompressedFile): no other file of the node repeats a program's text.
+func addProgram(t *export.Tree, p, name string) error {
+	script, err := readScript(name)
+	if err != nil {
+		return err
+	}
+	return t.AddCompressedFile(p, 0755, script)
+}
 
 // readScript returns the node program manifests/node/scripts/<name> as aio.ign installs it: its libraryLines
 // replaced by aio-lib.sh (without its first line), between two comment lines that name it.

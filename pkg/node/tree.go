@@ -61,10 +61,6 @@ func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	approverScript, err := readScript("aio-csr-approver.sh")
-	if err != nil {
-		return nil, err
-	}
 	approverUnit, err := renderTemplate("aio-csr-approver.service", map[string]any{"Script": ApproverScript, "Env": envLines(approverEnv())})
 	if err != nil {
 		return nil, err
@@ -80,7 +76,7 @@ func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
 	if err := add(ApproverKubeconfig, 0600, approverKubeconfig); err != nil {
 		return nil, err
 	}
-	if err := t.AddCompressedFile(ApproverScript, 0755, approverScript); err != nil {
+	if err := addProgram(t, ApproverScript, "aio-csr-approver.sh"); err != nil {
 		return nil, err
 	}
 	if err := add(ApproverNodesPath, 0644, approverNodes); err != nil {
@@ -94,10 +90,6 @@ func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
 	}
 
 	// aiokube.
-	script, err := readScript("aiokube.sh")
-	if err != nil {
-		return nil, err
-	}
 	tokens, err := legacyTokens(o.Manifests)
 	if err != nil {
 		return nil, err
@@ -106,7 +98,7 @@ func (n *Node) Tree(ctx context.Context, o Options) (*export.Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := t.AddCompressedFile(AIOKubeScript, 0755, script); err != nil {
+	if err := addProgram(t, AIOKubeScript, "aiokube.sh"); err != nil {
 		return nil, err
 	}
 	if err := t.AddUnit(export.Unit{Name: AIOKubeUnit, Contents: aiokubeUnit, Enabled: true}); err != nil {
@@ -289,15 +281,11 @@ func addPodNetwork(t *export.Tree, in *clusterconfig.Inputs, name string, server
 			return err
 		}
 	}
-	script, err := readScript("aio-pod-network.sh")
-	if err != nil {
-		return err
-	}
 	unit, err := renderTemplate(PodNetworkUnit, map[string]any{"Script": PodNetworkScript, "Env": envLines(podNetworkEnv())})
 	if err != nil {
 		return err
 	}
-	if err := t.AddCompressedFile(PodNetworkScript, 0755, script); err != nil {
+	if err := addProgram(t, PodNetworkScript, "aio-pod-network.sh"); err != nil {
 		return err
 	}
 	return t.AddUnit(export.Unit{Name: PodNetworkUnit, Contents: unit, Enabled: true})
