@@ -130,24 +130,38 @@ func readRoot(root string, dirs []string) (map[string][]byte, error) {
 // FromIgnition decodes the files an Ignition config writes (data URLs, gzip-compressed or not).
 func FromIgnition(data []byte) (map[string][]byte, error) {
 	var cfg struct {
-		Ignition struct {
-			Version string `json:"version"`
-		} `json:"ignition"`
-		Storage struct {
-			Files []struct {
-				Path     string `json:"path"`
-				Contents struct {
-					Source      *string `json:"source"`
-					Compression *string `json:"compression"`
-				} `json:"contents"`
-			} `json:"files"`
+		Ignition IgnitionVersion `json:"ignition"`
+		Storage  struct {
+			Files []IgnitionFile `json:"files"`
 		} `json:"storage"`
 	}
 	if err := json.Unmarshal(data, &cfg); err != nil || cfg.Ignition.Version == "" {
 		return nil, fmt.Errorf("not an Ignition config (%v)", err)
 	}
+	return DecodeFiles(cfg.Storage.Files)
+}
+
+// IgnitionVersion is an Ignition config's "ignition" section as FromIgnition reads it: a config has a version.
+type IgnitionVersion struct {
+	Version string `json:"version"`
+}
+
+// IgnitionFile is what FromIgnition reads of an Ignition config's storage.files entry. A caller that parses a
+// config for more than its files (pkg/renew reads the earlier aio.ign's units too) decodes them with DecodeFiles,
+// so that the config is parsed once.
+type IgnitionFile struct {
+	Path     string `json:"path"`
+	Contents struct {
+		Source      *string `json:"source"`
+		Compression *string `json:"compression"`
+	} `json:"contents"`
+}
+
+// DecodeFiles decodes the contents of an Ignition config's files by path: their data URLs, gunzipped when
+// compressed. A file with no source or a remote one is left out (nothing to inspect offline).
+func DecodeFiles(entries []IgnitionFile) (map[string][]byte, error) {
 	files := map[string][]byte{}
-	for _, f := range cfg.Storage.Files {
+	for _, f := range entries {
 		if f.Contents.Source == nil {
 			continue
 		}

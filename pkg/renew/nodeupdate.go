@@ -224,7 +224,11 @@ func compare(ctx context.Context, o Options, st *state.State, m *marker, eng *pi
 	}
 	rep.Renewed, rep.Bundles = renewed, bundles
 
-	oldFiles, err := inventory.FromIgnition(oldIgn)
+	earlier, err := parseEarlier(oldIgn)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s/aio.ign: %w", o.Dir, err)
+	}
+	oldFiles, err := inventory.DecodeFiles(earlier.Storage.Files)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s/aio.ign: %w", o.Dir, err)
 	}
@@ -321,12 +325,8 @@ func compare(ctx context.Context, o Options, st *state.State, m *marker, eng *pi
 		}
 	}
 	sort.Strings(upd.NotCarried)
-	units, err := changedUnits(oldIgn, out.Tree.Units(), bootstrapOnly)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s/aio.ign: %w", o.Dir, err)
-	}
-	rep.ReadAtStart = append(rep.ReadAtStart, units...)
-	if changed, err := passwdChanged(oldIgn, out.Ignition); err != nil {
+	rep.ReadAtStart = append(rep.ReadAtStart, changedUnits(earlier.Systemd.Units, out.Tree.Units(), bootstrapOnly)...)
+	if changed, err := passwdChanged(earlier.Passwd, out.Ignition); err != nil {
 		return nil, nil, err
 	} else if changed {
 		rep.ReadAtStart = append(rep.ReadAtStart, "user core's SSH keys (Ignition sets them at the first boot only)")
@@ -405,26 +405,43 @@ func readAtStart(p string) (string, bool) {
 	return "", false
 }
 
+// earlierConfig is what compare reads of the earlier aio.ign (1-2 MB), in one parse: the files it writes, its
+// systemd units and its passwd section.
+type earlierConfig struct {
+	Ignition inventory.IgnitionVersion `json:"ignition"`
+	Passwd   json.RawMessage           `json:"passwd"`
+	Storage  struct {
+		Files []inventory.IgnitionFile `json:"files"`
+	} `json:"storage"`
+	Systemd struct {
+		Units []earlierUnit `json:"units"`
+	} `json:"systemd"`
+}
+
+// earlierUnit is what changedUnits compares of a unit of the earlier aio.ign.
+type earlierUnit struct {
+	Name     string  `json:"name"`
+	Contents *string `json:"contents"`
+	Enabled  *bool   `json:"enabled"`
+	Dropins  []struct {
+		Name     string  `json:"name"`
+		Contents *string `json:"contents"`
+	} `json:"dropins"`
+}
+
+// parseEarlier parses the earlier aio.ign (an Ignition config has a version: inventory.FromIgnition's check).
+func parseEarlier(oldIgn []byte) (*earlierConfig, error) {
+	var cfg earlierConfig
+	if err := json.Unmarshal(oldIgn, &cfg); err != nil || cfg.Ignition.Version == "" {
+		return nil, fmt.Errorf("not an Ignition config (%v)", err)
+	}
+	return &cfg, nil
+}
+
 // changedUnits are the systemd units (with their drop-ins and enablement) of the render that differ from the old
 // aio.ign's, or that it no longer has, "unit <name> (...)": Ignition installs units at the first boot, and aio-update
 // installs none (the first-boot-only ones, bootstrapOnly, are not the running node's).
-func changedUnits(oldIgn []byte, units []export.Unit, bootstrapOnly []string) ([]string, error) {
-	var cfg struct {
-		Systemd struct {
-			Units []struct {
-				Name     string  `json:"name"`
-				Contents *string `json:"contents"`
-				Enabled  *bool   `json:"enabled"`
-				Dropins  []struct {
-					Name     string  `json:"name"`
-					Contents *string `json:"contents"`
-				} `json:"dropins"`
-			} `json:"units"`
-		} `json:"systemd"`
-	}
-	if err := json.Unmarshal(oldIgn, &cfg); err != nil {
-		return nil, err
-	}
+func changedUnits(oldUnits []earlierUnit, units []export.Unit, bootstrapOnly []string) []string {
 	key := func(contents string, enabled bool, dropins map[string]string) string {
 		b, _ := json.Marshal(struct {
 			C string
@@ -434,7 +451,7 @@ func changedUnits(oldIgn []byte, units []export.Unit, bootstrapOnly []string) ([
 		return string(b)
 	}
 	old := map[string]string{}
-	for _, u := range cfg.Systemd.Units {
+	for _, u := range oldUnits {
 		d := map[string]string{}
 		for _, di := range u.Dropins {
 			d[di.Name] = deref(di.Contents)
@@ -465,22 +482,41 @@ func changedUnits(oldIgn []byte, units []export.Unit, bootstrapOnly []string) ([
 			out = append(out, "unit "+name+" (no longer in the render)")
 		}
 	}
-	return out, nil
+	return out
 }
 
-// passwdChanged says whether two Ignition configs set other users or SSH keys (the install-config's sshKey):
-// Ignition applies them at the first boot only, and an update carries no user.
-func passwdChanged(oldIgn, newIgn []byte) (bool, error) {
-	var a, b struct {
-		Passwd json.RawMessage `json:"passwd"`
-	}
-	if err := json.Unmarshal(oldIgn, &a); err != nil {
+// passwdChanged says whether the render's aio.ign (newIgn) sets other users or SSH keys (the install-config's
+// sshKey) than the earlier one's passwd section: Ignition applies them at the first boot only, and an update
+// carries no user. The sections are compared as written (the same marshalling writes both).
+func passwdChanged(oldPasswd json.RawMessage, newIgn []byte) (bool, error) {
+	newPasswd, err := topLevelValue(newIgn, "passwd")
+	if err != nil {
 		return false, err
 	}
-	if err := json.Unmarshal(newIgn, &b); err != nil {
-		return false, err
+	return !bytes.Equal(oldPasswd, newPasswd), nil
+}
+
+// topLevelValue is the value of key in the JSON object data, as written (nil when the object has no such key). It
+// reads no further than that value: aio.ign's passwd comes before its megabytes of storage.
+func topLevelValue(data []byte, key string) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("not a JSON object (%v)", err)
 	}
-	return !bytes.Equal(a.Passwd, b.Passwd), nil
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		if t == key {
+			return v, nil
+		}
+	}
+	return nil, nil
 }
 
 func deref(s *string) string {
