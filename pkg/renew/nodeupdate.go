@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -207,8 +208,9 @@ func sum(b []byte) string {
 
 func modeString(m fs.FileMode) string { return fmt.Sprintf("%04o", m.Perm()) }
 
-// compare builds the report and the update from the state renew started from, the old aio.ign and the new render.
-func compare(ctx context.Context, o Options, st *state.State, m *marker, eng *pipeline.Settled, out *pipeline.Output, oldIgn []byte) (*Report, *Update, error) {
+// compare builds the report and the update from the state renew started from, the old aio.ign (earlier: its parse,
+// started before the settle, readEarlier) and the new render.
+func compare(ctx context.Context, o Options, st *state.State, m *marker, eng *pipeline.Settled, out *pipeline.Output, earlier func() (*earlierNode, error)) (*Report, *Update, error) {
 	rep := &Report{Dir: o.Dir, EarliestExpiry: out.Summary.EarliestExpiry, EarliestExpirySubject: out.Summary.EarliestExpirySubject,
 		AdminKubeconfigExpiry: out.Summary.AdminKubeconfigExpiry}
 	for _, l := range m.unconsumed {
@@ -224,14 +226,11 @@ func compare(ctx context.Context, o Options, st *state.State, m *marker, eng *pi
 	}
 	rep.Renewed, rep.Bundles = renewed, bundles
 
-	earlier, err := parseEarlier(oldIgn)
+	old, err := earlier()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s/aio.ign: %w", o.Dir, err)
 	}
-	oldFiles, err := inventory.DecodeFiles(earlier.Storage.Files)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s/aio.ign: %w", o.Dir, err)
-	}
+	oldFiles := old.files
 	newFiles := map[string]export.File{}
 	for _, f := range out.Tree.Files() {
 		newFiles[f.Path] = f
@@ -325,8 +324,8 @@ func compare(ctx context.Context, o Options, st *state.State, m *marker, eng *pi
 		}
 	}
 	sort.Strings(upd.NotCarried)
-	rep.ReadAtStart = append(rep.ReadAtStart, changedUnits(earlier.Systemd.Units, out.Tree.Units(), bootstrapOnly)...)
-	if changed, err := passwdChanged(earlier.Passwd, out.Ignition); err != nil {
+	rep.ReadAtStart = append(rep.ReadAtStart, changedUnits(old.cfg.Systemd.Units, out.Tree.Units(), bootstrapOnly)...)
+	if changed, err := passwdChanged(old.cfg.Passwd, out.Ignition); err != nil {
 		return nil, nil, err
 	} else if changed {
 		rep.ReadAtStart = append(rep.ReadAtStart, "user core's SSH keys (Ignition sets them at the first boot only)")
@@ -427,6 +426,38 @@ type earlierUnit struct {
 		Name     string  `json:"name"`
 		Contents *string `json:"contents"`
 	} `json:"dropins"`
+}
+
+// earlierNode is the earlier aio.ign as compare reads it: its config and the contents of its files by path.
+type earlierNode struct {
+	cfg   *earlierConfig
+	files map[string][]byte
+}
+
+// readEarlier parses the earlier aio.ign and decodes its files on a goroutine of its own, so that the settle and the
+// export, which do not need it, run meanwhile (a re-render's loops leave a core free); the function it returns waits
+// for the result.
+func readEarlier(oldIgn []byte) func() (*earlierNode, error) {
+	type result struct {
+		node *earlierNode
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		cfg, err := parseEarlier(oldIgn)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		files, err := inventory.DecodeFiles(cfg.Storage.Files)
+		done <- result{&earlierNode{cfg: cfg, files: files}, err}
+	}()
+	var once sync.Once
+	var r result
+	return func() (*earlierNode, error) {
+		once.Do(func() { r = <-done })
+		return r.node, r.err
+	}
 }
 
 // parseEarlier parses the earlier aio.ign (an Ignition config has a version: inventory.FromIgnition's check).

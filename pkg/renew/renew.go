@@ -91,6 +91,7 @@ func Continue(ctx context.Context, o Options, command string, add *state.Worker)
 	if err != nil {
 		return nil, installconfig.ErrorList{{Field: pipeline.InDir, Detail: fmt.Sprintf("%v: renew compares the new render with the node's aio.ign", err)}}
 	}
+	earlier := readEarlier(oldIgn)
 
 	m := &marker{now: o.Now, within: o.Within, force: o.Force, reason: markReason(o)}
 	eng, err := pipeline.SettleFrom(ctx, in, st, &pipeline.SettleHooks{BeforeConverge: m.before, AfterConverge: m.after})
@@ -105,7 +106,7 @@ func Continue(ctx context.Context, o Options, command string, add *state.Worker)
 	// inputs; a worker is added to them.
 	out.State.Inputs = pipeline.SaveInputs(so, in)
 
-	rep, upd, err := compare(ctx, o, st, m, eng, out, oldIgn)
+	rep, upd, err := compare(ctx, o, st, m, eng, out, earlier)
 	if err != nil {
 		return nil, err
 	}

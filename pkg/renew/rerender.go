@@ -33,10 +33,17 @@ func Render(ctx context.Context, o pipeline.Options) (*pipeline.Summary, error) 
 
 // rerender is renew's pipeline.NodeUpdater.
 type rerender struct {
-	m *marker
+	m   *marker
+	dir string
+	// earlier is the directory's aio.ign, read and parsed while the render settles (Hooks starts it); found is false
+	// when the directory has none (no node was installed from it).
+	earlier func() (node *earlierNode, found bool, err error)
 }
 
-func (r *rerender) Check(dir string) installconfig.ErrorList { return checkPending(dir) }
+func (r *rerender) Check(dir string) installconfig.ErrorList {
+	r.dir = dir
+	return checkPending(dir)
+}
 
 // Hooks marks due, when the certificate validity changed from the saved one, every leaf issued for another
 // lifetime; and records each component's revision (marker.before) for the update.
@@ -49,20 +56,38 @@ func (r *rerender) Hooks(st *state.State, in *clusterconfig.Inputs) *pipeline.Se
 			r.m.reason = fmt.Sprintf("cert validity %s -> %s: issued for another lifetime", was, in.Lifetimes.Leaf)
 		}
 	}
+	r.earlier = startEarlier(r.dir)
 	return &pipeline.SettleHooks{BeforeConverge: r.m.before, AfterConverge: r.m.after}
+}
+
+// startEarlier reads dir's aio.ign and starts its parse (readEarlier) while the render goes on; the function it returns
+// waits for it.
+func startEarlier(dir string) func() (*earlierNode, bool, error) {
+	oldIgn, err := os.ReadFile(filepath.Join(dir, "aio.ign"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return func() (*earlierNode, bool, error) { return nil, false, nil }
+	}
+	if err != nil {
+		return func() (*earlierNode, bool, error) { return nil, false, err }
+	}
+	parsed := readEarlier(oldIgn)
+	return func() (*earlierNode, bool, error) {
+		n, err := parsed()
+		return n, true, err
+	}
 }
 
 // Make is the update of what the render changed on the running node (nil: nothing), compared with the node's
 // aio.ign in dir (none: no node was installed from this directory, so no update).
 func (r *rerender) Make(ctx context.Context, dir string, st *state.State, eng *pipeline.Settled, out *pipeline.Output) (*pipeline.NodeUpdate, error) {
-	oldIgn, err := os.ReadFile(filepath.Join(dir, "aio.ign"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	if r.earlier == nil || r.dir != dir {
+		r.earlier = startEarlier(dir)
 	}
-	if err != nil {
+	node, found, err := r.earlier()
+	if !found { // none (no update), or unreadable
 		return nil, err
 	}
-	rep, upd, err := compare(ctx, Options{Dir: dir, Now: r.m.now}, st, r.m, eng, out, oldIgn)
+	rep, upd, err := compare(ctx, Options{Dir: dir, Now: r.m.now}, st, r.m, eng, out, func() (*earlierNode, error) { return node, err })
 	if err != nil || upd == nil {
 		return nil, err
 	}
