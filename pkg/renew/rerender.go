@@ -46,7 +46,8 @@ func (r *rerender) Check(dir string) installconfig.ErrorList {
 }
 
 // Hooks marks due, when the certificate validity changed from the saved one, every leaf issued for another
-// lifetime; and records each component's revision (marker.before) for the update.
+// lifetime; records each component's revision (marker.before) for the update; and starts reading the directory's
+// aio.ign, which Make compares the render with (startEarlier).
 func (r *rerender) Hooks(st *state.State, in *clusterconfig.Inputs) *pipeline.SettleHooks {
 	r.m = &marker{now: time.Now()}
 	var saved string
