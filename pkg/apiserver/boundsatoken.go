@@ -45,7 +45,8 @@ func (k *Component) boundSATokenSignerLoop() loops.Loop {
 	}}.Concurrent(turn,
 		loops.Secret(OperatorNamespace, NextBoundSigningKeySecret),
 		loops.ConfigMap(TargetNamespace, BoundSigningCertsCM),
-		loops.Secret(TargetNamespace, BoundSigningKeySecret))
+		loops.Secret(TargetNamespace, BoundSigningKeySecret)).
+		MakesKeys(loops.Secret(OperatorNamespace, NextBoundSigningKeySecret))
 }
 
 func (k *Component) syncBoundSATokenSigner(ctx context.Context, kube corev1client.CoreV1Interface) error {

@@ -102,7 +102,8 @@ func (r Rotation) Loop(c *loops.Cluster, lt Lifetimes, operator v1helpers.Static
 		loops.Secret(r.Target.Namespace, r.Target.Name),
 	}
 	inner := loops.ControllerLoop(name, ctrl, recorder).
-		Concurrent(turn, footprint...).Reads(r.Inputs...).Settles(footprint[0], footprint[1]).Unchanged()
+		Concurrent(turn, footprint...).Reads(r.Inputs...).Settles(footprint[0], footprint[1]).
+		MakesKeys(footprint[0], footprint[2]).Unchanged()
 	if r.Kind != Serving {
 		return inner
 	}

@@ -80,7 +80,8 @@ func ServiceCA(c *loops.Cluster, in *clusterconfig.Inputs) loops.Loop {
 		loops.Object{Resource: "namespaces", Name: ServiceCANamespace},
 		loops.Secret(ServiceCANamespace, ServiceCASigningKey),
 		loops.ConfigMap(ServiceCANamespace, ServiceCASigningBundle),
-		loops.ConfigMap(ServiceCAManagedNS, ServiceCAManagedBundle))
+		loops.ConfigMap(ServiceCAManagedNS, ServiceCAManagedBundle)).
+		MakesKeys(loops.Secret(ServiceCANamespace, ServiceCASigningKey))
 }
 
 // validCA: the secret holds a CA certificate and key that belong together and are not expired.

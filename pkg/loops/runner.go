@@ -21,9 +21,9 @@ type Loop struct {
 	Name   string
 	Sync   func(ctx context.Context) error
 	closer func()
-	// turn, footprint, watch and settles are set by Concurrent, Reads and Settles (turn.go).
-	turn                      *Turn
-	footprint, watch, settles map[Object]bool
+	// turn, footprint, watch, settles and keys are set by Concurrent, Reads, Settles and MakesKeys (turn.go).
+	turn                            *Turn
+	footprint, watch, settles, keys map[Object]bool
 	// unordered is set by Settling: the order of the loop's writes within one step carries no meaning.
 	unordered bool
 	// lastRun is set by Unchanged (unchanged.go): the runner skips the loop while nothing it watches changed.
@@ -413,7 +413,7 @@ func (r *Runner) runOverlapped(ctx context.Context, phase Phase, pass int) []*st
 			}
 		}
 		steps = append(steps, s)
-		slots.want(i)
+		slots.want(i, keysFirstMade(l, phase.Loops[:i]), ready)
 		go r.runAhead(ctx, phase.Name, pass, s, ready, after, slots, i)
 	}
 	for _, s := range steps {
@@ -422,10 +422,33 @@ func (r *Runner) runOverlapped(ctx context.Context, phase Phase, pass int) []*st
 	return steps
 }
 
+// keysFirstMade counts the objects holding keys that l makes (MakesKeys) and no concurrent loop ahead of it in
+// the pass has in its footprint: on a new cluster, the keys l makes itself (a cert-rotation row sharing its signer
+// with a row ahead of it makes only its target's key).
+func keysFirstMade(l Loop, ahead []Loop) int {
+	n := 0
+	for o := range l.keys {
+		first := true
+		for _, a := range ahead {
+			if a.footprint[o] {
+				first = false
+				break
+			}
+		}
+		if first {
+			n++
+		}
+	}
+	return n
+}
+
 // slots bounds the concurrent loops computing before their turn. Loops ask for a slot in loop order (want, from
-// the dispatcher) and may take one once they are ready to start (start, after the loops they wait for); a slot
-// freed goes to the earliest loop that is ready. Holders never wait for a loop that waits for a slot (they give
-// theirs back before they wait for their turn), so every wait for a slot ends.
+// the dispatcher) and may take one once they are ready to start (start, after the loops they wait for). A slot
+// freed goes, among the loops ready to start, to the one whose turn has come (the pass waits for it), else to the
+// one that makes the most keys, else to the earliest: key generation is most of a fresh render's CPU, and a loop
+// making a signer's key and then its target's, started last, would make them one after the other on one core
+// while the other cores have nothing left to do (longest jobs first). Holders never wait for a loop that waits for
+// a slot (they give theirs back before they wait for their turn), so every wait for a slot ends.
 type slots struct {
 	mu      sync.Mutex
 	free    int
@@ -435,15 +458,31 @@ type slots struct {
 type slotWait struct {
 	ch    chan struct{}
 	ready bool
+	keys  int
+	turn  <-chan struct{} // closed when the loop's turn has come (nil: the pass's first loop)
+}
+
+// hasTurn says whether the waiting loop's turn has come.
+func (w *slotWait) hasTurn() bool {
+	if w.turn == nil {
+		return true
+	}
+	select {
+	case <-w.turn:
+		return true
+	default:
+		return false
+	}
 }
 
 func newSlots(n int) *slots { return &slots{free: n, waiting: map[int]*slotWait{}} }
 
-// want registers loop i's request, in loop order, before the loop is ready to start.
-func (s *slots) want(i int) {
+// want registers loop i's request, in loop order, before the loop is ready to start: the keys it makes
+// (keysFirstMade) and the channel closed at its turn.
+func (s *slots) want(i, keys int, turn <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.waiting[i] = &slotWait{ch: make(chan struct{})}
+	s.waiting[i] = &slotWait{ch: make(chan struct{}), keys: keys, turn: turn}
 }
 
 // start blocks until loop i, ready to start, holds a slot; the returned func gives it back (only its first call
@@ -466,12 +505,12 @@ func (s *slots) start(i int) (release func()) {
 	}
 }
 
-// grant hands free slots to the earliest ready loops; s.mu is held.
+// grant hands free slots to the ready loops in the order slots describes; s.mu is held.
 func (s *slots) grant() {
 	for s.free > 0 {
 		first := -1
 		for i, w := range s.waiting {
-			if w.ready && (first < 0 || i < first) {
+			if w.ready && (first < 0 || s.before(i, first)) {
 				first = i
 			}
 		}
@@ -482,6 +521,18 @@ func (s *slots) grant() {
 		delete(s.waiting, first)
 		s.free--
 	}
+}
+
+// before says whether waiting loop i gets a slot before waiting loop j.
+func (s *slots) before(i, j int) bool {
+	wi, wj := s.waiting[i], s.waiting[j]
+	if ti, tj := wi.hasTurn(), wj.hasTurn(); ti != tj {
+		return ti
+	}
+	if wi.keys != wj.keys {
+		return wi.keys > wj.keys
+	}
+	return i < j
 }
 
 // skips says whether the runner skips l now, in its turn: it is marked Unchanged and nothing it watches changed

@@ -36,9 +36,9 @@ import (
 //     watches (footprints are declared, so this is known before it starts; a loop that shares only objects it
 //     settles, see Settles, stops counting when it settled them) and one of Parallelism slots is free:
 //     a slot is held while a loop computes before its turn (its keys), given back when it has to wait for its
-//     turn, and free slots go to the earliest loop waiting for one, so the loops whose turn comes first make their
-//     keys first. Loops that are not concurrent do not hold it back: they run alone, in their turn, and may write
-//     anything.
+//     turn, and a free slot goes to the loop whose turn has come, else to the loop that makes the most keys
+//     (MakesKeys), else to the earliest, so that no long chain of keys is left for the end (runner.go, slots).
+//     Loops that are not concurrent do not hold it back: they run alone, in their turn, and may write anything.
 //   - Whatever a loop ahead of it writes after it started, the cluster checks against what it watches: if it
 //     wrote a watched object, the loop is stale, and when its turn comes its first wait for the turn abandons the
 //     run (a panic the runner recovers: nothing was written, keys made are dropped) and the runner runs it again
@@ -289,6 +289,21 @@ func (l Loop) Settles(objs ...Object) Loop {
 		settles[o] = true
 	}
 	l.settles = settles
+	return l
+}
+
+// MakesKeys declares objects of a concurrent loop's footprint that hold a private key the loop generates when it
+// makes them (a cert-rotation row: its signer and its target). It changes only which loop computes first
+// (slots): a loop that makes keys no loop ahead of it makes gets a slot before one that makes fewer.
+func (l Loop) MakesKeys(objs ...Object) Loop {
+	keys := map[Object]bool{}
+	for _, o := range objs {
+		if !l.footprint[o] {
+			panic(fmt.Sprintf("loops: %s: makes keys in %s, which is not in its footprint", l.Name, o))
+		}
+		keys[o] = true
+	}
+	l.keys = keys
 	return l
 }
 

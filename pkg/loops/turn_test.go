@@ -487,40 +487,88 @@ func TestSettledObjectsLetLoopsBehindStart(t *testing.T) {
 	}
 }
 
-// TestSlotsGoToTheEarliestReadyLoop: a freed slot goes to the earliest loop that is ready to start, whatever
-// order the loops became ready in; a loop that is not ready does not hold back the ones behind it.
-func TestSlotsGoToTheEarliestReadyLoop(t *testing.T) {
-	s := newSlots(1)
-	for i := 0; i < 3; i++ {
-		s.want(i)
-	}
-	release2 := s.start(2) // 0 and 1 are not ready: 2 takes the slot
-	got := make(chan int, 2)
-	for _, i := range []int{1, 0} {
-		go func() {
-			release := s.start(i)
-			got <- i
-			release()
-		}()
-		// 1 becomes ready before 0 (bounded wait)
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			s.mu.Lock()
-			ready := s.waiting[i].ready
-			s.mu.Unlock()
-			if ready {
-				break
+// TestSlotsOrder: a freed slot goes, among the loops ready to start (whatever order they became ready in), to
+// the one whose turn has come, else to the one making the most keys, else to the earliest; a loop that is not
+// ready does not hold back the ones behind it.
+func TestSlotsOrder(t *testing.T) {
+	closed := make(chan struct{})
+	close(closed)
+	for _, c := range []struct {
+		name  string
+		keys  []int // of loops 1-4 (loop 0 holds the slot)
+		turn  int   // the loop whose turn has come (-1: none of 1-4)
+		ready []int // the loops that become ready, in that order
+		want  []int // the order they get the slot in
+	}{
+		{name: "earliest", keys: []int{0, 0, 0, 0}, turn: -1, ready: []int{3, 1, 2}, want: []int{1, 2, 3}},
+		{name: "most keys", keys: []int{1, 0, 2, 2}, turn: -1, ready: []int{1, 2, 4, 3}, want: []int{3, 4, 1, 2}},
+		{name: "turn", keys: []int{0, 2, 1, 2}, turn: 1, ready: []int{2, 4, 3, 1}, want: []int{1, 2, 4, 3}},
+		{name: "not ready", keys: []int{0, 2, 2, 2}, turn: 1, ready: []int{4, 3}, want: []int{3, 4}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSlots(1)
+			s.want(0, 0, nil)
+			for i, k := range c.keys {
+				turn := make(chan struct{})
+				if i+1 == c.turn {
+					turn = closed
+				}
+				s.want(i+1, k, turn)
 			}
-		}
-	}
-	release2()
-	for _, want := range []int{0, 1} {
-		select {
-		case i := <-got:
-			if i != want {
-				t.Fatalf("slot went to loop %d, want %d (the earliest ready)", i, want)
+			release0 := s.start(0) // the pass's first loop: its turn has come
+			got := make(chan int, len(c.ready))
+			for _, i := range c.ready {
+				go func() {
+					release := s.start(i)
+					got <- i
+					release()
+				}()
+				for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) { // bounded
+					s.mu.Lock()
+					ready := s.waiting[i].ready
+					s.mu.Unlock()
+					if ready {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("loop %d did not become ready", i)
+					}
+				}
 			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("no loop got the slot")
+			release0()
+			for _, want := range c.want {
+				select {
+				case i := <-got:
+					if i != want {
+						t.Fatalf("slot went to loop %d, want %d (order %v)", i, want, c.want)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("no loop got the slot")
+				}
+			}
+		})
+	}
+}
+
+// TestKeysFirstMade: a loop counts the keys it makes that no concurrent loop ahead of it has in its footprint.
+func TestKeysFirstMade(t *testing.T) {
+	signer, a, b := Secret("ns", "signer"), Secret("ns", "a"), Secret("ns", "b")
+	bundle := ConfigMap("ns", "bundle")
+	rowA := Loop{Name: "a"}.Concurrent(NewTurn(), signer, bundle, a).MakesKeys(signer, a)
+	rowB := Loop{Name: "b"}.Concurrent(NewTurn(), signer, bundle, b).MakesKeys(signer, b)
+	other := Loop{Name: "other"}.Concurrent(NewTurn(), bundle)
+	for _, c := range []struct {
+		l     Loop
+		ahead []Loop
+		want  int
+	}{
+		{rowA, nil, 2},
+		{rowB, []Loop{rowA}, 1},
+		{rowB, []Loop{other}, 2},
+		{other, []Loop{rowA}, 0},
+	} {
+		if got := keysFirstMade(c.l, c.ahead); got != c.want {
+			t.Errorf("%s after %d loops: %d keys, want %d", c.l.Name, len(c.ahead), got, c.want)
 		}
 	}
 }
