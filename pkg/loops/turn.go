@@ -281,14 +281,7 @@ func (l Loop) Reads(inputs ...Object) Loop {
 // Settles declares objects of a concurrent loop's footprint that each run writes only before it calls
 // Turn.Settle (a cert-rotation row: its signer and CA bundle, before it turns to its target).
 func (l Loop) Settles(objs ...Object) Loop {
-	settles := map[Object]bool{}
-	for _, o := range objs {
-		if !l.footprint[o] {
-			panic(fmt.Sprintf("loops: %s: settles %s, which is not in its footprint", l.Name, o))
-		}
-		settles[o] = true
-	}
-	l.settles = settles
+	l.settles = l.ofFootprint("settles", objs)
 	return l
 }
 
@@ -296,15 +289,20 @@ func (l Loop) Settles(objs ...Object) Loop {
 // makes them (a cert-rotation row: its signer and its target). It changes only which loop computes first
 // (slots): a loop that makes keys no loop ahead of it makes gets a slot before one that makes fewer.
 func (l Loop) MakesKeys(objs ...Object) Loop {
-	keys := map[Object]bool{}
+	l.keys = l.ofFootprint("makes keys in", objs)
+	return l
+}
+
+// ofFootprint is objs as a set, each of which must be in the loop's footprint (what says what the declaration is).
+func (l Loop) ofFootprint(what string, objs []Object) map[Object]bool {
+	set := map[Object]bool{}
 	for _, o := range objs {
 		if !l.footprint[o] {
-			panic(fmt.Sprintf("loops: %s: makes keys in %s, which is not in its footprint", l.Name, o))
+			panic(fmt.Sprintf("loops: %s: %s %s, which is not in its footprint", l.Name, what, o))
 		}
-		keys[o] = true
+		set[o] = true
 	}
-	l.keys = keys
-	return l
+	return set
 }
 
 // IsConcurrent says whether the loop was marked Concurrent.
